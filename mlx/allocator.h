@@ -1,0 +1,51 @@
+// Memory for array data. A backend owns the allocator; Buffer::raw_ptr() is how the CPU
+// reads any buffer, wherever it lives.
+#pragma once
+
+#include <cstddef>
+
+namespace mlx::core::allocator {
+
+class Buffer {
+ public:
+  explicit Buffer(void* handle) : handle_(handle) {}
+
+  // A CPU pointer to the start of the buffer's bytes (may map or stage device memory).
+  void* raw_ptr();
+
+  // The backend's opaque handle (for the CPU backend, the bytes themselves).
+  void* ptr() const { return handle_; }
+  void*& ptr() { return handle_; }
+
+ private:
+  void* handle_;
+};
+
+class Allocator {
+ public:
+  virtual Buffer malloc(size_t size) = 0;
+  virtual void free(Buffer buffer) = 0;
+  virtual size_t size(Buffer buffer) const = 0;
+  virtual ~Allocator() = default;
+};
+
+Allocator& allocator();
+
+// Throws std::runtime_error when the allocation cannot be satisfied.
+Buffer malloc(size_t size);
+void free(Buffer buffer);
+
+} // namespace mlx::core::allocator
+
+namespace mlx::core {
+
+// Memory statistics of the active allocator, in bytes (as MLX's memory.h).
+size_t get_active_memory();
+size_t get_peak_memory();
+void reset_peak_memory();
+size_t get_cache_memory();
+size_t set_memory_limit(size_t limit);
+size_t set_cache_limit(size_t limit);
+void clear_cache();
+
+} // namespace mlx::core

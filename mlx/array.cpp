@@ -1,0 +1,226 @@
+#include "mlx/array.h"
+
+#include "mlx/primitives.h"
+#include "mlx/transforms.h"
+
+namespace mlx::core {
+
+namespace {
+
+size_t shape_size(const Shape& shape, const char* who) {
+  size_t size = 1;
+  for (auto d : shape) {
+    if (d < 0) {
+      throw std::invalid_argument(std::string("[") + who +
+                                  "] shape dimensions must be non-negative.");
+    }
+    size *= static_cast<size_t>(d);
+  }
+  return size;
+}
+
+} // namespace
+
+Strides row_major_strides(const Shape& shape) {
+  Strides strides(shape.size(), 1);
+  for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) {
+    strides[i] = strides[i + 1] * std::max<int64_t>(shape[i + 1], 1);
+  }
+  return strides;
+}
+
+array::ArrayDesc::ArrayDesc(Shape shape_, Dtype dtype_)
+    : shape(std::move(shape_)),
+      strides(row_major_strides(shape)),
+      size(shape_size(shape, "array")),
+      dtype(dtype_),
+      status(Status::available) {}
+
+array::ArrayDesc::ArrayDesc(Shape shape_, Dtype dtype_, std::shared_ptr<Primitive> primitive_,
+                            std::vector<array> inputs_)
+    : shape(std::move(shape_)),
+      strides(row_major_strides(shape)),
+      size(shape_size(shape, "array")),
+      dtype(dtype_),
+      primitive(std::move(primitive_)),
+      status(Status::unscheduled),
+      inputs(std::move(inputs_)) {}
+
+array::ArrayDesc::~ArrayDesc() {
+  // Move inputs that only we hold onto an explicit stack and release them one by one;
+  // the default recursive destruction would use one stack frame per graph node.
+  std::vector<std::shared_ptr<ArrayDesc>> pending;
+  auto take_inputs = [&pending](std::vector<array>& in) {
+    for (auto& a : in) {
+      if (a.desc_ && a.desc_.use_count() == 1) {
+        pending.push_back(std::move(a.desc_));
+      }
+    }
+    in.clear();
+  };
+  take_inputs(inputs);
+  while (!pending.empty()) {
+    auto desc = std::move(pending.back());
+    pending.pop_back();
+    take_inputs(desc->inputs);
+    // Siblings reference each other; dropping them here cannot recurse deeply.
+    desc->siblings.clear();
+  }
+}
+
+array::array(const std::complex<float>& val, Dtype dtype)
+    : desc_(std::make_shared<ArrayDesc>(Shape{}, dtype)) {
+  complex64_t v(val);
+  init(&v);
+}
+
+array::array(std::initializer_list<float> data)
+    : desc_(std::make_shared<ArrayDesc>(Shape{static_cast<ShapeElem>(data.size())}, float32)) {
+  init(data.begin());
+}
+
+array::array(std::initializer_list<int> data, Dtype dtype)
+    : desc_(std::make_shared<ArrayDesc>(Shape{static_cast<ShapeElem>(data.size())}, dtype)) {
+  init(data.begin());
+}
+
+array::array(allocator::Buffer data, Shape shape, Dtype dtype, Deleter deleter)
+    : desc_(std::make_shared<ArrayDesc>(std::move(shape), dtype)) {
+  set_data(data, std::move(deleter));
+}
+
+array::array(Shape shape, Dtype dtype, std::shared_ptr<Primitive> primitive,
+             std::vector<array> inputs)
+    : desc_(std::make_shared<ArrayDesc>(std::move(shape), dtype, std::move(primitive),
+                                        std::move(inputs))) {}
+
+array::~array() {
+  if (!desc_) {
+    return;
+  }
+  // Siblings form a reference cycle. When the only references left to a sibling group are
+  // the ones the siblings hold on each other (and ours), break the cycle.
+  auto n = desc_->siblings.size();
+  if (n == 0 || static_cast<size_t>(desc_.use_count()) != n + 1) {
+    return;
+  }
+  for (auto& s : desc_->siblings) {
+    if (static_cast<size_t>(s.desc_.use_count()) != n) {
+      return;
+    }
+  }
+  std::vector<array> group = std::move(desc_->siblings);
+  for (auto& s : group) {
+    s.desc_->siblings.clear();
+  }
+}
+
+std::vector<array> array::make_arrays(std::vector<Shape> shapes, const std::vector<Dtype>& dtypes,
+                                      const std::shared_ptr<Primitive>& primitive,
+                                      const std::vector<array>& inputs) {
+  std::vector<array> outputs;
+  outputs.reserve(shapes.size());
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    outputs.emplace_back(std::move(shapes[i]), dtypes[i], primitive, inputs);
+  }
+  if (outputs.size() > 1) {
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      std::vector<array> siblings;
+      for (size_t j = 0; j < outputs.size(); ++j) {
+        if (j != i) {
+          siblings.push_back(outputs[j]);
+        }
+      }
+      outputs[i].set_siblings(std::move(siblings), static_cast<uint16_t>(i));
+    }
+  }
+  return outputs;
+}
+
+std::vector<array> array::outputs() const {
+  std::vector<array> outs;
+  outs.reserve(siblings().size() + 1);
+  auto pos = desc_->position;
+  auto it = siblings().begin();
+  for (size_t i = 0; i < siblings().size() + 1; ++i) {
+    if (i == pos) {
+      outs.push_back(*this);
+    } else {
+      outs.push_back(*it++);
+    }
+  }
+  return outs;
+}
+
+void array::eval() {
+  if (status() != Status::available) {
+    mlx::core::eval({*this});
+  }
+}
+
+bool array::is_available() const {
+  return status() == Status::available;
+}
+
+void array::wait() {
+  if (status() == Status::evaluated) {
+    if (desc_->pending_stream >= 0) {
+      synchronize(Stream(desc_->pending_stream, Device::gpu));
+    }
+    set_status(Status::available);
+  } else if (status() == Status::unscheduled) {
+    eval();
+  }
+}
+
+void array::set_data(allocator::Buffer buffer, Deleter d) {
+  desc_->data = std::make_shared<Data>(buffer, std::move(d));
+  desc_->offset = 0;
+  desc_->data_size = size();
+  desc_->strides = row_major_strides(shape());
+  desc_->flags = Flags{true, true, ndim() <= 1 || size() <= 1};
+  if (!desc_->flags.col_contiguous) {
+    // A row-major array is also column-major when at most one dimension exceeds 1.
+    int big = 0;
+    for (auto s : shape()) {
+      big += s > 1;
+    }
+    desc_->flags.col_contiguous = big <= 1;
+  }
+}
+
+void array::set_data(allocator::Buffer buffer, size_t data_size, Strides strides, Flags flags,
+                     Deleter d) {
+  desc_->data = std::make_shared<Data>(buffer, std::move(d));
+  desc_->offset = 0;
+  desc_->data_size = data_size;
+  desc_->strides = std::move(strides);
+  desc_->flags = flags;
+}
+
+void array::copy_shared_buffer(const array& other, const Strides& strides, Flags flags,
+                               size_t data_size, int64_t offset_elems) {
+  desc_->data = other.desc_->data;
+  desc_->offset =
+      static_cast<size_t>(static_cast<int64_t>(other.desc_->offset) + offset_elems * static_cast<int64_t>(itemsize()));
+  desc_->data_size = data_size;
+  desc_->strides = strides;
+  desc_->flags = flags;
+}
+
+void array::copy_shared_buffer(const array& other) {
+  copy_shared_buffer(other, other.strides(), other.flags(), other.data_size());
+}
+
+void array::detach() {
+  for (auto& s : desc_->siblings) {
+    s.desc_->primitive = nullptr;
+    s.desc_->inputs.clear();
+    s.desc_->siblings.clear();
+  }
+  desc_->primitive = nullptr;
+  desc_->inputs.clear();
+  desc_->siblings.clear();
+}
+
+} // namespace mlx::core

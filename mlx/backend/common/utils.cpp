@@ -1,0 +1,89 @@
+#include "mlx/backend/common/utils.h"
+
+#include <algorithm>
+
+namespace mlx::core {
+
+std::tuple<Shape, std::vector<Strides>> collapse_contiguous_dims(
+    const Shape& shape, const std::vector<Strides>& strides) {
+  Shape out_shape;
+  std::vector<Strides> out_strides(strides.size());
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 1) {
+      continue;
+    }
+    bool merge = !out_shape.empty();
+    for (size_t k = 0; merge && k < strides.size(); ++k) {
+      merge = out_strides[k].back() == strides[k][i] * shape[i];
+    }
+    if (merge) {
+      out_shape.back() *= shape[i];
+      for (size_t k = 0; k < strides.size(); ++k) {
+        out_strides[k].back() = strides[k][i];
+      }
+    } else {
+      out_shape.push_back(shape[i]);
+      for (size_t k = 0; k < strides.size(); ++k) {
+        out_strides[k].push_back(strides[k][i]);
+      }
+    }
+  }
+  return {out_shape, out_strides};
+}
+
+std::tuple<Shape, std::vector<Strides>> collapse_contiguous_dims(const std::vector<array>& xs) {
+  std::vector<Strides> strides;
+  for (auto& x : xs) {
+    strides.push_back(x.strides());
+  }
+  return collapse_contiguous_dims(xs[0].shape(), strides);
+}
+
+ViewLayout view_layout(const Shape& shape, const Strides& strides) {
+  size_t size = 1;
+  for (auto d : shape) {
+    size *= static_cast<size_t>(d);
+  }
+  if (size == 0) {
+    return {{true, true, true}, 0};
+  }
+  // Row-major check, ignoring size-1 dims whose stride never matters.
+  bool row = true, col = true;
+  int64_t expect = 1;
+  for (int i = static_cast<int>(shape.size()) - 1; i >= 0; --i) {
+    if (shape[i] == 1) {
+      continue;
+    }
+    row &= strides[i] == expect;
+    expect *= shape[i];
+  }
+  expect = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 1) {
+      continue;
+    }
+    col &= strides[i] == expect;
+    expect *= shape[i];
+  }
+  // Dense in some order: sorting |strides| reproduces a row-major layout of permuted dims.
+  std::vector<std::pair<int64_t, int32_t>> dims;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] != 1) {
+      dims.emplace_back(strides[i], shape[i]);
+    }
+  }
+  std::sort(dims.begin(), dims.end());
+  bool dense = true;
+  int64_t span = 1;
+  for (auto& [st, sh] : dims) {
+    dense &= st == span;
+    span *= sh;
+  }
+  size_t extent = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    extent += static_cast<size_t>(std::abs(strides[i])) * static_cast<size_t>(shape[i] - 1);
+  }
+  return {{dense, row, col}, dense ? size : extent};
+}
+
+} // namespace mlx::core

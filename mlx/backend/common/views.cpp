@@ -1,0 +1,80 @@
+#include "mlx/backend/common/views.h"
+
+#include "mlx/backend/common/utils.h"
+
+namespace mlx::core {
+
+void broadcast_view(const array& in, array& out) {
+  Strides strides(out.ndim(), 0);
+  int diff = static_cast<int>(out.ndim() - in.ndim());
+  for (int i = static_cast<int>(in.ndim()) - 1; i >= 0; --i) {
+    strides[i + diff] = in.shape(i) == 1 ? 0 : in.strides(i);
+  }
+  auto layout = view_layout(out.shape(), strides);
+  // A broadcast view never spans more than the input's own data.
+  out.copy_shared_buffer(in, strides, layout.flags, in.data_size());
+}
+
+bool reshape_view(const array& in, array& out) {
+  if (in.flags().row_contiguous) {
+    auto strides = row_major_strides(out.shape());
+    out.copy_shared_buffer(in, strides, view_layout(out.shape(), strides).flags, in.data_size());
+    return true;
+  }
+  // Match groups of input dims to groups of output dims with the same element count; a
+  // group is viewable when its input dims are contiguous with each other.
+  Strides out_strides(out.ndim(), 0);
+  const auto& ishape = in.shape();
+  const auto& oshape = out.shape();
+  size_t i = 0, o = 0;
+  while (i < ishape.size() || o < oshape.size()) {
+    // Skip size-1 dims: their strides are free.
+    if (i < ishape.size() && ishape[i] == 1) {
+      ++i;
+      continue;
+    }
+    if (o < oshape.size() && oshape[o] == 1) {
+      out_strides[o] = 1;
+      ++o;
+      continue;
+    }
+    if (i >= ishape.size() || o >= oshape.size()) {
+      return false;
+    }
+    size_t i_end = i + 1, o_end = o + 1;
+    int64_t isize = ishape[i], osize = oshape[o];
+    while (isize != osize) {
+      if (isize < osize) {
+        if (i_end >= ishape.size()) return false;
+        isize *= ishape[i_end++];
+      } else {
+        if (o_end >= oshape.size()) return false;
+        osize *= oshape[o_end++];
+      }
+    }
+    // Input dims i..i_end must be mutually contiguous (ignoring size-1 dims).
+    int64_t inner_stride = 0;
+    int64_t expect = -1;
+    for (size_t k = i_end; k-- > i;) {
+      if (ishape[k] == 1) continue;
+      if (expect < 0) {
+        inner_stride = in.strides(k);
+      } else if (in.strides(k) != expect) {
+        return false;
+      }
+      expect = in.strides(k) * ishape[k];
+    }
+    int64_t st = inner_stride;
+    for (size_t k = o_end; k-- > o;) {
+      out_strides[k] = st;
+      st *= oshape[k];
+    }
+    i = i_end;
+    o = o_end;
+  }
+  auto layout = view_layout(out.shape(), out_strides);
+  out.copy_shared_buffer(in, out_strides, layout.flags, in.data_size());
+  return true;
+}
+
+} // namespace mlx::core

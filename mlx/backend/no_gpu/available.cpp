@@ -1,0 +1,42 @@
+// The backend linked when the library is built without a GPU backend.
+#include "mlx/backend/gpu/available.h"
+
+#include <stdexcept>
+
+#include "mlx/backend/gpu/device_info.h"
+#include "mlx/backend/gpu/eval.h"
+
+namespace mlx::core::gpu {
+
+bool is_available() {
+  return false;
+}
+
+int device_count() {
+  return 0;
+}
+
+const std::unordered_map<std::string, DeviceInfoValue>& device_info(int) {
+  throw std::runtime_error("[device_info] this build has no GPU backend.");
+}
+
+namespace {
+[[noreturn]] void no_gpu(const char* fn) {
+  throw std::runtime_error(std::string("[gpu::") + fn + "] this build has no GPU backend.");
+}
+} // namespace
+
+void new_stream(Stream) {
+  no_gpu("new_stream");
+}
+void eval(array&) {
+  no_gpu("eval");
+}
+void finalize(Stream) {
+  no_gpu("finalize");
+}
+void synchronize(Stream) {
+  no_gpu("synchronize");
+}
+
+} // namespace mlx::core::gpu

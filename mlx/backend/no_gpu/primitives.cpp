@@ -1,0 +1,40 @@
+// Without a GPU backend every primitive's eval_gpu reports that clearly.
+#include <stdexcept>
+
+#include "mlx/primitives.h"
+
+namespace mlx::core {
+
+#define NO_GPU(P)                                                            \
+  void P::eval_gpu(const std::vector<array>&, array&) {                      \
+    throw std::runtime_error(std::string("[") + name() + "] has no GPU implementation."); \
+  }
+#define NO_GPU_MULTI(P)                                                      \
+  void P::eval_gpu(const std::vector<array>&, std::vector<array>&) {         \
+    throw std::runtime_error(std::string("[") + name() + "] has no GPU implementation."); \
+  }
+
+NO_GPU(Unary)
+NO_GPU(Binary)
+NO_GPU_MULTI(DivMod)
+NO_GPU(Select)
+NO_GPU(AsType)
+NO_GPU(Copy)
+NO_GPU(Contiguous)
+NO_GPU(Arange)
+NO_GPU(RandomBits)
+NO_GPU(Reshape)
+NO_GPU(Transpose)
+NO_GPU(Broadcast)
+NO_GPU(Slice)
+NO_GPU(SliceUpdate)
+NO_GPU(Concatenate)
+NO_GPU(Take)
+NO_GPU(TakeAlongAxis)
+NO_GPU(AsStrided)
+NO_GPU(Reduce)
+NO_GPU(ArgReduce)
+NO_GPU(Softmax)
+NO_GPU(Matmul)
+
+} // namespace mlx::core

@@ -1,0 +1,291 @@
+// The MLX op API (the subset this library supports). Every op is lazy: it returns an
+// array describing the computation; eval() runs it. Bad input throws
+// std::invalid_argument("[op] ...") at the call, never at eval.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "mlx/array.h"
+#include "mlx/stream.h"
+
+namespace mlx::core {
+
+// ---- Creation ----------------------------------------------------------------------------
+
+array arange(double start, double stop, double step, Dtype dtype, StreamOrDevice s = {});
+array arange(double start, double stop, double step, StreamOrDevice s = {});
+array arange(double start, double stop, Dtype dtype, StreamOrDevice s = {});
+array arange(double start, double stop, StreamOrDevice s = {});
+array arange(double stop, Dtype dtype, StreamOrDevice s = {});
+array arange(double stop, StreamOrDevice s = {});
+array arange(int start, int stop, int step, StreamOrDevice s = {});
+array arange(int start, int stop, StreamOrDevice s = {});
+array arange(int stop, StreamOrDevice s = {});
+
+array full(Shape shape, array vals, Dtype dtype, StreamOrDevice s = {});
+array full(Shape shape, array vals, StreamOrDevice s = {});
+template <typename T>
+array full(Shape shape, T val, Dtype dtype, StreamOrDevice s = {}) {
+  return full(std::move(shape), array(val, dtype), s);
+}
+template <typename T>
+array full(Shape shape, T val, StreamOrDevice s = {}) {
+  return full(std::move(shape), array(val), s);
+}
+
+array zeros(const Shape& shape, Dtype dtype, StreamOrDevice s = {});
+inline array zeros(const Shape& shape, StreamOrDevice s = {}) {
+  return zeros(shape, float32, s);
+}
+array zeros_like(const array& a, StreamOrDevice s = {});
+array ones(const Shape& shape, Dtype dtype, StreamOrDevice s = {});
+inline array ones(const Shape& shape, StreamOrDevice s = {}) {
+  return ones(shape, float32, s);
+}
+array ones_like(const array& a, StreamOrDevice s = {});
+
+array eye(int n, int m, int k, Dtype dtype, StreamOrDevice s = {});
+inline array eye(int n, Dtype dtype, StreamOrDevice s = {}) {
+  return eye(n, n, 0, dtype, s);
+}
+inline array eye(int n, int m, StreamOrDevice s = {}) {
+  return eye(n, m, 0, float32, s);
+}
+inline array eye(int n, int m, int k, StreamOrDevice s = {}) {
+  return eye(n, m, k, float32, s);
+}
+inline array eye(int n, StreamOrDevice s = {}) {
+  return eye(n, n, 0, float32, s);
+}
+array identity(int n, Dtype dtype, StreamOrDevice s = {});
+inline array identity(int n, StreamOrDevice s = {}) {
+  return identity(n, float32, s);
+}
+
+// ---- Type and copy -----------------------------------------------------------------------
+
+array astype(array a, Dtype dtype, StreamOrDevice s = {});
+array copy(array a, StreamOrDevice s = {});
+// Row-contiguous (or column-contiguous if allowed) version of `a`; a view when it already is.
+array contiguous(const array& a, bool allow_col_major = false, StreamOrDevice s = {});
+array as_strided(array a, Shape shape, Strides strides, size_t offset, StreamOrDevice s = {});
+
+// ---- Shape and view ----------------------------------------------------------------------
+
+// One dimension may be -1 and is inferred.
+array reshape(const array& a, Shape shape, StreamOrDevice s = {});
+array flatten(const array& a, int start_axis, int end_axis = -1, StreamOrDevice s = {});
+array flatten(const array& a, StreamOrDevice s = {});
+array transpose(const array& a, std::vector<int> axes, StreamOrDevice s = {});
+array transpose(const array& a, StreamOrDevice s = {});
+array swapaxes(const array& a, int axis1, int axis2, StreamOrDevice s = {});
+array moveaxis(const array& a, int source, int destination, StreamOrDevice s = {});
+array squeeze(const array& a, const std::vector<int>& axes, StreamOrDevice s = {});
+array squeeze(const array& a, int axis, StreamOrDevice s = {});
+array squeeze(const array& a, StreamOrDevice s = {});
+array expand_dims(const array& a, const std::vector<int>& axes, StreamOrDevice s = {});
+array expand_dims(const array& a, int axis, StreamOrDevice s = {});
+array broadcast_to(const array& a, const Shape& shape, StreamOrDevice s = {});
+std::vector<array> broadcast_arrays(const std::vector<array>& inputs, StreamOrDevice s = {});
+Shape broadcast_shapes(const Shape& s1, const Shape& s2);
+
+// Python-style slicing: out-of-range starts/stops clamp, negative values count from the end,
+// and a negative stride walks backwards. A zero stride throws.
+array slice(const array& a, Shape start, Shape stop, Shape strides, StreamOrDevice s = {});
+array slice(const array& a, Shape start, Shape stop, StreamOrDevice s = {});
+array slice_update(const array& src, const array& update, Shape start, Shape stop,
+                   Shape strides, StreamOrDevice s = {});
+array slice_update(const array& src, const array& update, Shape start, Shape stop,
+                   StreamOrDevice s = {});
+
+array concatenate(std::vector<array> arrays, int axis, StreamOrDevice s = {});
+array concatenate(std::vector<array> arrays, StreamOrDevice s = {}); // flattened
+array stack(const std::vector<array>& arrays, int axis, StreamOrDevice s = {});
+array stack(const std::vector<array>& arrays, StreamOrDevice s = {});
+// Into `num_splits` equal parts, or at the given indices.
+std::vector<array> split(const array& a, int num_splits, int axis, StreamOrDevice s = {});
+std::vector<array> split(const array& a, int num_splits, StreamOrDevice s = {});
+std::vector<array> split(const array& a, const Shape& indices, int axis, StreamOrDevice s = {});
+std::vector<array> split(const array& a, const Shape& indices, StreamOrDevice s = {});
+
+array take(const array& a, const array& indices, int axis, StreamOrDevice s = {});
+array take(const array& a, int index, int axis, StreamOrDevice s = {});
+array take(const array& a, const array& indices, StreamOrDevice s = {}); // flattened a
+array take(const array& a, int index, StreamOrDevice s = {});
+array take_along_axis(const array& a, const array& indices, int axis, StreamOrDevice s = {});
+
+// ---- Unary -------------------------------------------------------------------------------
+
+array abs(const array& a, StreamOrDevice s = {});
+array negative(const array& a, StreamOrDevice s = {});
+array operator-(const array& a);
+array sign(const array& a, StreamOrDevice s = {});
+array sqrt(const array& a, StreamOrDevice s = {});
+array rsqrt(const array& a, StreamOrDevice s = {});
+array square(const array& a, StreamOrDevice s = {});
+array exp(const array& a, StreamOrDevice s = {});
+array expm1(const array& a, StreamOrDevice s = {});
+array log(const array& a, StreamOrDevice s = {});
+array log1p(const array& a, StreamOrDevice s = {});
+array log2(const array& a, StreamOrDevice s = {});
+array log10(const array& a, StreamOrDevice s = {});
+array sin(const array& a, StreamOrDevice s = {});
+array cos(const array& a, StreamOrDevice s = {});
+array tan(const array& a, StreamOrDevice s = {});
+array arcsin(const array& a, StreamOrDevice s = {});
+array arccos(const array& a, StreamOrDevice s = {});
+array arctan(const array& a, StreamOrDevice s = {});
+array sinh(const array& a, StreamOrDevice s = {});
+array cosh(const array& a, StreamOrDevice s = {});
+array tanh(const array& a, StreamOrDevice s = {});
+array arcsinh(const array& a, StreamOrDevice s = {});
+array arccosh(const array& a, StreamOrDevice s = {});
+array arctanh(const array& a, StreamOrDevice s = {});
+array sigmoid(const array& a, StreamOrDevice s = {});
+array erf(const array& a, StreamOrDevice s = {});
+array erfinv(const array& a, StreamOrDevice s = {});
+array floor(const array& a, StreamOrDevice s = {});
+array ceil(const array& a, StreamOrDevice s = {});
+array round(const array& a, int decimals = 0, StreamOrDevice s = {});
+array logical_not(const array& a, StreamOrDevice s = {});
+array bitwise_invert(const array& a, StreamOrDevice s = {});
+array operator~(const array& a);
+array isnan(const array& a, StreamOrDevice s = {});
+array isinf(const array& a, StreamOrDevice s = {});
+
+// ---- Binary (broadcasting, MLX type promotion) -------------------------------------------
+
+array add(const array& a, const array& b, StreamOrDevice s = {});
+array subtract(const array& a, const array& b, StreamOrDevice s = {});
+array multiply(const array& a, const array& b, StreamOrDevice s = {});
+array divide(const array& a, const array& b, StreamOrDevice s = {}); // floating result
+array floor_divide(const array& a, const array& b, StreamOrDevice s = {});
+array remainder(const array& a, const array& b, StreamOrDevice s = {});
+std::vector<array> divmod(const array& a, const array& b, StreamOrDevice s = {});
+array power(const array& a, const array& b, StreamOrDevice s = {});
+array maximum(const array& a, const array& b, StreamOrDevice s = {});
+array minimum(const array& a, const array& b, StreamOrDevice s = {});
+array equal(const array& a, const array& b, StreamOrDevice s = {});
+array not_equal(const array& a, const array& b, StreamOrDevice s = {});
+array less(const array& a, const array& b, StreamOrDevice s = {});
+array less_equal(const array& a, const array& b, StreamOrDevice s = {});
+array greater(const array& a, const array& b, StreamOrDevice s = {});
+array greater_equal(const array& a, const array& b, StreamOrDevice s = {});
+array logical_and(const array& a, const array& b, StreamOrDevice s = {});
+array logical_or(const array& a, const array& b, StreamOrDevice s = {});
+array logaddexp(const array& a, const array& b, StreamOrDevice s = {});
+array arctan2(const array& a, const array& b, StreamOrDevice s = {});
+array bitwise_and(const array& a, const array& b, StreamOrDevice s = {});
+array bitwise_or(const array& a, const array& b, StreamOrDevice s = {});
+array bitwise_xor(const array& a, const array& b, StreamOrDevice s = {});
+array left_shift(const array& a, const array& b, StreamOrDevice s = {});
+array right_shift(const array& a, const array& b, StreamOrDevice s = {});
+
+array operator+(const array& a, const array& b);
+array operator-(const array& a, const array& b);
+array operator*(const array& a, const array& b);
+array operator/(const array& a, const array& b);
+array operator%(const array& a, const array& b);
+array operator==(const array& a, const array& b);
+array operator!=(const array& a, const array& b);
+array operator<(const array& a, const array& b);
+array operator<=(const array& a, const array& b);
+array operator>(const array& a, const array& b);
+array operator>=(const array& a, const array& b);
+array operator&&(const array& a, const array& b);
+array operator||(const array& a, const array& b);
+array operator!(const array& a);
+array operator&(const array& a, const array& b);
+array operator|(const array& a, const array& b);
+array operator^(const array& a, const array& b);
+array operator<<(const array& a, const array& b);
+array operator>>(const array& a, const array& b);
+
+// Scalar operands become 0-d arrays of their C++ type (as MLX's C++ API does).
+#define MLX_SCALAR_BINARY_OPERATOR(op)                         \
+  template <typename T>                                        \
+    requires std::is_arithmetic_v<T>                           \
+  array operator op(const array& a, T b) {                     \
+    return a op array(b);                                      \
+  }                                                            \
+  template <typename T>                                        \
+    requires std::is_arithmetic_v<T>                           \
+  array operator op(T a, const array& b) {                     \
+    return array(a) op b;                                      \
+  }
+MLX_SCALAR_BINARY_OPERATOR(+)
+MLX_SCALAR_BINARY_OPERATOR(-)
+MLX_SCALAR_BINARY_OPERATOR(*)
+MLX_SCALAR_BINARY_OPERATOR(/)
+MLX_SCALAR_BINARY_OPERATOR(%)
+MLX_SCALAR_BINARY_OPERATOR(==)
+MLX_SCALAR_BINARY_OPERATOR(!=)
+MLX_SCALAR_BINARY_OPERATOR(<)
+MLX_SCALAR_BINARY_OPERATOR(<=)
+MLX_SCALAR_BINARY_OPERATOR(>)
+MLX_SCALAR_BINARY_OPERATOR(>=)
+#undef MLX_SCALAR_BINARY_OPERATOR
+
+// ---- Selection and comparison ------------------------------------------------------------
+
+array where(const array& condition, const array& x, const array& y, StreamOrDevice s = {});
+array isclose(const array& a, const array& b, double rtol = 1e-5, double atol = 1e-8,
+              bool equal_nan = false, StreamOrDevice s = {});
+array allclose(const array& a, const array& b, double rtol = 1e-5, double atol = 1e-8,
+               bool equal_nan = false, StreamOrDevice s = {});
+// A bool scalar: same shape and equal values (dtypes may differ).
+array array_equal(const array& a, const array& b, bool equal_nan, StreamOrDevice s = {});
+inline array array_equal(const array& a, const array& b, StreamOrDevice s = {}) {
+  return array_equal(a, b, false, s);
+}
+
+// ---- Reductions (axes may be negative; keepdims keeps reduced axes as size 1) -------------
+
+#define MLX_DECLARE_REDUCTION(name)                                                       \
+  array name(const array& a, bool keepdims, StreamOrDevice s = {});                       \
+  inline array name(const array& a, StreamOrDevice s = {}) { return name(a, false, s); }  \
+  array name(const array& a, const std::vector<int>& axes, bool keepdims = false,         \
+             StreamOrDevice s = {});                                                      \
+  array name(const array& a, int axis, bool keepdims = false, StreamOrDevice s = {});
+MLX_DECLARE_REDUCTION(sum)
+MLX_DECLARE_REDUCTION(mean)
+MLX_DECLARE_REDUCTION(prod)
+MLX_DECLARE_REDUCTION(max)
+MLX_DECLARE_REDUCTION(min)
+MLX_DECLARE_REDUCTION(all)
+MLX_DECLARE_REDUCTION(any)
+MLX_DECLARE_REDUCTION(logsumexp)
+#undef MLX_DECLARE_REDUCTION
+
+array var(const array& a, bool keepdims, int ddof = 0, StreamOrDevice s = {});
+inline array var(const array& a, StreamOrDevice s = {}) {
+  return var(a, false, 0, s);
+}
+array var(const array& a, const std::vector<int>& axes, bool keepdims = false, int ddof = 0,
+          StreamOrDevice s = {});
+array var(const array& a, int axis, bool keepdims = false, int ddof = 0, StreamOrDevice s = {});
+
+// Indices (uint32) of the first maximum/minimum; over the flattened array without an axis.
+array argmax(const array& a, bool keepdims, StreamOrDevice s = {});
+inline array argmax(const array& a, StreamOrDevice s = {}) {
+  return argmax(a, false, s);
+}
+array argmax(const array& a, int axis, bool keepdims = false, StreamOrDevice s = {});
+array argmin(const array& a, bool keepdims, StreamOrDevice s = {});
+inline array argmin(const array& a, StreamOrDevice s = {}) {
+  return argmin(a, false, s);
+}
+array argmin(const array& a, int axis, bool keepdims = false, StreamOrDevice s = {});
+
+array softmax(const array& a, const std::vector<int>& axes, bool precise = false,
+              StreamOrDevice s = {});
+array softmax(const array& a, int axis, bool precise = false, StreamOrDevice s = {});
+array softmax(const array& a, bool precise = false, StreamOrDevice s = {});
+
+// ---- Linear algebra ----------------------------------------------------------------------
+
+// (..., M, K) x (..., K, N) with broadcast batch dims; 1-d operands as in NumPy.
+array matmul(const array& a, const array& b, StreamOrDevice s = {});
+
+} // namespace mlx::core

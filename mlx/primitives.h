@@ -1,0 +1,377 @@
+// Graph nodes. Each primitive computes its outputs from its inputs on a stream, through
+// eval_cpu (the reference backend) or eval_gpu (the GPU backend), as in MLX.
+//
+// Elementwise families are one primitive with an op enum (Unary, Binary) rather than one
+// class per op: a GPU backend then maps an enum value to one line of kernel source, and
+// name() still reports the MLX op name ("Add", "Exp", ...).
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "mlx/array.h"
+#include "mlx/stream.h"
+
+namespace mlx::core {
+
+class Primitive {
+ public:
+  explicit Primitive(Stream stream) : stream_(stream) {}
+  Primitive(const Primitive&) = delete;
+  Primitive& operator=(const Primitive&) = delete;
+  virtual ~Primitive() = default;
+
+  const Stream& stream() const { return stream_; }
+  const Device& device() const { return stream_.device; }
+
+  // Outputs arrive with shape and dtype set and no data; the primitive gives them data.
+  virtual void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) = 0;
+  virtual void eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) = 0;
+
+  virtual const char* name() const = 0;
+  virtual void print(std::ostream& os) { os << name(); }
+  virtual bool is_equivalent(const Primitive&) const { return false; }
+
+  // Output shapes for the given inputs, for primitives whose shapes follow from inputs.
+  virtual std::vector<Shape> output_shapes(const std::vector<array>& inputs);
+
+ private:
+  Stream stream_;
+};
+
+// A primitive with exactly one output.
+class UnaryPrimitive : public Primitive {
+ public:
+  using Primitive::Primitive;
+  virtual void eval_cpu(const std::vector<array>& inputs, array& out) = 0;
+  virtual void eval_gpu(const std::vector<array>& inputs, array& out) = 0;
+  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override {
+    eval_cpu(inputs, outputs[0]);
+  }
+  void eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) override {
+    eval_gpu(inputs, outputs[0]);
+  }
+};
+
+#define MLX_DECLARE_UNARY_EVAL                                       \
+  void eval_cpu(const std::vector<array>& inputs, array& out) override; \
+  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+
+#define MLX_DECLARE_MULTI_EVAL                                                         \
+  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override; \
+  void eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+
+// ---------------------------------------------------------------------------------------
+// Elementwise
+
+enum class UnaryOp {
+  Abs, Negative, Sign, Sqrt, Rsqrt, Square, Exp, Expm1, Log, Log1p, Log2, Log10,
+  Sin, Cos, Tan, ArcSin, ArcCos, ArcTan, Sinh, Cosh, Tanh, ArcSinh, ArcCosh, ArcTanh,
+  Sigmoid, Erf, ErfInv, Floor, Ceil, Round, LogicalNot, BitwiseInvert, IsNan, IsInf,
+};
+const char* unary_op_name(UnaryOp op);
+
+enum class BinaryOp {
+  Add, Subtract, Multiply, Divide, FloorDivide, Remainder, Power, Maximum, Minimum,
+  Equal, NotEqual, Less, LessEqual, Greater, GreaterEqual, LogicalAnd, LogicalOr,
+  LogAddExp, ArcTan2, BitwiseAnd, BitwiseOr, BitwiseXor, LeftShift, RightShift,
+  NaNEqual, // equal, with NaN == NaN (array_equal(..., equal_nan=true))
+};
+const char* binary_op_name(BinaryOp op);
+// Comparison and logical ops produce bool.
+bool binary_op_is_predicate(BinaryOp op);
+
+class Unary : public UnaryPrimitive {
+ public:
+  Unary(Stream s, UnaryOp op) : UnaryPrimitive(s), op_(op) {}
+  MLX_DECLARE_UNARY_EVAL
+  const char* name() const override { return unary_op_name(op_); }
+  bool is_equivalent(const Primitive& other) const override;
+  UnaryOp op() const { return op_; }
+
+ private:
+  UnaryOp op_;
+};
+
+// Inputs are broadcast to the output shape and share the output's compute dtype
+// (the op casts them first); predicates output bool.
+class Binary : public UnaryPrimitive {
+ public:
+  Binary(Stream s, BinaryOp op) : UnaryPrimitive(s), op_(op) {}
+  MLX_DECLARE_UNARY_EVAL
+  const char* name() const override { return binary_op_name(op_); }
+  bool is_equivalent(const Primitive& other) const override;
+  BinaryOp op() const { return op_; }
+
+ private:
+  BinaryOp op_;
+};
+
+// Two outputs: floor_divide and remainder, computed together.
+class DivMod : public Primitive {
+ public:
+  explicit DivMod(Stream s) : Primitive(s) {}
+  MLX_DECLARE_MULTI_EVAL
+  const char* name() const override { return "DivMod"; }
+};
+
+// where(condition, x, y); inputs broadcast to the output shape, x and y share its dtype.
+class Select : public UnaryPrimitive {
+ public:
+  explicit Select(Stream s) : UnaryPrimitive(s) {}
+  MLX_DECLARE_UNARY_EVAL
+  const char* name() const override { return "Select"; }
+};
+
+class AsType : public UnaryPrimitive {
+ public:
+  AsType(Stream s, Dtype dtype) : UnaryPrimitive(s), dtype_(dtype) {}
+  MLX_DECLARE_UNARY_EVAL
+  const char* name() const override { return "AsType"; }
+  Dtype dtype() const { return dtype_; }
+
+ private:
+  Dtype dtype_;
+};
+
+// A fresh row-contiguous copy.
+class Copy : public UnaryPrimitive {
+ public:
+  explicit Copy(Stream s) : UnaryPrimitive(s) {}
+  MLX_DECLARE_UNARY_EVAL
+  const char* name() const override { return "Copy"; }
+};
+
+// A view when the input is already contiguous in the allowed order, else a copy.
+class Contiguous : public UnaryPrimitive {
+ public:
+  Contiguous(Stream s, bool allow_col_major)
+      : UnaryPrimitive(s), allow_col_major_(allow_col_major) {}
+  MLX_DECLARE_UNARY_EVAL
+  const char* name() const override { return "Contiguous"; }
+  bool allow_col_major() const { return allow_col_major_; }
+
+ private:
+  bool allow_col_major_;
+};
+
+// ---------------------------------------------------------------------------------------
+// Creation
+
+class Arange : public UnaryPrimitive {
+ public:
+  Arange(Stream s, double start, double stop, double step)
+      : UnaryPrimitive(s), start_(start), stop_(stop), step_(step) {}
+  MLX_DECLARE_UNARY_EVAL
+  const char* name() const override { return "Arange"; }
+  double start() const { return start_; }
+  double step() const { return step_; }
+
+ private:
+  double start_, stop_, step_;
+};
+
+// Counter-based random bits (Threefry-2x32-20) from a uint32 key of shape (2,).
+// The output is uint32 (or uint8/uint16 for width 1/2) of the requested shape; the bits of
+// element i depend only on the key and i, so results are reproducible everywhere.
+class RandomBits : public UnaryPrimitive {
+ public:
+  RandomBits(Stream s, Shape shape, int width)
+      : UnaryPrimitive(s), shape_(std::move(shape)), width_(width) {}
+  MLX_DECLARE_UNARY_EVAL
+  const char* name() const override { return "RandomBits"; }
+  int width() const { return width_; }
+
+ private:
+  Shape shape_;
+  int width_;
+};
+
+// ---------------------------------------------------------------------------------------
+// Shapes and views. Views share the input's buffer; no data moves.
+
+class Reshape : public UnaryPrimitive {
+ public:
+  Reshape(Stream s, Shape shape) : UnaryPrimitive(s), shape_(std::move(shape)) {}
+  MLX_DECLARE_UNARY_EVAL
+  const char* name() const override { return "Reshape"; }
+  const Shape& shape() const { return shape_; }
+
+ private:
+  Shape shape_;
+};
+
+class Transpose : public UnaryPrimitive {
+ public:
+  Transpose(Stream s, std::vector<int> axes) : UnaryPrimitive(s), axes_(std::move(axes)) {}
+  MLX_DECLARE_UNARY_EVAL
+  const char* name() const override { return "Transpose"; }
+  const std::vector<int>& axes() const { return axes_; }
+
+ private:
+  std::vector<int> axes_;
+};
+
+class Broadcast : public UnaryPrimitive {
+ public:
+  Broadcast(Stream s, Shape shape) : UnaryPrimitive(s), shape_(std::move(shape)) {}
+  MLX_DECLARE_UNARY_EVAL
+  const char* name() const override { return "Broadcast"; }
+  const Shape& shape() const { return shape_; }
+
+ private:
+  Shape shape_;
+};
+
+// start/stop/strides are normalized by the op: 0 <= start, and stop is exclusive; a
+// negative stride walks backwards from start.
+class Slice : public UnaryPrimitive {
+ public:
+  Slice(Stream s, Shape start, Shape stop, Shape strides)
+      : UnaryPrimitive(s),
+        start_(std::move(start)),
+        stop_(std::move(stop)),
+        strides_(std::move(strides)) {}
+  MLX_DECLARE_UNARY_EVAL
+  const char* name() const override { return "Slice"; }
+  const Shape& start() const { return start_; }
+  const Shape& stop() const { return stop_; }
+  const Shape& strides() const { return strides_; }
+
+ private:
+  Shape start_, stop_, strides_;
+};
+
+// inputs: {src, update}; writes update into a copy of src at the (normalized) slice.
+class SliceUpdate : public UnaryPrimitive {
+ public:
+  SliceUpdate(Stream s, Shape start, Shape stop, Shape strides)
+      : UnaryPrimitive(s),
+        start_(std::move(start)),
+        stop_(std::move(stop)),
+        strides_(std::move(strides)) {}
+  MLX_DECLARE_UNARY_EVAL
+  const char* name() const override { return "SliceUpdate"; }
+  const Shape& start() const { return start_; }
+  const Shape& stop() const { return stop_; }
+  const Shape& strides() const { return strides_; }
+
+ private:
+  Shape start_, stop_, strides_;
+};
+
+class Concatenate : public UnaryPrimitive {
+ public:
+  Concatenate(Stream s, int axis) : UnaryPrimitive(s), axis_(axis) {}
+  MLX_DECLARE_UNARY_EVAL
+  const char* name() const override { return "Concatenate"; }
+  int axis() const { return axis_; }
+
+ private:
+  int axis_;
+};
+
+// inputs: {a, indices}; out = a.shape[:axis] + indices.shape + a.shape[axis+1:].
+// Negative indices count from the end; indices out of range raise at eval.
+class Take : public UnaryPrimitive {
+ public:
+  Take(Stream s, int axis) : UnaryPrimitive(s), axis_(axis) {}
+  MLX_DECLARE_UNARY_EVAL
+  const char* name() const override { return "Take"; }
+  int axis() const { return axis_; }
+
+ private:
+  int axis_;
+};
+
+// inputs: {a, indices} already broadcast against each other except along axis.
+class TakeAlongAxis : public UnaryPrimitive {
+ public:
+  TakeAlongAxis(Stream s, int axis) : UnaryPrimitive(s), axis_(axis) {}
+  MLX_DECLARE_UNARY_EVAL
+  const char* name() const override { return "TakeAlongAxis"; }
+  int axis() const { return axis_; }
+
+ private:
+  int axis_;
+};
+
+class AsStrided : public UnaryPrimitive {
+ public:
+  AsStrided(Stream s, Shape shape, Strides strides, size_t offset)
+      : UnaryPrimitive(s),
+        shape_(std::move(shape)),
+        strides_(std::move(strides)),
+        offset_(offset) {}
+  MLX_DECLARE_UNARY_EVAL
+  const char* name() const override { return "AsStrided"; }
+
+ private:
+  Shape shape_;
+  Strides strides_;
+  size_t offset_;
+};
+
+// ---------------------------------------------------------------------------------------
+// Reductions. Outputs keep reduced axes with size 1; ops squeeze them unless keepdims.
+
+enum class ReduceType { Sum, Prod, Max, Min, And, Or };
+
+class Reduce : public UnaryPrimitive {
+ public:
+  Reduce(Stream s, ReduceType type, std::vector<int> axes)
+      : UnaryPrimitive(s), type_(type), axes_(std::move(axes)) {}
+  MLX_DECLARE_UNARY_EVAL
+  const char* name() const override;
+  ReduceType type() const { return type_; }
+  const std::vector<int>& axes() const { return axes_; }
+
+ private:
+  ReduceType type_;
+  std::vector<int> axes_;
+};
+
+enum class ArgReduceType { ArgMax, ArgMin };
+
+// uint32 indices of the first max/min along one axis (NaN counts as the extreme).
+class ArgReduce : public UnaryPrimitive {
+ public:
+  ArgReduce(Stream s, ArgReduceType type, int axis)
+      : UnaryPrimitive(s), type_(type), axis_(axis) {}
+  MLX_DECLARE_UNARY_EVAL
+  const char* name() const override {
+    return type_ == ArgReduceType::ArgMax ? "ArgMax" : "ArgMin";
+  }
+  ArgReduceType type() const { return type_; }
+  int axis() const { return axis_; }
+
+ private:
+  ArgReduceType type_;
+  int axis_;
+};
+
+// Softmax over the last axis, accumulated in float32 for 16-bit inputs.
+class Softmax : public UnaryPrimitive {
+ public:
+  Softmax(Stream s, bool precise) : UnaryPrimitive(s), precise_(precise) {}
+  MLX_DECLARE_UNARY_EVAL
+  const char* name() const override { return "Softmax"; }
+  bool precise() const { return precise_; }
+
+ private:
+  bool precise_;
+};
+
+// ---------------------------------------------------------------------------------------
+// Linear algebra
+
+// inputs: {a (..., M, K), b (..., K, N)} broadcast over batch dims; float dtypes.
+class Matmul : public UnaryPrimitive {
+ public:
+  explicit Matmul(Stream s) : UnaryPrimitive(s) {}
+  MLX_DECLARE_UNARY_EVAL
+  const char* name() const override { return "Matmul"; }
+};
+
+} // namespace mlx::core
