@@ -1,0 +1,53 @@
+// Elementwise kernel families ("unary", "binary", "select", "copy"): how a launch is
+// classified into a key and how its numbers are packed. Keeping this beside the templates
+// means the GLSL parameter layout and the code that fills it live in one place; the runtime
+// only binds buffers, pushes bytes and dispatches.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codegen/codegen.h"
+
+namespace mlx::core::vulkan::codegen {
+
+// The geometry of one elementwise launch, in elements. The output is row-contiguous with
+// `shape`; each input is a strided view broadcast to `shape` (stride 0 on broadcast dims).
+// The caller collapses contiguous dims first (backend/common/utils.h).
+struct ElementwiseGeometry {
+  std::vector<int64_t> shape;                   // output shape (collapsed), may be empty (0-d)
+  std::vector<std::vector<int64_t>> in_strides; // one stride vector per input
+  std::vector<uint64_t> in_offsets;             // element offset of each input in its binding
+  uint64_t out_offset = 0;                      // element offset of the output in its binding
+  uint64_t size() const;
+};
+
+// Dtype names used in keys: "b" (bool), "u8", "u16", "u32", "u64", "i8", "i16", "i32",
+// "i64", "f16", "bf16", "f32".
+//
+// family: "unary" (op = a UnaryOp name, e.g. "Exp"), "binary" (a BinaryOp name, e.g. "Add"),
+// "select" (op "Select"; inputs: bool condition, x, y), "copy" (op "Copy"; converts in -> out
+// dtype, covering astype/copy/contiguous). Picks the layout class from the geometry:
+// per input 's' (a single element), 'c' (contiguous like the output) or 'g' (strided), the
+// strided rank class "1", "2", "3" or "n" (only when some input is 'g'), and 32- or 64-bit
+// indexing (64 when any index or offset can exceed 2^31-1).
+KernelKey elementwise_key(const std::string& family, const std::string& op,
+                          const std::vector<std::string>& in_dtypes, const std::string& out_dtype,
+                          const ElementwiseGeometry& geometry);
+
+struct Launch {
+  std::vector<uint8_t> push_constants; // exactly source.push_constant_bytes long
+  // Extra read-only data (e.g. shapes/strides of the N-d path); when non-empty the runtime
+  // uploads it and binds it as the LAST storage buffer (binding num_buffers - 1).
+  std::vector<uint8_t> meta;
+  std::array<uint32_t, 3> groups{1, 1, 1}; // vkCmdDispatch group counts
+};
+
+// Packs the push constants / meta buffer for a key rendered into `source`, and computes the
+// dispatch size (splitting large launches over y/z so no dimension exceeds device limits).
+Launch elementwise_launch(const KernelKey& key, const KernelSource& source,
+                          const ElementwiseGeometry& geometry);
+
+} // namespace mlx::core::vulkan::codegen
