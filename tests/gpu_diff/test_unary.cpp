@@ -1,0 +1,132 @@
+// Unary ops on the GPU match the CPU reference.
+#include <doctest/doctest.h>
+
+#include "harness.h"
+
+namespace mx = mlx::core;
+using namespace gpu_diff;
+
+namespace {
+
+using UnaryFn = mx::array (*)(const mx::array&, mx::StreamOrDevice);
+
+struct UnaryCase {
+  const char* name;
+  UnaryFn fn;
+  Domain domain;
+  bool float_only; // computes in float (integers promote): test f16/bf16/f32 only
+};
+
+// Vulkan's GLSL precision rules allow transcendental functions a few ulp (and sin/cos an
+// absolute 2^-11); the tolerances below are what devices actually deliver, with margin.
+Tolerance unary_tolerance(const std::string& name, mx::Dtype dt) {
+  auto t = default_tolerance(dt);
+  if (dt == mx::float32) {
+    bool trig = name == "sin" || name == "cos" || name == "tan" || name == "arcsin" ||
+                name == "arccos" || name == "arctan" || name == "erf" || name == "erfinv";
+    if (trig) return {1e-4, 1e-5};
+    return {2e-5 * 8, 1e-6};
+  }
+  return t;
+}
+
+mx::array abs_(const mx::array& a, mx::StreamOrDevice s) { return mx::abs(a, s); }
+mx::array round_(const mx::array& a, mx::StreamOrDevice s) { return mx::round(a, 0, s); }
+
+const std::vector<UnaryCase>& unary_cases() {
+  static const std::vector<UnaryCase> cases = {
+      {"abs", abs_, {}, false},
+      {"negative", mx::negative, {}, false},
+      {"sign", mx::sign, {}, false},
+      {"square", mx::square, {}, false},
+      {"floor", mx::floor, {}, false},
+      {"ceil", mx::ceil, {}, false},
+      {"round", round_, {}, false},
+      {"sqrt", mx::sqrt, {0.01, 10}, true},
+      {"rsqrt", mx::rsqrt, {0.01, 10}, true},
+      {"exp", mx::exp, {}, true},
+      {"expm1", mx::expm1, {}, true},
+      {"log", mx::log, {0.01, 10}, true},
+      {"log1p", mx::log1p, {-0.9, 5}, true},
+      {"log2", mx::log2, {0.01, 10}, true},
+      {"log10", mx::log10, {0.01, 10}, true},
+      {"sin", mx::sin, {}, true},
+      {"cos", mx::cos, {}, true},
+      {"tan", mx::tan, {-1.2, 1.2}, true},
+      {"arcsin", mx::arcsin, {-0.99, 0.99}, true},
+      {"arccos", mx::arccos, {-0.99, 0.99}, true},
+      {"arctan", mx::arctan, {}, true},
+      {"sinh", mx::sinh, {}, true},
+      {"cosh", mx::cosh, {}, true},
+      {"tanh", mx::tanh, {}, true},
+      {"arcsinh", mx::arcsinh, {}, true},
+      {"arccosh", mx::arccosh, {1.01, 10}, true},
+      {"arctanh", mx::arctanh, {-0.99, 0.99}, true},
+      {"sigmoid", mx::sigmoid, {}, true},
+      {"erf", mx::erf, {-3, 3}, true},
+      {"erfinv", mx::erfinv, {-0.99, 0.99}, true},
+      {"logical_not", mx::logical_not, {}, false},
+      {"isnan", mx::isnan, {}, true},
+      {"isinf", mx::isinf, {}, true},
+  };
+  return cases;
+}
+
+const std::vector<mx::Dtype> float_types = {mx::float16, mx::bfloat16, mx::float32};
+const std::vector<mx::Dtype> numeric_types = {mx::uint8,   mx::uint16, mx::uint32, mx::uint64,
+                                              mx::int8,    mx::int16,  mx::int32,  mx::int64,
+                                              mx::float16, mx::bfloat16, mx::float32};
+
+Op wrap(UnaryFn fn) {
+  return [fn](const std::vector<mx::array>& in, mx::StreamOrDevice s) { return fn(in[0], s); };
+}
+
+} // namespace
+
+TEST_CASE("unary kernels handle every layout and shape class") {
+  if (!gpu_present()) return;
+  for (auto& uc : unary_cases()) {
+    std::string n = uc.name;
+    if (n != "abs" && n != "exp" && n != "logical_not") continue;
+    auto dt = n == "abs" ? mx::int32 : mx::float32;
+    auto tol = unary_tolerance(n, dt);
+    sweep(n, wrap(uc.fn), {{dt}}, {uc.domain}, &tol);
+  }
+}
+
+TEST_CASE("every unary op matches the CPU for every dtype it accepts") {
+  if (!gpu_present()) return;
+  for (auto& uc : unary_cases()) {
+    auto& types = uc.float_only ? float_types : numeric_types;
+    for (auto dt : types) {
+      auto tol = unary_tolerance(uc.name, dt);
+      sweep(uc.name, wrap(uc.fn), {{dt}}, {uc.domain}, &tol, quick_shapes, quick_layouts);
+    }
+  }
+}
+
+TEST_CASE("bitwise_invert on the GPU matches the CPU for integers and bool") {
+  if (!gpu_present()) return;
+  auto op = wrap(mx::bitwise_invert);
+  Tolerance exact{0, 0};
+  for (auto dt : {mx::bool_, mx::uint8, mx::uint16, mx::uint32, mx::uint64, mx::int8,
+                  mx::int16, mx::int32, mx::int64}) {
+    sweep("bitwise_invert", op, {{dt}}, {{-100, 100}}, &exact, quick_shapes, quick_layouts);
+  }
+}
+
+TEST_CASE("float unary ops agree with the CPU on NaN and infinities") {
+  if (!gpu_present()) return;
+  mx::array special({NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1.0f, -1.0f, 2.5f, -2.5f, 0.5f});
+  for (auto& uc : unary_cases()) {
+    for (auto dt : float_types) {
+      auto in = mx::astype(special, dt);
+      auto got = mlx_test::to_doubles(uc.fn(in, mx::Device::gpu));
+      auto want = mlx_test::to_doubles(uc.fn(in, mx::Device::cpu));
+      auto tol = unary_tolerance(uc.name, dt);
+      mlx_test::check_all_close(got, want, tol.rtol, tol.atol,
+                                std::string(uc.name) + " special values " +
+                                    mx::dtype_to_string(dt));
+    }
+  }
+}
