@@ -28,6 +28,20 @@ void require_integral_or_bool(Dtype dt, const char* op) {
   }
 }
 
+// Both inputs integral, and their promoted type too: uint64 with a signed integer promotes
+// to float32, which has no bits to operate on.
+Dtype integral_result_type(const array& a, const array& b, const char* op) {
+  require_integral_or_bool(a.dtype(), op);
+  require_integral_or_bool(b.dtype(), op);
+  auto dt = promote_types(a.dtype(), b.dtype());
+  if (!is_integral(dt) && dt != bool_) {
+    throw std::invalid_argument(op_label(op) + "inputs of type " + dtype_to_string(a.dtype()) +
+                                " and " + dtype_to_string(b.dtype()) + " promote to " +
+                                dtype_to_string(dt) + ", which is not an integer type.");
+  }
+  return dt;
+}
+
 array make_unary(const array& a, UnaryOp op, Dtype out_dtype, StreamOrDevice s) {
   auto stream = to_stream(s);
   array in = a.dtype() == out_dtype || op == UnaryOp::IsNan || op == UnaryOp::IsInf ||
@@ -76,9 +90,7 @@ array real_float_binary(const array& a, const array& b, BinaryOp op, const char*
 
 array integral_binary(const array& a, const array& b, BinaryOp op, const char* name,
                       StreamOrDevice s) {
-  auto dt = promote_types(a.dtype(), b.dtype());
-  require_integral_or_bool(a.dtype(), name);
-  require_integral_or_bool(b.dtype(), name);
+  auto dt = integral_result_type(a, b, name);
   return make_binary(a, b, op, dt, dt, s);
 }
 
@@ -91,7 +103,8 @@ array abs(const array& a, StreamOrDevice s) {
     return a; // already non-negative; MLX returns the input unchanged as well
   }
   if (is_complex(a.dtype())) {
-    return make_unary(astype(a, complex64, s), UnaryOp::Abs, complex64, s);
+    // The kernel writes (|z|, 0); MLX returns the magnitude as float32.
+    return astype(make_unary(a, UnaryOp::Abs, complex64, s), float32, s);
   }
   return same_type_unary(a, UnaryOp::Abs, s);
 }
@@ -309,17 +322,13 @@ array bitwise_xor(const array& a, const array& b, StreamOrDevice s) {
   return integral_binary(a, b, BinaryOp::BitwiseXor, "bitwise_xor", s);
 }
 array left_shift(const array& a, const array& b, StreamOrDevice s) {
-  auto dt = promote_types(a.dtype(), b.dtype());
-  require_integral_or_bool(a.dtype(), "left_shift");
-  require_integral_or_bool(b.dtype(), "left_shift");
+  auto dt = integral_result_type(a, b, "left_shift");
   // bool shifts as uint8, as MLX does
   dt = dt == bool_ ? uint8 : dt;
   return make_binary(a, b, BinaryOp::LeftShift, dt, dt, s);
 }
 array right_shift(const array& a, const array& b, StreamOrDevice s) {
-  auto dt = promote_types(a.dtype(), b.dtype());
-  require_integral_or_bool(a.dtype(), "right_shift");
-  require_integral_or_bool(b.dtype(), "right_shift");
+  auto dt = integral_result_type(a, b, "right_shift");
   dt = dt == bool_ ? uint8 : dt;
   return make_binary(a, b, BinaryOp::RightShift, dt, dt, s);
 }
