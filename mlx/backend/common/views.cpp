@@ -45,10 +45,12 @@ bool reshape_view(const array& in, array& out) {
     int64_t isize = ishape[i], osize = oshape[o];
     while (isize != osize) {
       if (isize < osize) {
-        if (i_end >= ishape.size()) return false;
+        if (i_end >= ishape.size())
+          return false;
         isize *= ishape[i_end++];
       } else {
-        if (o_end >= oshape.size()) return false;
+        if (o_end >= oshape.size())
+          return false;
         osize *= oshape[o_end++];
       }
     }
@@ -56,7 +58,8 @@ bool reshape_view(const array& in, array& out) {
     int64_t inner_stride = 0;
     int64_t expect = -1;
     for (size_t k = i_end; k-- > i;) {
-      if (ishape[k] == 1) continue;
+      if (ishape[k] == 1)
+        continue;
       if (expect < 0) {
         inner_stride = in.strides(k);
       } else if (in.strides(k) != expect) {
@@ -75,6 +78,36 @@ bool reshape_view(const array& in, array& out) {
   auto layout = view_layout(out.shape(), out_strides);
   out.copy_shared_buffer(in, out_strides, layout.flags, in.data_size());
   return true;
+}
+
+void transpose_view(const array& in, array& out, const std::vector<int>& axes) {
+  Strides strides(axes.size());
+  for (size_t i = 0; i < axes.size(); ++i) {
+    strides[i] = in.strides(axes[i]);
+  }
+  auto layout = view_layout(out.shape(), strides);
+  // A permutation touches exactly the input's elements, so the span is the input's.
+  out.copy_shared_buffer(in, strides, layout.flags, in.data_size());
+}
+
+void slice_view(const array& in, array& out, const Shape& start, const Shape& steps) {
+  Strides strides(in.ndim());
+  int64_t offset = 0;
+  for (size_t i = 0; i < in.ndim(); ++i) {
+    strides[i] = in.strides(static_cast<int>(i)) * steps[i];
+    offset += in.strides(static_cast<int>(i)) * start[i];
+  }
+  // An empty slice may start one past the end; it reads nothing, so keep it in bounds.
+  if (out.size() == 0) {
+    offset = 0;
+  }
+  auto layout = view_layout(out.shape(), strides);
+  out.copy_shared_buffer(in, strides, layout.flags, layout.data_size, offset);
+}
+
+void as_strided_view(const array& in, array& out, const Strides& strides, int64_t offset) {
+  auto layout = view_layout(out.shape(), strides);
+  out.copy_shared_buffer(in, strides, layout.flags, layout.data_size, out.size() == 0 ? 0 : offset);
 }
 
 } // namespace mlx::core

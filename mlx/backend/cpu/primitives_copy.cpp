@@ -28,8 +28,12 @@ void Broadcast::eval_cpu(const std::vector<array>& inputs, array& out) {
 }
 
 void Reshape::eval_cpu(const std::vector<array>& inputs, array& out) {
-  if (!reshape_view(inputs[0], out)) {
-    cpu::copy_to_new(inputs[0], out);
+  auto& in = inputs[0];
+  if (!reshape_view(in, out)) {
+    // Copy in's elements in row-major order: the destination strides must be laid out
+    // over in's shape, not out's (copy_to_new assumes equal shapes).
+    out.set_data(allocator::malloc(out.nbytes()));
+    cpu::copy_into(in, out, row_major_strides(in.shape()), 0);
   }
 }
 
