@@ -1,0 +1,85 @@
+// Matmul::eval_cpu: (..., M, K) x (..., K, N) for float dtypes, any strides.
+//
+// The op broadcasts both operands to the output's batch shape (as views), so batch strides
+// may be 0. Per batch, B is packed into a dense K x N matrix of the accumulation type and
+// C is formed row by row with an i-k-j loop, whose inner loop streams contiguous memory.
+// 16-bit floats accumulate in float32 and round once on store; float32 accumulates in
+// float32 and float64 in double.
+#include <stdexcept>
+
+#include "mlx/backend/common/utils.h"
+#include "mlx/primitives.h"
+
+namespace mlx::core {
+
+namespace {
+
+template <typename T>
+void matmul_strided(const array& a, const array& b, array& out) {
+  using Acc = compute_type_t<T>;
+  int nd = static_cast<int>(out.ndim());
+  int64_t M = out.shape(-2);
+  int64_t N = out.shape(-1);
+  int64_t K = a.shape(-1);
+  int64_t a_rs = a.strides(-2), a_cs = a.strides(-1);
+  int64_t b_rs = b.strides(-2), b_cs = b.strides(-1);
+
+  Shape batch_shape(out.shape().begin(), out.shape().end() - 2);
+  Strides a_batch(a.strides().begin(), a.strides().begin() + (nd - 2));
+  Strides b_batch(b.strides().begin(), b.strides().begin() + (nd - 2));
+  size_t batches = M * N == 0 ? 0 : out.size() / static_cast<size_t>(M * N);
+  StridedIterator a_it(batch_shape, a_batch);
+  StridedIterator b_it(batch_shape, b_batch);
+
+  T* c = out.data<T>();
+  std::vector<Acc> packed(static_cast<size_t>(K * N));
+  std::vector<Acc> row(static_cast<size_t>(N));
+  for (size_t batch = 0; batch < batches; ++batch, a_it.step(), b_it.step()) {
+    const T* A = a.data<T>() + a_it.loc();
+    const T* B = b.data<T>() + b_it.loc();
+    for (int64_t k = 0; k < K; ++k) {
+      for (int64_t j = 0; j < N; ++j) {
+        packed[k * N + j] = static_cast<Acc>(B[k * b_rs + j * b_cs]);
+      }
+    }
+    for (int64_t i = 0; i < M; ++i) {
+      std::fill(row.begin(), row.end(), Acc(0));
+      for (int64_t k = 0; k < K; ++k) {
+        Acc aik = static_cast<Acc>(A[i * a_rs + k * a_cs]);
+        const Acc* bk = packed.data() + k * N;
+        for (int64_t j = 0; j < N; ++j) {
+          row[j] += aik * bk[j];
+        }
+      }
+      T* ci = c + (batch * M + i) * N;
+      for (int64_t j = 0; j < N; ++j) {
+        ci[j] = static_cast<T>(row[j]);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void Matmul::eval_cpu(const std::vector<array>& inputs, array& out) {
+  const auto& a = inputs[0];
+  const auto& b = inputs[1];
+  if (a.dtype() != out.dtype() || b.dtype() != out.dtype() || a.ndim() != out.ndim() ||
+      b.ndim() != out.ndim() || out.ndim() < 2) {
+    throw std::invalid_argument(
+        "[Matmul] expects operands of the output's dtype and rank (>= 2), broadcast to its "
+        "batch shape.");
+  }
+  out.set_data(allocator::malloc(out.nbytes()));
+  dispatch_dtype(out.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<compute_type_t<T>>) {
+      matmul_strided<T>(a, b, out);
+    } else {
+      throw std::invalid_argument("[matmul] only floating point types are supported, got " +
+                                  dtype_to_string(out.dtype()) + ".");
+    }
+  });
+}
+
+}  // namespace mlx::core

@@ -1,0 +1,62 @@
+// matmul: NumPy's rules for 1-d operands, broadcast batch dims, float dtypes only (as MLX).
+#include "mlx/ops.h"
+#include "mlx/primitives.h"
+#include "mlx/utils.h"
+
+namespace mlx::core {
+
+array matmul(const array& a_in, const array& b_in, StreamOrDevice s) {
+  if (a_in.ndim() == 0 || b_in.ndim() == 0) {
+    throw std::invalid_argument(
+        "[matmul] got a 0-d input; inputs must have at least one dimension.");
+  }
+  auto out_dtype = promote_types(a_in.dtype(), b_in.dtype());
+  if (!is_floating_point(out_dtype)) {
+    throw std::invalid_argument("[matmul] only floating point types are supported, but " +
+                                dtype_to_string(a_in.dtype()) + " and " +
+                                dtype_to_string(b_in.dtype()) + " promote to " +
+                                dtype_to_string(out_dtype) + ".");
+  }
+  auto stream = to_stream(s);
+  // A 1-d left operand is a row vector and a 1-d right operand a column vector; the added
+  // dimension is removed from the result.
+  auto a = a_in.ndim() == 1 ? reshape(a_in, {1, a_in.shape(0)}, stream) : a_in;
+  auto b = b_in.ndim() == 1 ? reshape(b_in, {b_in.shape(0), 1}, stream) : b_in;
+  if (a.shape(-1) != b.shape(-2)) {
+    throw std::invalid_argument("[matmul] the last dimension of the first input (shape " +
+                                shape_to_string(a_in.shape()) +
+                                ") must match the second to last dimension of the second "
+                                "input (shape " +
+                                shape_to_string(b_in.shape()) + ").");
+  }
+  Shape a_batch(a.shape().begin(), a.shape().end() - 2);
+  Shape b_batch(b.shape().begin(), b.shape().end() - 2);
+  Shape batch;
+  try {
+    batch = broadcast_shapes(a_batch, b_batch);
+  } catch (const std::invalid_argument&) {
+    throw std::invalid_argument("[matmul] batch dimensions of shapes " +
+                                shape_to_string(a_in.shape()) + " and " +
+                                shape_to_string(b_in.shape()) + " cannot be broadcast.");
+  }
+  int M = a.shape(-2), K = a.shape(-1), N = b.shape(-1);
+  Shape a_shape = batch, b_shape = batch, out_shape = batch;
+  a_shape.insert(a_shape.end(), {M, K});
+  b_shape.insert(b_shape.end(), {K, N});
+  out_shape.insert(out_shape.end(), {M, N});
+  a = broadcast_to(astype(a, out_dtype, stream), a_shape, stream);
+  b = broadcast_to(astype(b, out_dtype, stream), b_shape, stream);
+  auto out = array(out_shape, out_dtype, std::make_shared<Matmul>(stream), {a, b});
+
+  if (a_in.ndim() == 1 || b_in.ndim() == 1) {
+    Shape squeezed = batch;
+    if (a_in.ndim() != 1)
+      squeezed.push_back(M);
+    if (b_in.ndim() != 1)
+      squeezed.push_back(N);
+    out = reshape(out, squeezed, stream);
+  }
+  return out;
+}
+
+}  // namespace mlx::core
