@@ -269,6 +269,10 @@ ImportReport import_bundle(const std::filesystem::path& root, const std::filesys
       fail("bundle " + bundle.string() + " shrank while it was read");
     }
     offset += length;
+    if (get_u32(head + 4) != 0) {
+      report.bad.push_back({where, "reserved record bytes are not zero"});
+      continue;
+    }
     try {
       if (kind == kKernelRecord) {
         KernelEntry e = decode_kernel(bytes, std::nullopt, std::nullopt);

@@ -150,3 +150,26 @@ TEST_CASE("a bundle that cannot be written throws and leaves no temp file") {
   CHECK_THROWS_WITH_AS(cache.export_bundle(tmp.path() / "file" / "x.bundle"),
                        doctest::Contains("[cache] cannot create"), std::runtime_error);
 }
+
+TEST_CASE("import validates every record even when the bundle checksum is intact") {
+  TempDir tmp;
+  fill(tmp.path() / "src");
+  auto src = DiskCache::open(config_for(tmp.path() / "src"), kDeviceA);
+  src.export_bundle(tmp.path() / "b.bundle");
+  auto bytes = read_bytes(tmp.path() / "b.bundle");
+  // First record: 16-byte record header, then a whole kernel file; spoil its payload and
+  // re-seal the bundle so that only the per-record validation can notice.
+  bytes[kHeaderSize + 16 + kHeaderSize + 30] ^= 0x08;
+  FileHeader h = decode_header(bytes, FileKind::Bundle);
+  h.payload_hash = xxh64(std::span(bytes).subspan(kHeaderSize));
+  auto header = encode_header(h);
+  std::copy(header.begin(), header.end(), bytes.begin());
+  write_bytes(tmp.path() / "b.bundle", bytes);
+
+  auto dst = DiskCache::open(config_for(tmp.path() / "dst"), kDeviceA);
+  auto report = dst.import_bundle(tmp.path() / "b.bundle");
+  REQUIRE(report.bad.size() == 1);
+  CHECK(report.bad[0].reason.find("checksum") != std::string::npos);
+  CHECK(report.kernels == 6);
+  CHECK(dst.verify(false).bad.empty());
+}
