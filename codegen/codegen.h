@@ -69,6 +69,8 @@ struct SpirvModule {
 // Compiles with the glslang library in-process (thread-safe; the process is initialized
 // once). Throws std::runtime_error with the key, the error and the failing GLSL line.
 SpirvModule compile(const KernelKey& key, const KernelSource& source);
+// The same at an explicit optimizer level (0, 1 or 2), for measurements and tools.
+SpirvModule compile(const KernelKey& key, const KernelSource& source, int optimizer_level);
 
 // The optimizer level used for a family (chosen from measurements, see docs/codegen.md).
 int optimizer_level_for(const std::string& family);
@@ -81,7 +83,25 @@ uint64_t kernel_hash(const KernelKey& key, const KernelSource& source, const Dev
 // Compiler versions (glslang, SPIRV-Tools) folded into every hash.
 std::string compiler_version();
 
-// Where templates come from: embedded at build time, or MLX_VK_TEMPLATE_DIR when set.
+// Where templates come from: embedded at build time, or MLX_VK_TEMPLATE_DIR when set (a
+// file found there wins; templates missing from that directory stay the embedded ones).
+// Throws std::invalid_argument for an unknown name.
 std::string template_text(const std::string& name);
+
+// Names of the embedded templates ("binary.glsl", "include/math.glsl", ...).
+std::vector<std::string> template_names();
+
+// The generic half of render(): loads a template, expands its #includes (each file once,
+// marked with #line so errors name the original file and line) and injects
+// "#define <d>" for each "NAME VALUE" in `defines` right after #version. Fills
+// template_name, glsl, defines and template_hash; the rest is left for the family.
+KernelSource render_template(const std::string& template_name,
+                             const std::vector<std::string>& defines);
+
+// Validates SPIR-V for Vulkan 1.2: "" when valid, else the validator's message.
+std::string validate_spirv(const std::vector<uint32_t>& words);
+
+// Human-readable SPIR-V (for spvdump and error reports).
+std::string disassemble(const std::vector<uint32_t>& words);
 
 } // namespace mlx::core::vulkan::codegen

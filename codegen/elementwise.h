@@ -50,4 +50,7 @@ struct Launch {
 Launch elementwise_launch(const KernelKey& key, const KernelSource& source,
                           const ElementwiseGeometry& geometry);
 
+// The op names a family supports ("Abs", ...; "Select"; "Copy"), for tests and prewarming.
+std::vector<std::string> elementwise_ops(const std::string& family);
+
 } // namespace mlx::core::vulkan::codegen

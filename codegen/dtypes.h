@@ -1,0 +1,33 @@
+// How each GPU dtype is stored in a buffer and computed in GLSL (internal to codegen).
+#pragma once
+
+#include <string>
+
+#include "codegen/codegen.h"
+
+namespace mlx::core::vulkan::codegen {
+
+enum class Kind { Bool = 0, Uint = 1, Int = 2, Float = 3 }; // = KIND_* in types.glsl
+
+struct DtypeInfo {
+  const char* name;    // key name: "b", "u8", ..., "f32"
+  Kind kind;           // kind of the compute type
+  int bits;            // storage width
+  const char* storage; // GLSL type in the buffer
+  const char* compute; // GLSL type arithmetic happens in
+  const char* load;    // storage value x -> compute value
+  const char* store;   // compute value v -> storage value
+};
+
+// The info for a dtype name. Throws std::invalid_argument for float64/complex ("the GPU
+// does not support ...") and unknown names; `where` names the key for the message.
+const DtypeInfo& dtype_info(const std::string& name, const std::string& where);
+
+// Throws std::runtime_error when the device lacks what storing `dt` needs.
+void require_storage(const DtypeInfo& dt, const DeviceCaps& caps, const std::string& where);
+
+// GLSL expression converting compute value `x` of `from` to the compute type of `to`, with
+// MLX's cast semantics (float -> int saturates, NaN -> 0; any -> bool is != 0).
+std::string convert_expr(const DtypeInfo& from, const DtypeInfo& to, const std::string& x);
+
+} // namespace mlx::core::vulkan::codegen

@@ -1,0 +1,441 @@
+// Elementwise families: classify a launch into a key, render the key into GLSL, and pack
+// the push constants / meta buffer that templates/include/elementwise.glsl reads.
+#include "codegen/elementwise.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <set>
+#include <stdexcept>
+
+#include "codegen/dtypes.h"
+#include "codegen/elementwise_ops.h"
+#include "codegen/internal.h"
+
+namespace mlx::core::vulkan::codegen {
+
+namespace {
+
+constexpr uint32_t kMaxGroups = 65535; // the minimum maxComputeWorkGroupCount Vulkan allows
+constexpr uint32_t kWorkgroupSize = 256;
+constexpr int64_t kMax32 = std::numeric_limits<int32_t>::max();
+
+size_t input_count(const std::string& family) {
+  if (family == "unary" || family == "copy") {
+    return 1;
+  }
+  if (family == "binary") {
+    return 2;
+  }
+  if (family == "select") {
+    return 3;
+  }
+  throw std::invalid_argument("[elementwise] unknown elementwise family '" + family +
+                              "' (expected unary, binary, select or copy).");
+}
+
+// The geometry with extent-1 dims dropped and dims merged wherever every input allows
+// (the output is row-contiguous, so it always does). Key and launch both use this, so the
+// rank class and the packed numbers always agree.
+struct Normalized {
+  std::vector<int64_t> shape;
+  std::vector<std::vector<int64_t>> strides;
+  std::vector<uint64_t> offsets;
+  uint64_t out_offset = 0;
+  uint64_t size = 0;
+};
+
+Normalized normalize(const ElementwiseGeometry& g, size_t inputs) {
+  if (g.in_strides.size() != inputs) {
+    throw std::invalid_argument("[elementwise] geometry has " +
+                                std::to_string(g.in_strides.size()) +
+                                " stride vectors for " + std::to_string(inputs) + " inputs.");
+  }
+  if (!g.in_offsets.empty() && g.in_offsets.size() != inputs) {
+    throw std::invalid_argument("[elementwise] geometry has " +
+                                std::to_string(g.in_offsets.size()) + " offsets for " +
+                                std::to_string(inputs) + " inputs.");
+  }
+  Normalized n;
+  n.size = g.size();
+  n.out_offset = g.out_offset;
+  n.offsets = g.in_offsets.empty() ? std::vector<uint64_t>(inputs, 0) : g.in_offsets;
+  n.strides.resize(inputs);
+  for (size_t k = 0; k < inputs; ++k) {
+    if (g.in_strides[k].size() != g.shape.size()) {
+      throw std::invalid_argument("[elementwise] input " + std::to_string(k) + " has " +
+                                  std::to_string(g.in_strides[k].size()) +
+                                  " strides for a shape of rank " +
+                                  std::to_string(g.shape.size()) + ".");
+    }
+  }
+  if (n.size == 0) {
+    return n;
+  }
+  for (size_t d = 0; d < g.shape.size(); ++d) {
+    if (g.shape[d] == 1) {
+      continue;
+    }
+    bool merge = !n.shape.empty();
+    for (size_t k = 0; k < inputs && merge; ++k) {
+      merge = n.strides[k].back() == g.in_strides[k][d] * g.shape[d];
+    }
+    if (merge) {
+      n.shape.back() *= g.shape[d];
+      for (size_t k = 0; k < inputs; ++k) {
+        n.strides[k].back() = g.in_strides[k][d];
+      }
+    } else {
+      n.shape.push_back(g.shape[d]);
+      for (size_t k = 0; k < inputs; ++k) {
+        n.strides[k].push_back(g.in_strides[k][d]);
+      }
+    }
+  }
+  return n;
+}
+
+struct Layout {
+  std::string letters; // one of s/c/g per input
+  std::string rank;    // "" (no g input), "1", "2", "3" or "n"
+  bool idx64 = false;
+};
+
+Layout classify(const Normalized& n) {
+  Layout l;
+  bool any_g = false;
+  uint64_t max_index = n.size == 0 ? 0 : n.out_offset + n.size - 1;
+  max_index = std::max<uint64_t>(max_index, n.size);
+  for (size_t k = 0; k < n.strides.size(); ++k) {
+    const auto& s = n.strides[k];
+    bool scalar = std::all_of(s.begin(), s.end(), [](int64_t v) { return v == 0; });
+    bool contiguous = true;
+    int64_t expected = 1;
+    for (size_t d = s.size(); d-- > 0;) {
+      contiguous = contiguous && s[d] == expected;
+      expected *= n.shape[d];
+    }
+    char c = scalar ? 's' : contiguous ? 'c' : 'g';
+    any_g = any_g || c == 'g';
+    l.letters += c;
+    // The largest |location| the kernel forms, including partial sums of negative strides.
+    uint64_t reach = n.offsets[k];
+    for (size_t d = 0; d < s.size(); ++d) {
+      reach += static_cast<uint64_t>(s[d] < 0 ? -s[d] : s[d]) *
+               static_cast<uint64_t>(n.shape[d] - 1);
+    }
+    max_index = std::max(max_index, reach);
+  }
+  if (any_g) {
+    size_t r = n.shape.size();
+    l.rank = r <= 3 ? std::to_string(r) : "n";
+  }
+  l.idx64 = max_index > static_cast<uint64_t>(kMax32);
+  return l;
+}
+
+std::string join_dtypes(const std::vector<std::string>& dts) {
+  std::string s;
+  for (const auto& d : dts) {
+    s += (s.empty() ? "" : ".") + d;
+  }
+  return s;
+}
+
+std::vector<std::string> split_dtypes(const std::string& s) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (true) {
+    size_t dot = s.find('.', pos);
+    out.push_back(s.substr(pos, dot == std::string::npos ? dot : dot - pos));
+    if (dot == std::string::npos) {
+      return out;
+    }
+    pos = dot + 1;
+  }
+}
+
+const std::string& param(const KernelKey& key, const char* name, const std::string& where) {
+  auto it = key.params.find(name);
+  if (it == key.params.end()) {
+    throw std::invalid_argument("[render] " + where + ": missing parameter '" + name + "'.");
+  }
+  return it->second;
+}
+
+// Everything render and launch need to know about an elementwise key, validated.
+struct ElementwiseSpec {
+  size_t inputs = 0;
+  std::string letters;
+  int rank = 0; // 0 none, 1-3, 4 = "n"
+  bool idx64 = false;
+};
+
+ElementwiseSpec parse_spec(const KernelKey& key, const std::string& where) {
+  ElementwiseSpec s;
+  s.inputs = input_count(key.family);
+  for (const auto& [name, value] : key.params) {
+    static const std::set<std::string> known{"op", "in", "out", "layout", "rank", "idx"};
+    if (!known.count(name)) {
+      throw std::invalid_argument("[render] " + where + ": unknown parameter '" + name + "'.");
+    }
+  }
+  s.letters = param(key, "layout", where);
+  if (s.letters.size() != s.inputs ||
+      s.letters.find_first_not_of("scg") != std::string::npos) {
+    throw std::invalid_argument("[render] " + where + ": layout must be " +
+                                std::to_string(s.inputs) + " letters of s, c, g.");
+  }
+  bool any_g = s.letters.find('g') != std::string::npos;
+  auto rank = key.params.find("rank");
+  if (any_g != (rank != key.params.end())) {
+    throw std::invalid_argument("[render] " + where +
+                                ": rank is required exactly when some input is strided (g).");
+  }
+  if (any_g) {
+    const std::string& r = rank->second;
+    if (r == "1" || r == "2" || r == "3") {
+      s.rank = r[0] - '0';
+    } else if (r == "n") {
+      s.rank = 4;
+    } else {
+      throw std::invalid_argument("[render] " + where + ": rank must be 1, 2, 3 or n.");
+    }
+  }
+  const std::string& idx = param(key, "idx", where);
+  if (idx != "32" && idx != "64") {
+    throw std::invalid_argument("[render] " + where + ": idx must be 32 or 64.");
+  }
+  s.idx64 = idx == "64";
+  return s;
+}
+
+uint32_t push_constant_fields(const ElementwiseSpec& s) {
+  uint32_t g = static_cast<uint32_t>(std::count(s.letters.begin(), s.letters.end(), 'g'));
+  uint32_t fields = 2 + static_cast<uint32_t>(s.inputs);
+  if (s.rank == 4) {
+    fields += 1;
+  } else if (s.rank >= 1) {
+    fields += (s.rank - 1) + g * s.rank;
+  }
+  return fields;
+}
+
+// Elements per invocation: narrow types do more per invocation so each one moves at least
+// about 4 bytes per operand.
+uint32_t elements_per_invocation(const std::vector<const DtypeInfo*>& dts) {
+  int narrowest = 64;
+  for (const auto* d : dts) {
+    narrowest = std::min(narrowest, d->bits);
+  }
+  return narrowest == 8 ? 4 : narrowest == 16 ? 2 : 1;
+}
+
+void put(std::vector<uint8_t>& out, int64_t v, bool idx64) {
+  if (idx64) {
+    uint8_t b[8];
+    std::memcpy(b, &v, 8);
+    out.insert(out.end(), b, b + 8);
+  } else {
+    int32_t v32 = static_cast<int32_t>(v);
+    uint8_t b[4];
+    std::memcpy(b, &v32, 4);
+    out.insert(out.end(), b, b + 4);
+  }
+}
+
+} // namespace
+
+uint64_t ElementwiseGeometry::size() const {
+  uint64_t n = 1;
+  for (auto d : shape) {
+    if (d < 0) {
+      throw std::invalid_argument("[elementwise] negative extent in the output shape.");
+    }
+    n *= static_cast<uint64_t>(d);
+  }
+  return n;
+}
+
+KernelKey elementwise_key(const std::string& family, const std::string& op,
+                          const std::vector<std::string>& in_dtypes, const std::string& out_dtype,
+                          const ElementwiseGeometry& geometry) {
+  size_t inputs = input_count(family);
+  if (in_dtypes.size() != inputs) {
+    throw std::invalid_argument("[elementwise_key] family " + family + " takes " +
+                                std::to_string(inputs) + " input dtypes, got " +
+                                std::to_string(in_dtypes.size()) + ".");
+  }
+  Layout l = classify(normalize(geometry, inputs));
+  KernelKey key;
+  key.family = family;
+  key.params["op"] = op;
+  key.params["in"] = join_dtypes(in_dtypes);
+  key.params["out"] = out_dtype;
+  key.params["layout"] = l.letters;
+  if (!l.rank.empty()) {
+    key.params["rank"] = l.rank;
+  }
+  key.params["idx"] = l.idx64 ? "64" : "32";
+  return key;
+}
+
+KernelSource render_elementwise(const KernelKey& key, const DeviceCaps& caps) {
+  const std::string where = "kernel " + key.canonical();
+  ElementwiseSpec spec = parse_spec(key, where);
+  auto in_names = split_dtypes(param(key, "in", where));
+  if (in_names.size() != spec.inputs) {
+    throw std::invalid_argument("[render] " + where + ": family " + key.family + " takes " +
+                                std::to_string(spec.inputs) + " input dtypes.");
+  }
+  std::vector<const DtypeInfo*> in;
+  for (const auto& name : in_names) {
+    in.push_back(&dtype_info(name, where));
+  }
+  const DtypeInfo& out = dtype_info(param(key, "out", where), where);
+  OpExpr op = elementwise_op(key.family, param(key, "op", where), in, where);
+  if (key.family == "copy") {
+    op.body = convert_expr(*in[0], out, "x");
+    op.out = out.name;
+  }
+  if (op.out != out.name) {
+    throw std::invalid_argument("[render] " + where + ": " + param(key, "op", where) +
+                                " on " + in.back()->name + " produces " + op.out + ", not " +
+                                out.name + ".");
+  }
+
+  // What the device must support.
+  std::vector<const DtypeInfo*> all = in;
+  all.push_back(&out);
+  bool need8 = false, need16 = false, need64 = spec.idx64;
+  for (const auto* d : all) {
+    require_storage(*d, caps, where);
+    need8 = need8 || d->bits == 8;
+    need16 = need16 || d->bits == 16;
+    need64 = need64 || d->bits == 64;
+  }
+  if (spec.idx64 && !caps.shader_int64) {
+    throw std::runtime_error("[vulkan] " + where +
+                             ": 64-bit indexing needs shaderInt64, which this device does not "
+                             "support; split the array.");
+  }
+
+  std::vector<std::string> defines;
+  defines.push_back("MLX_STORAGE_8BIT " + std::string(need8 ? "1" : "0"));
+  defines.push_back("MLX_STORAGE_16BIT " + std::string(need16 ? "1" : "0"));
+  defines.push_back("MLX_INT64 " + std::string(need64 ? "1" : "0"));
+  defines.push_back("NUM_IN " + std::to_string(spec.inputs));
+  defines.push_back("IDX64 " + std::string(spec.idx64 ? "1" : "0"));
+  defines.push_back("RANK " + std::to_string(spec.rank));
+  for (size_t k = 0; k < spec.inputs; ++k) {
+    std::string p = "IN" + std::to_string(k) + "_";
+    char c = spec.letters[k];
+    defines.push_back(p + "LAYOUT " + (c == 's' ? "LAYOUT_S" : c == 'c' ? "LAYOUT_C" : "LAYOUT_G"));
+    defines.push_back(p + "ST " + in[k]->storage);
+    defines.push_back(p + "CT " + in[k]->compute);
+    defines.push_back(p + "LOAD(x) " + in[k]->load);
+  }
+  defines.push_back(std::string("OUT_ST ") + out.storage);
+  defines.push_back(std::string("OUT_CT ") + out.compute);
+  defines.push_back(std::string("OUT_STORE(v) ") + out.store);
+  if (key.family != "copy") {
+    const DtypeInfo& operand = *in.back(); // select's condition is in[0]; x/y come last
+    defines.push_back(std::string("OP_T ") + operand.compute);
+    defines.push_back("OP_KIND " + std::to_string(static_cast<int>(operand.kind)));
+    defines.push_back(std::string("OP_SIGNED ") + (operand.kind == Kind::Int ? "1" : "0"));
+    defines.push_back("OP_BITS " + std::to_string(operand.bits));
+  }
+  defines.push_back("OP(" + op.params + ") " + op.body);
+
+  KernelSource source = render_template(key.family + ".glsl", defines);
+  source.num_buffers = static_cast<uint32_t>(spec.inputs) + 1 + (spec.rank == 4 ? 1 : 0);
+  source.push_constant_bytes = push_constant_fields(spec) * (spec.idx64 ? 8 : 4);
+  uint32_t wg = std::max(1u, std::min(kWorkgroupSize, caps.max_workgroup_invocations));
+  source.workgroup_size = {wg, 1, 1};
+  source.spec_constants = {{0, wg}, {1, elements_per_invocation(all)}};
+  return source;
+}
+
+Launch elementwise_launch(const KernelKey& key, const KernelSource& source,
+                          const ElementwiseGeometry& geometry) {
+  const std::string where = "kernel " + key.canonical();
+  ElementwiseSpec spec = parse_spec(key, where);
+  Normalized n = normalize(geometry, spec.inputs);
+  Layout l = classify(n);
+  std::string rank = spec.rank == 0 ? "" : spec.rank == 4 ? "n" : std::to_string(spec.rank);
+  if (l.letters != spec.letters || l.rank != rank || l.idx64 != spec.idx64) {
+    throw std::invalid_argument("[elementwise_launch] " + where +
+                                " does not match the geometry (which gives layout=" +
+                                l.letters + (l.rank.empty() ? "" : ",rank=" + l.rank) +
+                                ",idx=" + (l.idx64 ? "64" : "32") + ").");
+  }
+
+  Launch launch;
+  bool w64 = spec.idx64;
+  auto& pc = launch.push_constants;
+  put(pc, static_cast<int64_t>(n.size), w64);
+  put(pc, static_cast<int64_t>(n.out_offset), w64);
+  for (auto off : n.offsets) {
+    put(pc, static_cast<int64_t>(off), w64);
+  }
+  if (spec.rank == 4) {
+    int64_t ndim = static_cast<int64_t>(n.shape.size());
+    put(pc, ndim, w64);
+    for (auto d : n.shape) {
+      put(launch.meta, d, w64);
+    }
+    for (const auto& s : n.strides) {
+      for (auto v : s) {
+        put(launch.meta, v, w64);
+      }
+    }
+  } else if (spec.rank >= 1) {
+    if (spec.rank >= 2) {
+      put(pc, n.shape[1], w64);
+    }
+    if (spec.rank == 3) {
+      put(pc, n.shape[2], w64);
+    }
+    for (size_t k = 0; k < spec.inputs; ++k) {
+      if (spec.letters[k] == 'g') {
+        for (auto v : n.strides[k]) {
+          put(pc, v, w64);
+        }
+      }
+    }
+  }
+  if (pc.size() != source.push_constant_bytes) {
+    throw std::invalid_argument("[elementwise_launch] " + where + ": packed " +
+                                std::to_string(pc.size()) + " push-constant bytes but the "
+                                "kernel declares " + std::to_string(source.push_constant_bytes) +
+                                "; was the source rendered from another key?");
+  }
+
+  // Groups: ceil(size / (WG * EPT)), split over y and z when x would pass 65535.
+  uint64_t wg = source.workgroup_size[0];
+  auto ept_it = source.spec_constants.find(1);
+  uint64_t ept = ept_it == source.spec_constants.end() ? 1 : ept_it->second;
+  uint64_t groups = (n.size + wg * ept - 1) / (wg * ept);
+  if (groups == 0) {
+    launch.groups = {0, 1, 1};
+    return launch;
+  }
+  auto ceil_div = [](uint64_t a, uint64_t b) { return (a + b - 1) / b; };
+  uint64_t z = ceil_div(groups, uint64_t(kMaxGroups) * kMaxGroups);
+  uint64_t per_z = ceil_div(groups, z);
+  uint64_t y = ceil_div(per_z, kMaxGroups);
+  uint64_t x = ceil_div(per_z, y);
+  if (z > kMaxGroups) {
+    throw std::invalid_argument("[elementwise_launch] " + where + ": " +
+                                std::to_string(n.size) + " elements exceed one dispatch.");
+  }
+  launch.groups = {static_cast<uint32_t>(x), static_cast<uint32_t>(y), static_cast<uint32_t>(z)};
+  return launch;
+}
+
+std::vector<std::string> elementwise_ops(const std::string& family) {
+  input_count(family);
+  return elementwise_op_names(family);
+}
+
+} // namespace mlx::core::vulkan::codegen

@@ -1,0 +1,588 @@
+// f32 math with the accuracy and IEEE special cases of the C library, built only from
+// +, -, *, /, sqrt, floor and bit operations. Vulkan's built-in transcendentals are too loose
+// for MLX's semantics (sin/cos have an absolute error of 2^-11, exp 3 + 2|x| ulp, pow is
+// undefined for x < 0, inversesqrt for x <= 0), and a GPU result must match the CPU reference
+// within float32 tolerance.
+//
+// This file is written in the common subset of GLSL and C++ (float literals carry 'f', no
+// vectors except vec2, no out parameters), so tests/codegen compiles it as C++ and measures
+// its error against long double references without a GPU.
+#ifndef MLX_MATH_GLSL
+#define MLX_MATH_GLSL
+
+const float M_LN2_HI = 0.693359375f;     // ln 2 = M_LN2_HI + M_LN2_LO; k * HI is exact
+const float M_LN2_LO = -2.12194440e-4f;
+const float M_LOG2E = 1.44269504f;
+const float M_PI_F = 3.14159265f;
+const float M_PI_2_F = 1.57079633f;
+const float M_PI_4_F = 0.785398163f;
+
+bool m_isnan(float x) {
+  return (floatBitsToUint(x) & 0x7fffffffu) > 0x7f800000u;
+}
+
+bool m_isinf(float x) {
+  return (floatBitsToUint(x) & 0x7fffffffu) == 0x7f800000u;
+}
+
+float m_nan() {
+  return uintBitsToFloat(0x7fc00000u);
+}
+
+float m_inf() {
+  return uintBitsToFloat(0x7f800000u);
+}
+
+float m_copysign(float x, float s) {
+  return uintBitsToFloat((floatBitsToUint(x) & 0x7fffffffu) | (floatBitsToUint(s) & 0x80000000u));
+}
+
+// sqrt with the C results at 0, inf and below 0 (Vulkan leaves those undefined).
+float m_sqrt(float x) {
+  if (x > 0.0f && !m_isinf(x)) {
+    return sqrt(x);
+  }
+  if (x == 0.0f || (m_isinf(x) && x > 0.0f) || m_isnan(x)) {
+    return x;
+  }
+  return m_nan();
+}
+
+float m_rsqrt(float x) {
+  if (x > 0.0f && !m_isinf(x)) {
+    return 1.0f / sqrt(x);
+  }
+  if (x == 0.0f) {
+    return m_copysign(m_inf(), x);
+  }
+  if (m_isinf(x) && x > 0.0f) {
+    return 0.0f;
+  }
+  return m_nan();
+}
+
+// 2^n for n in [-126, 127].
+float m_pow2i(int n) {
+  return uintBitsToFloat(uint(n + 127) << 23);
+}
+
+// x * 2^n for n in [-252, 254], in two steps so no intermediate power overflows.
+float m_scale2(float x, int n) {
+  int h = n / 2;
+  return x * m_pow2i(h) * m_pow2i(n - h);
+}
+
+// e^r for |r| <= 0.35: Taylor series to r^8 (the first omitted term is below 1e-9).
+float m_exp_poly(float r) {
+  float p = 2.48015873e-5f;
+  p = p * r + 1.98412698e-4f;
+  p = p * r + 1.38888889e-3f;
+  p = p * r + 8.33333333e-3f;
+  p = p * r + 4.16666667e-2f;
+  p = p * r + 1.66666667e-1f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  return p * r + 1.0f;
+}
+
+float m_exp(float x) {
+  if (m_isnan(x)) {
+    return x;
+  }
+  if (x > 88.7228394f) {
+    return m_inf();
+  }
+  if (x < -103.972084f) {
+    return 0.0f;
+  }
+  // x = k ln2 + r (Cody-Waite: k * M_LN2_HI is exact for |k| < 2^15).
+  float k = floor(x * M_LOG2E + 0.5f);
+  precise float r = (x - k * M_LN2_HI) - k * M_LN2_LO;
+  return m_scale2(m_exp_poly(r), int(k));
+}
+
+float m_exp2(float x) {
+  if (m_isnan(x)) {
+    return x;
+  }
+  if (x >= 128.0f) {
+    return m_inf();
+  }
+  if (x < -150.0f) {
+    return 0.0f;
+  }
+  float k = floor(x + 0.5f);
+  return m_scale2(m_exp_poly((x - k) * 0.693147181f), int(k));
+}
+
+float m_expm1(float x) {
+  if (abs(x) < 0.5f) {
+    // Taylor series to x^9; exp(x) - 1 would cancel here.
+    float p = 2.75573192e-6f;
+    p = p * x + 2.48015873e-5f;
+    p = p * x + 1.98412698e-4f;
+    p = p * x + 1.38888889e-3f;
+    p = p * x + 8.33333333e-3f;
+    p = p * x + 4.16666667e-2f;
+    p = p * x + 1.66666667e-1f;
+    p = p * x + 0.5f;
+    return x + x * x * p;
+  }
+  return m_exp(x) - 1.0f;
+}
+
+// For finite x > 0: (e, log(m)) with x = m * 2^e and m in [sqrt(1/2), sqrt(2)).
+// log(m) = 2 atanh(s), s = (m - 1) / (m + 1), |s| <= 0.172: accurate near x = 1, where
+// Vulkan's log only promises an absolute error of 2^-21.
+vec2 m_log_parts(float x) {
+  uint b = floatBitsToUint(x);
+  int e = 0;
+  if (b < 0x00800000u) { // subnormal: bring it into the normal range first
+    b = floatBitsToUint(x * 8388608.0f);
+    e = -23;
+  }
+  e += int(b >> 23) - 127;
+  float m = uintBitsToFloat((b & 0x007fffffu) | 0x3f800000u);
+  if (m > 1.41421356f) {
+    m = m * 0.5f;
+    e += 1;
+  }
+  float s = (m - 1.0f) / (m + 1.0f);
+  float s2 = s * s;
+  float p = 0.111111111f;
+  p = p * s2 + 0.142857143f;
+  p = p * s2 + 0.2f;
+  p = p * s2 + 0.333333333f;
+  return vec2(float(e), 2.0f * s + 2.0f * s * s2 * p);
+}
+
+float m_log(float x) {
+  if (m_isnan(x) || (m_isinf(x) && x > 0.0f)) {
+    return x;
+  }
+  if (x < 0.0f) {
+    return m_nan();
+  }
+  if (x == 0.0f) {
+    return -m_inf();
+  }
+  vec2 p = m_log_parts(x);
+  return p.x * M_LN2_HI + (p.y + p.x * M_LN2_LO);
+}
+
+float m_log2(float x) {
+  if (m_isnan(x) || (m_isinf(x) && x > 0.0f)) {
+    return x;
+  }
+  if (x < 0.0f) {
+    return m_nan();
+  }
+  if (x == 0.0f) {
+    return -m_inf();
+  }
+  vec2 p = m_log_parts(x);
+  return p.x + p.y * M_LOG2E;
+}
+
+float m_log10(float x) {
+  if (m_isnan(x) || (m_isinf(x) && x > 0.0f)) {
+    return x;
+  }
+  if (x < 0.0f) {
+    return m_nan();
+  }
+  if (x == 0.0f) {
+    return -m_inf();
+  }
+  vec2 p = m_log_parts(x);
+  return p.x * 0.301029996f + p.y * 0.434294482f;
+}
+
+float m_log1p(float x) {
+  if (m_isnan(x) || (m_isinf(x) && x > 0.0f)) {
+    return x;
+  }
+  if (x < -1.0f) {
+    return m_nan();
+  }
+  if (x == -1.0f) {
+    return -m_inf();
+  }
+  float u = 1.0f + x;
+  if (u == 1.0f) {
+    return x;
+  }
+  // log(u) * x / (u - 1) cancels the rounding error of 1 + x.
+  return m_log(u) * (x / (u - 1.0f));
+}
+
+// ---- trigonometric ----------------------------------------------------------------------
+
+// x = k pi/2 + r with |r| <= pi/4; returns (r, k mod 4). pi/2 is split in three parts
+// (8, 11 and 24 significant bits) so k * part is exact for |x| up to about 1e4.
+vec2 m_reduce_half_pi(float x) {
+  float k = floor(x * 0.636619772f + 0.5f);
+  precise float r = ((x - k * 1.5703125f) - k * 4.83751296997070312e-4f) -
+                    k * 7.54978995489188216e-8f;
+  float q = k - 4.0f * floor(k * 0.25f);
+  return vec2(r, q);
+}
+
+// sin and cos on [-pi/4, pi/4] (Taylor series; omitted terms below 3e-9 relative).
+float m_sin_poly(float r) {
+  float r2 = r * r;
+  float p = 2.75573192e-6f;
+  p = p * r2 - 1.98412698e-4f;
+  p = p * r2 + 8.33333333e-3f;
+  p = p * r2 - 1.66666667e-1f;
+  return r + r * r2 * p;
+}
+
+float m_cos_poly(float r) {
+  float r2 = r * r;
+  float p = -2.75573192e-7f;
+  p = p * r2 + 2.48015873e-5f;
+  p = p * r2 - 1.38888889e-3f;
+  p = p * r2 + 4.16666667e-2f;
+  return 1.0f - 0.5f * r2 + r2 * r2 * p;
+}
+
+float m_sin(float x) {
+  if (m_isnan(x) || m_isinf(x)) {
+    return m_nan();
+  }
+  vec2 rq = m_reduce_half_pi(x);
+  float v = (rq.y == 0.0f || rq.y == 2.0f) ? m_sin_poly(rq.x) : m_cos_poly(rq.x);
+  return rq.y >= 2.0f ? -v : v;
+}
+
+float m_cos(float x) {
+  if (m_isnan(x) || m_isinf(x)) {
+    return m_nan();
+  }
+  vec2 rq = m_reduce_half_pi(x);
+  float v = (rq.y == 0.0f || rq.y == 2.0f) ? m_cos_poly(rq.x) : m_sin_poly(rq.x);
+  return (rq.y == 1.0f || rq.y == 2.0f) ? -v : v;
+}
+
+float m_tan(float x) {
+  if (m_isnan(x) || m_isinf(x)) {
+    return m_nan();
+  }
+  vec2 rq = m_reduce_half_pi(x);
+  float s = m_sin_poly(rq.x);
+  float c = m_cos_poly(rq.x);
+  return (rq.y == 0.0f || rq.y == 2.0f) ? s / c : -c / s;
+}
+
+// atan for a in [0, 1]: shifted by pi/4 above tan(pi/8), then a Taylor series in
+// |t| <= 0.4143 (the first omitted term is below 1e-8 relative).
+float m_atan01(float a) {
+  float base = 0.0f;
+  float t = a;
+  if (a > 0.414213562f) {
+    t = (a - 1.0f) / (a + 1.0f);
+    base = M_PI_4_F;
+  }
+  float t2 = t * t;
+  float p = 5.88235294e-2f;
+  p = p * t2 - 6.66666667e-2f;
+  p = p * t2 + 7.69230769e-2f;
+  p = p * t2 - 9.09090909e-2f;
+  p = p * t2 + 1.11111111e-1f;
+  p = p * t2 - 1.42857143e-1f;
+  p = p * t2 + 2.0e-1f;
+  p = p * t2 - 3.33333333e-1f;
+  return base + (t + t * t2 * p);
+}
+
+float m_atan(float x) {
+  if (m_isnan(x)) {
+    return x;
+  }
+  float a = abs(x);
+  float r = a > 1.0f ? M_PI_2_F - m_atan01(1.0f / a) : m_atan01(a);
+  return m_copysign(r, x);
+}
+
+// atan2 with C's special cases for zeros and infinities.
+float m_atan2(float y, float x) {
+  if (m_isnan(x) || m_isnan(y)) {
+    return m_nan();
+  }
+  bool x_neg = (floatBitsToUint(x) & 0x80000000u) != 0u; // -0 counts as negative, as in C
+  float ay = abs(y);
+  float ax = abs(x);
+  float r;
+  if (ay == 0.0f) {
+    r = x_neg ? M_PI_F : 0.0f;
+  } else if (ax == 0.0f) {
+    r = M_PI_2_F;
+  } else if (m_isinf(ax) && m_isinf(ay)) {
+    r = x_neg ? 3.0f * M_PI_4_F : M_PI_4_F;
+  } else if (m_isinf(ax)) {
+    r = x_neg ? M_PI_F : 0.0f;
+  } else if (m_isinf(ay)) {
+    r = M_PI_2_F;
+  } else {
+    float a = ay > ax ? M_PI_2_F - m_atan01(ax / ay) : m_atan01(ay / ax);
+    r = x_neg ? M_PI_F - a : a;
+  }
+  return m_copysign(r, y);
+}
+
+float m_asin(float x) {
+  if (m_isnan(x) || abs(x) > 1.0f) {
+    return m_nan();
+  }
+  // 1 - x and 1 + x are exact or nearly so, unlike 1 - x * x near |x| = 1.
+  return m_atan2(x, sqrt((1.0f - x) * (1.0f + x)));
+}
+
+float m_acos(float x) {
+  if (m_isnan(x) || abs(x) > 1.0f) {
+    return m_nan();
+  }
+  return m_atan2(sqrt((1.0f - x) * (1.0f + x)), x);
+}
+
+// ---- hyperbolic -------------------------------------------------------------------------
+
+float m_sinh(float x) {
+  float a = abs(x);
+  float r;
+  if (a < 1.0f) {
+    float e = m_expm1(a); // sinh = (e + e / (e + 1)) / 2 keeps small |x| accurate
+    r = 0.5f * (e + e / (e + 1.0f));
+  } else if (a < 88.0f) {
+    float e = m_exp(a);
+    r = 0.5f * (e - 1.0f / e);
+  } else {
+    r = m_exp(a - 0.693147181f); // e^a / 2 without overflowing e^a first
+  }
+  return m_copysign(r, x);
+}
+
+float m_cosh(float x) {
+  float a = abs(x);
+  if (a < 88.0f) {
+    float e = m_exp(a);
+    return 0.5f * (e + 1.0f / e);
+  }
+  return m_exp(a - 0.693147181f);
+}
+
+float m_tanh(float x) {
+  float a = abs(x);
+  if (m_isnan(x)) {
+    return x;
+  }
+  if (a > 9.0f) { // 1 - tanh(9) is below half an ulp of 1
+    return m_copysign(1.0f, x);
+  }
+  float e = m_expm1(2.0f * a);
+  return m_copysign(e / (e + 2.0f), x);
+}
+
+float m_asinh(float x) {
+  float a = abs(x);
+  float r;
+  if (m_isnan(x) || m_isinf(x)) {
+    return x;
+  }
+  if (a > 1e10f) {
+    r = m_log(a) + 0.693147181f;
+  } else {
+    // log1p(a + a^2 / (1 + sqrt(1 + a^2))) stays accurate for small a
+    float a2 = a * a;
+    r = m_log1p(a + a2 / (1.0f + sqrt(1.0f + a2)));
+  }
+  return m_copysign(r, x);
+}
+
+float m_acosh(float x) {
+  if (m_isnan(x) || (m_isinf(x) && x > 0.0f)) {
+    return x;
+  }
+  if (x < 1.0f) {
+    return m_nan();
+  }
+  if (x > 1e10f) {
+    return m_log(x) + 0.693147181f;
+  }
+  float t = x - 1.0f; // exact; acosh(1 + t) = log1p(t + sqrt(2t + t^2))
+  return m_log1p(t + sqrt(2.0f * t + t * t));
+}
+
+float m_atanh(float x) {
+  float a = abs(x);
+  if (m_isnan(x) || a > 1.0f) {
+    return m_nan();
+  }
+  if (a == 1.0f) {
+    return m_copysign(m_inf(), x);
+  }
+  return m_copysign(0.5f * m_log1p(2.0f * a / (1.0f - a)), x);
+}
+
+// ---- other unary ------------------------------------------------------------------------
+
+float m_sign(float x) {
+  if (m_isnan(x)) {
+    return x;
+  }
+  return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : 0.0f);
+}
+
+// Never computes exp of a large positive number, so it neither overflows nor loses 1 - s.
+float m_sigmoid(float x) {
+  if (x >= 0.0f) {
+    return 1.0f / (1.0f + m_exp(-x));
+  }
+  float e = m_exp(x);
+  return e / (1.0f + e);
+}
+
+#include "include/erf.glsl"
+
+// ---- binary -----------------------------------------------------------------------------
+
+float m_maximum(float a, float b) {
+  if (m_isnan(a)) {
+    return a;
+  }
+  if (m_isnan(b)) {
+    return b;
+  }
+  return a > b ? a : b;
+}
+
+float m_minimum(float a, float b) {
+  if (m_isnan(a)) {
+    return a;
+  }
+  if (m_isnan(b)) {
+    return b;
+  }
+  return a < b ? a : b;
+}
+
+// C's fmod, exact: long division of the integer significands, one exponent step at a time.
+float m_fmod(float x, float y) {
+  uint ux = floatBitsToUint(x);
+  uint uy = floatBitsToUint(y) & 0x7fffffffu;
+  uint sx = ux & 0x80000000u;
+  ux = ux & 0x7fffffffu;
+  if (uy == 0u || ux >= 0x7f800000u || uy > 0x7f800000u) {
+    return m_nan();
+  }
+  if (ux < uy) {
+    return x;
+  }
+  if (ux == uy) {
+    return uintBitsToFloat(sx);
+  }
+  int ex = int(ux >> 23);
+  int ey = int(uy >> 23);
+  uint mx = (ux & 0x007fffffu) | 0x00800000u;
+  uint my = (uy & 0x007fffffu) | 0x00800000u;
+  if (ex == 0) { // subnormal: normalize the significand
+    ex = 1;
+    mx = ux;
+    while (mx < 0x00800000u) {
+      mx = mx << 1;
+      ex -= 1;
+    }
+  }
+  if (ey == 0) {
+    ey = 1;
+    my = uy;
+    while (my < 0x00800000u) {
+      my = my << 1;
+      ey -= 1;
+    }
+  }
+  for (; ex > ey; ex--) {
+    if (mx >= my) {
+      mx -= my;
+    }
+    mx = mx << 1;
+  }
+  if (mx >= my) {
+    mx -= my;
+  }
+  if (mx == 0u) {
+    return uintBitsToFloat(sx);
+  }
+  while (mx < 0x00800000u) {
+    mx = mx << 1;
+    ex -= 1;
+  }
+  if (ex > 0) {
+    return uintBitsToFloat(sx | (uint(ex) << 23) | (mx & 0x007fffffu));
+  }
+  return uintBitsToFloat(sx | (mx >> uint(1 - ex))); // exact: the remainder is representable
+}
+
+// Python's float remainder: the result takes the divisor's sign; remainder by 0 is NaN.
+float m_remainder(float a, float b) {
+  if (b == 0.0f) {
+    return m_nan();
+  }
+  float r = m_fmod(a, b);
+  if (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) {
+    r += b;
+  }
+  return r;
+}
+
+// C's pow, special cases included; |x|^y = 2^(y log2|x|).
+float m_pow(float x, float y) {
+  if (y == 0.0f || x == 1.0f) {
+    return 1.0f; // also for NaN in the other argument, as in C
+  }
+  if (m_isnan(x) || m_isnan(y)) {
+    return m_nan();
+  }
+  float ay = abs(y);
+  bool y_int = floor(y) == y;
+  bool y_odd = y_int && ay < 16777216.0f && floor(ay * 0.5f) * 2.0f != ay;
+  if (m_isinf(y)) {
+    float ax = abs(x);
+    if (ax == 1.0f) {
+      return 1.0f;
+    }
+    return (y > 0.0f) == (ax > 1.0f) ? m_inf() : 0.0f;
+  }
+  if (x == 0.0f) {
+    if (y < 0.0f) {
+      return y_odd ? m_copysign(m_inf(), x) : m_inf();
+    }
+    return y_odd ? x : 0.0f;
+  }
+  if (m_isinf(x)) {
+    float r = y > 0.0f ? m_inf() : 0.0f;
+    return x < 0.0f && y_odd ? -r : r;
+  }
+  if (x < 0.0f && !y_int) {
+    return m_nan();
+  }
+  vec2 p = m_log_parts(abs(x));
+  float r = m_exp2(y * (p.x + p.y * M_LOG2E));
+  return x < 0.0f && y_odd ? -r : r;
+}
+
+// log(e^a + e^b) without overflow.
+float m_logaddexp(float a, float b) {
+  if (m_isnan(a) || m_isnan(b)) {
+    return m_nan();
+  }
+  float hi = a > b ? a : b;
+  float lo = a > b ? b : a;
+  if ((m_isinf(hi) && hi > 0.0f) || (m_isinf(lo) && lo < 0.0f)) {
+    return hi;
+  }
+  return hi + m_log1p(m_exp(lo - hi));
+}
+
+#endif

@@ -1,0 +1,178 @@
+// Storage extensions and dtype conversions shared by every kernel family.
+// The engine sets MLX_STORAGE_8BIT / MLX_STORAGE_16BIT / MLX_INT64 when a kernel touches
+// those types (and only when the device has the matching feature).
+//
+// Storage vs compute types: 8/16-bit integers and bool are stored in their own width and
+// computed in 32 bits (results are truncated on store, which wraps like C++); f16 and bf16
+// are stored as uint16 bit patterns, computed in f32 and rounded to nearest-even once, on
+// store, with the exact bit manipulation of mlx/types/half_types.h, so GPU and CPU agree.
+// Same GLSL/C++ common subset as math.glsl.
+#ifndef MLX_TYPES_GLSL
+#define MLX_TYPES_GLSL
+
+#ifndef MLX_STORAGE_8BIT
+#define MLX_STORAGE_8BIT 0
+#endif
+#ifndef MLX_STORAGE_16BIT
+#define MLX_STORAGE_16BIT 0
+#endif
+#ifndef MLX_INT64
+#define MLX_INT64 0
+#endif
+
+#if MLX_STORAGE_8BIT
+#extension GL_EXT_shader_8bit_storage : require
+#endif
+#if MLX_STORAGE_16BIT
+#extension GL_EXT_shader_16bit_storage : require
+#endif
+#if MLX_INT64
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#endif
+
+// Kinds of compute type, for OP_KIND.
+#define KIND_BOOL 0
+#define KIND_UINT 1
+#define KIND_INT 2
+#define KIND_FLOAT 3
+
+// IEEE half bits -> f32 (exact).
+float f16_bits_to_f32(uint h) {
+  uint sign = (h & 0x8000u) << 16;
+  uint e = (h >> 10) & 0x1fu;
+  uint m = h & 0x3ffu;
+  if (e == 0u) {
+    if (m == 0u) {
+      return uintBitsToFloat(sign);
+    }
+    float f = float(m) * 5.96046448e-8f; // m * 2^-24, exact
+    return sign != 0u ? -f : f;
+  }
+  if (e == 31u) {
+    return uintBitsToFloat(sign | 0x7f800000u | (m << 13));
+  }
+  return uintBitsToFloat(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+// f32 -> IEEE half bits, round to nearest-even; NaN stays a quiet NaN.
+uint f32_to_f16_bits(float f) {
+  uint x = floatBitsToUint(f);
+  uint sign = (x >> 16) & 0x8000u;
+  uint e32 = (x >> 23) & 0xffu;
+  uint mant = x & 0x7fffffu;
+  if (e32 == 0xffu) {
+    return sign | 0x7c00u | (mant != 0u ? (0x200u | (mant >> 13)) : 0u);
+  }
+  int e = int(e32) - 112;
+  if (e >= 31) {
+    return sign | 0x7c00u;
+  }
+  if (e <= 0) { // half subnormal or zero
+    if (e < -10) {
+      return sign;
+    }
+    mant = mant | 0x800000u;
+    uint shift = uint(14 - e);
+    uint hm = mant >> shift;
+    uint rem = mant & ((1u << shift) - 1u);
+    uint halfway = 1u << (shift - 1u);
+    if (rem > halfway || (rem == halfway && (hm & 1u) != 0u)) {
+      hm += 1u;
+    }
+    return sign | hm;
+  }
+  uint h = sign | (uint(e) << 10) | (mant >> 13);
+  uint rem = mant & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u) != 0u)) {
+    h += 1u; // a carry into the exponent correctly rounds up to inf
+  }
+  return h;
+}
+
+float bf16_bits_to_f32(uint b) {
+  return uintBitsToFloat(b << 16);
+}
+
+// f32 -> bfloat16 bits, round to nearest-even; NaN stays a quiet NaN.
+uint f32_to_bf16_bits(float f) {
+  uint x = floatBitsToUint(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) {
+    return (x >> 16) | 0x40u;
+  }
+  return (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+}
+
+bool f32_bits_isnan(float x) {
+  return (floatBitsToUint(x) & 0x7fffffffu) > 0x7f800000u;
+}
+
+// Float -> integer casts saturate and map NaN to 0 (mlx/dtype_utils.h: cast_value).
+// hi is the type's maximum rounded to float; since no float lies between max and hi, the
+// comparison x >= hi matches the CPU's comparison in double.
+int float_to_int_sat(float x, float lo, float hi, int ilo, int ihi) {
+  if (f32_bits_isnan(x)) {
+    return 0;
+  }
+  if (x <= lo) {
+    return ilo;
+  }
+  if (x >= hi) {
+    return ihi;
+  }
+  return int(x);
+}
+
+uint float_to_uint_sat(float x, float hi, uint uhi) {
+  if (f32_bits_isnan(x) || x <= 0.0f) {
+    return 0u;
+  }
+  if (x >= hi) {
+    return uhi;
+  }
+  return uint(x);
+}
+
+int float_to_i8(float x) {
+  return float_to_int_sat(x, -128.0f, 127.0f, -128, 127);
+}
+int float_to_i16(float x) {
+  return float_to_int_sat(x, -32768.0f, 32767.0f, -32768, 32767);
+}
+int float_to_i32(float x) {
+  return float_to_int_sat(x, -2147483648.0f, 2147483648.0f, -2147483647 - 1, 2147483647);
+}
+uint float_to_u8(float x) {
+  return float_to_uint_sat(x, 255.0f, 255u);
+}
+uint float_to_u16(float x) {
+  return float_to_uint_sat(x, 65535.0f, 65535u);
+}
+uint float_to_u32(float x) {
+  return float_to_uint_sat(x, 4294967296.0f, 4294967295u);
+}
+
+#if MLX_INT64
+int64_t float_to_i64(float x) {
+  if (f32_bits_isnan(x)) {
+    return int64_t(0);
+  }
+  if (x <= -9223372036854775808.0f) {
+    return -9223372036854775807l - 1l;
+  }
+  if (x >= 9223372036854775808.0f) {
+    return 9223372036854775807l;
+  }
+  return int64_t(x);
+}
+uint64_t float_to_u64(float x) {
+  if (f32_bits_isnan(x) || x <= 0.0f) {
+    return uint64_t(0);
+  }
+  if (x >= 18446744073709551616.0f) {
+    return 18446744073709551615ul;
+  }
+  return uint64_t(x);
+}
+#endif
+
+#endif
