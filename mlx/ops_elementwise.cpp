@@ -251,12 +251,11 @@ array divide(const array& a, const array& b, StreamOrDevice s) {
   return make_binary(a, b, BinaryOp::Divide, dt, dt, s);
 }
 array floor_divide(const array& a, const array& b, StreamOrDevice s) {
-  auto dt = promote_types(a.dtype(), b.dtype());
-  if (is_floating_point(dt)) {
-    return floor(divide(a, b, s), s);
-  }
   require_not_complex(a, "floor_divide");
   require_not_complex(b, "floor_divide");
+  // One kernel for floats too (floor(a / b) in the compute type, rounded once), so that
+  // floor_divide and divmod's quotient agree for 16-bit floats.
+  auto dt = promote_types(a.dtype(), b.dtype());
   return make_binary(a, b, BinaryOp::FloorDivide, dt, dt, s);
 }
 array remainder(const array& a, const array& b, StreamOrDevice s) {
@@ -300,11 +299,18 @@ array greater(const array& a, const array& b, StreamOrDevice s) {
 array greater_equal(const array& a, const array& b, StreamOrDevice s) {
   return compare_binary(a, b, BinaryOp::GreaterEqual, s);
 }
+// Truth value of each element: astype(bool) keeps only the real part of a complex value,
+// but a complex value is true when either part is nonzero (as in logical_not).
+namespace {
+array truth(const array& a, StreamOrDevice s) {
+  return is_complex(a.dtype()) ? not_equal(a, array(0.0f, complex64), s) : a;
+}
+} // namespace
 array logical_and(const array& a, const array& b, StreamOrDevice s) {
-  return make_binary(a, b, BinaryOp::LogicalAnd, bool_, bool_, s);
+  return make_binary(truth(a, s), truth(b, s), BinaryOp::LogicalAnd, bool_, bool_, s);
 }
 array logical_or(const array& a, const array& b, StreamOrDevice s) {
-  return make_binary(a, b, BinaryOp::LogicalOr, bool_, bool_, s);
+  return make_binary(truth(a, s), truth(b, s), BinaryOp::LogicalOr, bool_, bool_, s);
 }
 array logaddexp(const array& a, const array& b, StreamOrDevice s) {
   return real_float_binary(a, b, BinaryOp::LogAddExp, "logaddexp", s);

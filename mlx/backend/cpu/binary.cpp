@@ -15,31 +15,56 @@ namespace ew = cpu::elementwise;
 template <typename F>
 void dispatch_binary_op(BinaryOp op, F&& f) {
   switch (op) {
-    case BinaryOp::Add: return f(ew::Add{});
-    case BinaryOp::Subtract: return f(ew::Subtract{});
-    case BinaryOp::Multiply: return f(ew::Multiply{});
-    case BinaryOp::Divide: return f(ew::Divide{});
-    case BinaryOp::FloorDivide: return f(ew::FloorDivide{});
-    case BinaryOp::Remainder: return f(ew::Remainder{});
-    case BinaryOp::Power: return f(ew::Power{});
-    case BinaryOp::Maximum: return f(ew::Maximum{});
-    case BinaryOp::Minimum: return f(ew::Minimum{});
-    case BinaryOp::Equal: return f(ew::Equal{});
-    case BinaryOp::NotEqual: return f(ew::NotEqual{});
-    case BinaryOp::Less: return f(ew::Less{});
-    case BinaryOp::LessEqual: return f(ew::LessEqual{});
-    case BinaryOp::Greater: return f(ew::Greater{});
-    case BinaryOp::GreaterEqual: return f(ew::GreaterEqual{});
-    case BinaryOp::LogicalAnd: return f(ew::LogicalAnd{});
-    case BinaryOp::LogicalOr: return f(ew::LogicalOr{});
-    case BinaryOp::LogAddExp: return f(ew::LogAddExp{});
-    case BinaryOp::ArcTan2: return f(ew::ArcTan2{});
-    case BinaryOp::BitwiseAnd: return f(ew::BitwiseAnd{});
-    case BinaryOp::BitwiseOr: return f(ew::BitwiseOr{});
-    case BinaryOp::BitwiseXor: return f(ew::BitwiseXor{});
-    case BinaryOp::LeftShift: return f(ew::LeftShift{});
-    case BinaryOp::RightShift: return f(ew::RightShift{});
-    case BinaryOp::NaNEqual: return f(ew::NaNEqual{});
+    case BinaryOp::Add:
+      return f(ew::Add{});
+    case BinaryOp::Subtract:
+      return f(ew::Subtract{});
+    case BinaryOp::Multiply:
+      return f(ew::Multiply{});
+    case BinaryOp::Divide:
+      return f(ew::Divide{});
+    case BinaryOp::FloorDivide:
+      return f(ew::FloorDivide{});
+    case BinaryOp::Remainder:
+      return f(ew::Remainder{});
+    case BinaryOp::Power:
+      return f(ew::Power{});
+    case BinaryOp::Maximum:
+      return f(ew::Maximum{});
+    case BinaryOp::Minimum:
+      return f(ew::Minimum{});
+    case BinaryOp::Equal:
+      return f(ew::Equal{});
+    case BinaryOp::NotEqual:
+      return f(ew::NotEqual{});
+    case BinaryOp::Less:
+      return f(ew::Less{});
+    case BinaryOp::LessEqual:
+      return f(ew::LessEqual{});
+    case BinaryOp::Greater:
+      return f(ew::Greater{});
+    case BinaryOp::GreaterEqual:
+      return f(ew::GreaterEqual{});
+    case BinaryOp::LogicalAnd:
+      return f(ew::LogicalAnd{});
+    case BinaryOp::LogicalOr:
+      return f(ew::LogicalOr{});
+    case BinaryOp::LogAddExp:
+      return f(ew::LogAddExp{});
+    case BinaryOp::ArcTan2:
+      return f(ew::ArcTan2{});
+    case BinaryOp::BitwiseAnd:
+      return f(ew::BitwiseAnd{});
+    case BinaryOp::BitwiseOr:
+      return f(ew::BitwiseOr{});
+    case BinaryOp::BitwiseXor:
+      return f(ew::BitwiseXor{});
+    case BinaryOp::LeftShift:
+      return f(ew::LeftShift{});
+    case BinaryOp::RightShift:
+      return f(ew::RightShift{});
+    case BinaryOp::NaNEqual:
+      return f(ew::NaNEqual{});
   }
   throw std::invalid_argument("[Binary] unknown op.");
 }
@@ -52,8 +77,8 @@ std::string dtype_mismatch(const char* name, const array& in, const array& out) 
 void check_input_dtypes(const char* name, const array& a, const array& b) {
   if (a.dtype() != b.dtype()) {
     throw std::invalid_argument(std::string("[") + name + "] inputs must share one dtype, got " +
-                                dtype_to_string(a.dtype()) + " and " +
-                                dtype_to_string(b.dtype()) + ".");
+                                dtype_to_string(a.dtype()) + " and " + dtype_to_string(b.dtype()) +
+                                ".");
   }
 }
 
@@ -73,35 +98,35 @@ void binary_typed(const char* name, const array& a, const array& b, array& out, 
   const T* pa = a.data<T>();
   const T* pb = b.data<T>();
   Out* po = out.data<Out>();
-  cpu::for_each_row<2>({&a, &b}, out.shape(), [&](const auto& base, const auto& inc, size_t o,
-                                                  size_t count) {
-    const T* x = pa + base[0];
-    const T* y = pb + base[1];
-    Out* z = po + o;
-    if (inc[0] == 1 && inc[1] == 1) {
-      for (size_t t = 0; t < count; ++t) {
-        z[t] = Out(op(C(x[t]), C(y[t])));
-      }
-    } else if (inc[0] == 0 && inc[1] == 1) {
-      C xs = C(x[0]);
-      for (size_t t = 0; t < count; ++t) {
-        z[t] = Out(op(xs, C(y[t])));
-      }
-    } else if (inc[0] == 1 && inc[1] == 0) {
-      C ys = C(y[0]);
-      for (size_t t = 0; t < count; ++t) {
-        z[t] = Out(op(C(x[t]), ys));
-      }
-    } else {
-      for (size_t t = 0; t < count; ++t) {
-        auto i = static_cast<int64_t>(t);
-        z[t] = Out(op(C(x[i * inc[0]]), C(y[i * inc[1]])));
-      }
-    }
-  });
+  cpu::for_each_row<2>({&a, &b}, out.shape(),
+                       [&](const auto& base, const auto& inc, size_t o, size_t count) {
+                         const T* x = pa + base[0];
+                         const T* y = pb + base[1];
+                         Out* z = po + o;
+                         if (inc[0] == 1 && inc[1] == 1) {
+                           for (size_t t = 0; t < count; ++t) {
+                             z[t] = Out(op(C(x[t]), C(y[t])));
+                           }
+                         } else if (inc[0] == 0 && inc[1] == 1) {
+                           C xs = C(x[0]);
+                           for (size_t t = 0; t < count; ++t) {
+                             z[t] = Out(op(xs, C(y[t])));
+                           }
+                         } else if (inc[0] == 1 && inc[1] == 0) {
+                           C ys = C(y[0]);
+                           for (size_t t = 0; t < count; ++t) {
+                             z[t] = Out(op(C(x[t]), ys));
+                           }
+                         } else {
+                           for (size_t t = 0; t < count; ++t) {
+                             auto i = static_cast<int64_t>(t);
+                             z[t] = Out(op(C(x[i * inc[0]]), C(y[i * inc[1]])));
+                           }
+                         }
+                       });
 }
 
-} // namespace
+}  // namespace
 
 void Binary::eval_cpu(const std::vector<array>& inputs, array& out) {
   cpu::check_same_shape(name(), inputs, out.shape(), 2);
@@ -151,19 +176,20 @@ void DivMod::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outp
       T* pr = r.data<T>();
       ew::FloorDivide div;
       ew::Remainder rem;
-      cpu::for_each_row<2>({&a, &b}, q.shape(), [&](const auto& base, const auto& inc,
-                                                    size_t o, size_t count) {
-        for (size_t t = 0; t < count; ++t) {
-          auto i = static_cast<int64_t>(t);
-          C x = C(pa[base[0] + i * inc[0]]);
-          C y = C(pb[base[1] + i * inc[1]]);
-          // Both results are computed before either store: q or r may alias a or b.
-          T qv = T(div(x, y));
-          T rv = T(rem(x, y));
-          pq[o + t] = qv;
-          pr[o + t] = rv;
-        }
-      });
+      cpu::for_each_row<2>({&a, &b}, q.shape(),
+                           [&](const auto& base, const auto& inc, size_t o, size_t count) {
+                             for (size_t t = 0; t < count; ++t) {
+                               auto i = static_cast<int64_t>(t);
+                               C x = C(pa[base[0] + i * inc[0]]);
+                               C y = C(pb[base[1] + i * inc[1]]);
+                               // Both results are computed before either store: q or r may alias a
+                               // or b.
+                               T qv = T(div(x, y));
+                               T rv = T(rem(x, y));
+                               pq[o + t] = qv;
+                               pr[o + t] = rv;
+                             }
+                           });
     } else {
       throw std::invalid_argument("[DivMod] does not support " + dtype_to_string(a.dtype()) +
                                   " inputs.");
@@ -171,4 +197,4 @@ void DivMod::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outp
   });
 }
 
-} // namespace mlx::core
+}  // namespace mlx::core

@@ -86,7 +86,7 @@ void for_each_row(const std::array<const array*, N>& ins, const Shape& shape, Ro
     strides.push_back(in->strides());
   }
   auto [cshape, cstrides] = collapse_contiguous_dims(shape, strides);
-  if (cshape.empty()) { // every dimension has size 1
+  if (cshape.empty()) {  // every dimension has size 1
     row(base, inc, size_t(0), size_t(1));
     return;
   }
@@ -113,4 +113,4 @@ void for_each_row(const std::array<const array*, N>& ins, const Shape& shape, Ro
   }
 }
 
-} // namespace mlx::core::cpu
+}  // namespace mlx::core::cpu

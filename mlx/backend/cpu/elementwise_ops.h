@@ -216,7 +216,7 @@ inline double erfinv_double(double y) {
     return y * std::numeric_limits<double>::infinity();
   }
   if (y == 0.0) {
-    return y; // keeps the sign of zero
+    return y;  // keeps the sign of zero
   }
   double w = -std::log((1.0 - y) * (1.0 + y));
   double p;
@@ -254,7 +254,7 @@ inline double erfinv_double(double y) {
     if (d == 0.0) {
       break;
     }
-    x -= r / (d + x * r); // Halley: f / (f' - f f'' / (2 f')) with f'' = -2 x f'
+    x -= r / (d + x * r);  // Halley: f / (f' - f f'' / (2 f')) with f'' = -2 x f'
   }
   return y < 0 ? -x : x;
 }
@@ -307,7 +307,7 @@ struct Sign {
     } else if constexpr (is_int_c<C>) {
       return static_cast<C>((x > 0) - (x < 0));
     } else {
-      return x > 0 ? C(1) : (x < 0 ? C(-1) : x); // zero keeps its sign, NaN stays NaN
+      return x > 0 ? C(1) : (x < 0 ? C(-1) : x);  // zero keeps its sign, NaN stays NaN
     }
   }
 };
@@ -328,19 +328,19 @@ struct Square {
 };
 
 // Float/complex functions with a std:: overload for both real and complex arguments.
-#define MLX_CPU_INEXACT_UNARY(Name, expr)                  \
-  struct Name {                                            \
-    template <typename C>                                  \
-    static constexpr bool accepts = is_inexact_c<C>;       \
-    template <typename C>                                  \
-    C operator()(C x) const {                              \
-      if constexpr (is_complex_c<C>) {                     \
-        cfloat z = x;                                      \
-        return C(expr(z));                                 \
-      } else {                                             \
-        return expr(x);                                    \
-      }                                                    \
-    }                                                      \
+#define MLX_CPU_INEXACT_UNARY(Name, expr)            \
+  struct Name {                                      \
+    template <typename C>                            \
+    static constexpr bool accepts = is_inexact_c<C>; \
+    template <typename C>                            \
+    C operator()(C x) const {                        \
+      if constexpr (is_complex_c<C>) {               \
+        cfloat z = x;                                \
+        return C(expr(z));                           \
+      } else {                                       \
+        return expr(x);                              \
+      }                                              \
+    }                                                \
   };
 MLX_CPU_INEXACT_UNARY(Sqrt, std::sqrt)
 MLX_CPU_INEXACT_UNARY(Exp, std::exp)
@@ -423,7 +423,7 @@ struct Sigmoid {
       if (x >= 0) {
         return C(1) / (C(1) + std::exp(-x));
       }
-      C e = std::exp(x); // x < 0 or NaN: exp cannot overflow here
+      C e = std::exp(x);  // x < 0 or NaN: exp cannot overflow here
       return e / (C(1) + e);
     }
   }
@@ -448,18 +448,18 @@ struct ErfInv {
 };
 
 // Rounding ops: identity on integers and bool.
-#define MLX_CPU_ROUNDING_UNARY(Name, expr)                 \
-  struct Name {                                            \
-    template <typename C>                                  \
-    static constexpr bool accepts = is_real_c<C>;          \
-    template <typename C>                                  \
-    C operator()(C x) const {                              \
-      if constexpr (is_float_c<C>) {                       \
-        return expr(x);                                    \
-      } else {                                             \
-        return x;                                          \
-      }                                                    \
-    }                                                      \
+#define MLX_CPU_ROUNDING_UNARY(Name, expr)        \
+  struct Name {                                   \
+    template <typename C>                         \
+    static constexpr bool accepts = is_real_c<C>; \
+    template <typename C>                         \
+    C operator()(C x) const {                     \
+      if constexpr (is_float_c<C>) {              \
+        return expr(x);                           \
+      } else {                                    \
+        return x;                                 \
+      }                                           \
+    }                                             \
   };
 MLX_CPU_ROUNDING_UNARY(Floor, std::floor)
 MLX_CPU_ROUNDING_UNARY(Ceil, std::ceil)
@@ -588,7 +588,7 @@ struct FloorDivide {
       }
       if constexpr (std::is_signed_v<C>) {
         if (b == -1) {
-          return wrapping_neg(a); // INT_MIN / -1 wraps to INT_MIN
+          return wrapping_neg(a);  // INT_MIN / -1 wraps to INT_MIN
         }
         C q = static_cast<C>(a / b);
         C r = static_cast<C>(a % b);
@@ -613,7 +613,7 @@ struct Remainder {
         if ((r < 0) != (b < 0)) {
           r += b;
         }
-        return r; // also NaN (x % 0, inf % x, NaN inputs)
+        return r;  // also NaN (x % 0, inf % x, NaN inputs)
       }
       return std::copysign(C(0), b);
     } else {
@@ -622,7 +622,7 @@ struct Remainder {
       }
       if constexpr (std::is_signed_v<C>) {
         if (b == -1) {
-          return 0; // avoids INT_MIN % -1, which traps
+          return 0;  // avoids INT_MIN % -1, which traps
         }
         C r = static_cast<C>(a % b);
         // |r| < |b| with opposite signs, so r + b cannot overflow.
@@ -689,14 +689,14 @@ struct Minimum {
   }
 };
 
-#define MLX_CPU_PREDICATE(Name, expr)                 \
-  struct Name {                                       \
-    template <typename C>                             \
-    static constexpr bool accepts = is_any_c<C>;      \
-    template <typename C>                             \
-    bool operator()(C a, C b) const {                 \
-      return expr;                                    \
-    }                                                 \
+#define MLX_CPU_PREDICATE(Name, expr)            \
+  struct Name {                                  \
+    template <typename C>                        \
+    static constexpr bool accepts = is_any_c<C>; \
+    template <typename C>                        \
+    bool operator()(C a, C b) const {            \
+      return expr;                               \
+    }                                            \
   };
 MLX_CPU_PREDICATE(Equal, a == b)
 MLX_CPU_PREDICATE(NotEqual, a != b)
@@ -749,18 +749,18 @@ struct ArcTan2 {
   }
 };
 
-#define MLX_CPU_BITWISE(Name, op)                                        \
-  struct Name {                                                          \
-    template <typename C>                                                \
-    static constexpr bool accepts = is_int_or_bool_c<C>;                 \
-    template <typename C>                                                \
-    C operator()(C a, C b) const {                                       \
-      if constexpr (is_bool_c<C>) {                                      \
-        return static_cast<bool>(a op b);                                \
-      } else {                                                           \
+#define MLX_CPU_BITWISE(Name, op)                                                      \
+  struct Name {                                                                        \
+    template <typename C>                                                              \
+    static constexpr bool accepts = is_int_or_bool_c<C>;                               \
+    template <typename C>                                                              \
+    C operator()(C a, C b) const {                                                     \
+      if constexpr (is_bool_c<C>) {                                                    \
+        return static_cast<bool>(a op b);                                              \
+      } else {                                                                         \
         return static_cast<C>(static_cast<wrap_t<C>>(a) op static_cast<wrap_t<C>>(b)); \
-      }                                                                  \
-    }                                                                    \
+      }                                                                                \
+    }                                                                                  \
   };
 MLX_CPU_BITWISE(BitwiseAnd, &)
 MLX_CPU_BITWISE(BitwiseOr, |)
@@ -791,8 +791,8 @@ struct RightShift {
         return 0;
       }
     }
-    return static_cast<C>(a >> s); // arithmetic for negative signed values (C++20)
+    return static_cast<C>(a >> s);  // arithmetic for negative signed values (C++20)
   }
 };
 
-} // namespace mlx::core::cpu::elementwise
+}  // namespace mlx::core::cpu::elementwise

@@ -29,15 +29,15 @@ void Select::eval_cpu(const std::vector<array>& inputs, array& out) {
     const T* px = x.data<T>();
     const T* py = y.data<T>();
     T* po = out.data<T>();
-    cpu::for_each_row<3>({&cond, &x, &y}, out.shape(), [&](const auto& base, const auto& inc,
-                                                           size_t o, size_t count) {
-      for (size_t t = 0; t < count; ++t) {
-        auto i = static_cast<int64_t>(t);
-        po[o + t] = pc[base[0] + i * inc[0]] ? px[base[1] + i * inc[1]]
-                                             : py[base[2] + i * inc[2]];
-      }
-    });
+    cpu::for_each_row<3>({&cond, &x, &y}, out.shape(),
+                         [&](const auto& base, const auto& inc, size_t o, size_t count) {
+                           for (size_t t = 0; t < count; ++t) {
+                             auto i = static_cast<int64_t>(t);
+                             po[o + t] = pc[base[0] + i * inc[0]] ? px[base[1] + i * inc[1]]
+                                                                  : py[base[2] + i * inc[2]];
+                           }
+                         });
   });
 }
 
-} // namespace mlx::core
+}  // namespace mlx::core

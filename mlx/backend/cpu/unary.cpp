@@ -14,40 +14,74 @@ namespace ew = cpu::elementwise;
 template <typename F>
 void dispatch_unary_op(UnaryOp op, F&& f) {
   switch (op) {
-    case UnaryOp::Abs: return f(ew::Abs{});
-    case UnaryOp::Negative: return f(ew::Negative{});
-    case UnaryOp::Sign: return f(ew::Sign{});
-    case UnaryOp::Sqrt: return f(ew::Sqrt{});
-    case UnaryOp::Rsqrt: return f(ew::Rsqrt{});
-    case UnaryOp::Square: return f(ew::Square{});
-    case UnaryOp::Exp: return f(ew::Exp{});
-    case UnaryOp::Expm1: return f(ew::Expm1{});
-    case UnaryOp::Log: return f(ew::Log{});
-    case UnaryOp::Log1p: return f(ew::Log1p{});
-    case UnaryOp::Log2: return f(ew::Log2{});
-    case UnaryOp::Log10: return f(ew::Log10{});
-    case UnaryOp::Sin: return f(ew::Sin{});
-    case UnaryOp::Cos: return f(ew::Cos{});
-    case UnaryOp::Tan: return f(ew::Tan{});
-    case UnaryOp::ArcSin: return f(ew::ArcSin{});
-    case UnaryOp::ArcCos: return f(ew::ArcCos{});
-    case UnaryOp::ArcTan: return f(ew::ArcTan{});
-    case UnaryOp::Sinh: return f(ew::Sinh{});
-    case UnaryOp::Cosh: return f(ew::Cosh{});
-    case UnaryOp::Tanh: return f(ew::Tanh{});
-    case UnaryOp::ArcSinh: return f(ew::ArcSinh{});
-    case UnaryOp::ArcCosh: return f(ew::ArcCosh{});
-    case UnaryOp::ArcTanh: return f(ew::ArcTanh{});
-    case UnaryOp::Sigmoid: return f(ew::Sigmoid{});
-    case UnaryOp::Erf: return f(ew::Erf{});
-    case UnaryOp::ErfInv: return f(ew::ErfInv{});
-    case UnaryOp::Floor: return f(ew::Floor{});
-    case UnaryOp::Ceil: return f(ew::Ceil{});
-    case UnaryOp::Round: return f(ew::Round{});
-    case UnaryOp::LogicalNot: return f(ew::LogicalNot{});
-    case UnaryOp::BitwiseInvert: return f(ew::BitwiseInvert{});
-    case UnaryOp::IsNan: return f(ew::IsNan{});
-    case UnaryOp::IsInf: return f(ew::IsInf{});
+    case UnaryOp::Abs:
+      return f(ew::Abs{});
+    case UnaryOp::Negative:
+      return f(ew::Negative{});
+    case UnaryOp::Sign:
+      return f(ew::Sign{});
+    case UnaryOp::Sqrt:
+      return f(ew::Sqrt{});
+    case UnaryOp::Rsqrt:
+      return f(ew::Rsqrt{});
+    case UnaryOp::Square:
+      return f(ew::Square{});
+    case UnaryOp::Exp:
+      return f(ew::Exp{});
+    case UnaryOp::Expm1:
+      return f(ew::Expm1{});
+    case UnaryOp::Log:
+      return f(ew::Log{});
+    case UnaryOp::Log1p:
+      return f(ew::Log1p{});
+    case UnaryOp::Log2:
+      return f(ew::Log2{});
+    case UnaryOp::Log10:
+      return f(ew::Log10{});
+    case UnaryOp::Sin:
+      return f(ew::Sin{});
+    case UnaryOp::Cos:
+      return f(ew::Cos{});
+    case UnaryOp::Tan:
+      return f(ew::Tan{});
+    case UnaryOp::ArcSin:
+      return f(ew::ArcSin{});
+    case UnaryOp::ArcCos:
+      return f(ew::ArcCos{});
+    case UnaryOp::ArcTan:
+      return f(ew::ArcTan{});
+    case UnaryOp::Sinh:
+      return f(ew::Sinh{});
+    case UnaryOp::Cosh:
+      return f(ew::Cosh{});
+    case UnaryOp::Tanh:
+      return f(ew::Tanh{});
+    case UnaryOp::ArcSinh:
+      return f(ew::ArcSinh{});
+    case UnaryOp::ArcCosh:
+      return f(ew::ArcCosh{});
+    case UnaryOp::ArcTanh:
+      return f(ew::ArcTanh{});
+    case UnaryOp::Sigmoid:
+      return f(ew::Sigmoid{});
+    case UnaryOp::Erf:
+      return f(ew::Erf{});
+    case UnaryOp::ErfInv:
+      return f(ew::ErfInv{});
+    case UnaryOp::Floor:
+      return f(ew::Floor{});
+    case UnaryOp::Ceil:
+      return f(ew::Ceil{});
+    case UnaryOp::Round:
+      return f(ew::Round{});
+    case UnaryOp::LogicalNot:
+      return f(ew::LogicalNot{});
+    case UnaryOp::BitwiseInvert:
+      return f(ew::BitwiseInvert{});
+    case UnaryOp::IsNan:
+      return f(ew::IsNan{});
+    case UnaryOp::IsInf:
+      return f(ew::IsInf{});
   }
   throw std::invalid_argument("[Unary] unknown op.");
 }
@@ -69,23 +103,23 @@ void unary_typed(const char* name, const array& in, array& out, Op op) {
   }
   const T* src = in.data<T>();
   Out* dst = out.data<Out>();
-  cpu::for_each_row<1>({&in}, out.shape(), [&](const auto& base, const auto& inc, size_t o,
-                                              size_t count) {
-    const T* x = src + base[0];
-    Out* y = dst + o;
-    if (inc[0] == 1) {
-      for (size_t t = 0; t < count; ++t) {
-        y[t] = Out(op(C(x[t])));
-      }
-    } else {
-      for (size_t t = 0; t < count; ++t) {
-        y[t] = Out(op(C(x[static_cast<int64_t>(t) * inc[0]])));
-      }
-    }
-  });
+  cpu::for_each_row<1>({&in}, out.shape(),
+                       [&](const auto& base, const auto& inc, size_t o, size_t count) {
+                         const T* x = src + base[0];
+                         Out* y = dst + o;
+                         if (inc[0] == 1) {
+                           for (size_t t = 0; t < count; ++t) {
+                             y[t] = Out(op(C(x[t])));
+                           }
+                         } else {
+                           for (size_t t = 0; t < count; ++t) {
+                             y[t] = Out(op(C(x[static_cast<int64_t>(t) * inc[0]])));
+                           }
+                         }
+                       });
 }
 
-} // namespace
+}  // namespace
 
 void Unary::eval_cpu(const std::vector<array>& inputs, array& out) {
   cpu::check_same_shape(name(), inputs, out.shape(), 1);
@@ -104,4 +138,4 @@ void Unary::eval_cpu(const std::vector<array>& inputs, array& out) {
   });
 }
 
-} // namespace mlx::core
+}  // namespace mlx::core
