@@ -1,6 +1,6 @@
 // erf and erfinv in f32 (GLSL has neither). Coefficients are minimax fits made by
 // codegen/tools/fit_erf.cpp; measured in tests/codegen: erf within 3 ulp, erfinv within 4 ulp.
-// Same GLSL/C++ common subset as math.glsl, which includes this file.
+// Same GLSL/C++ common subset as math.glsl, which must come first (include/ops.glsl).
 #ifndef MLX_ERF_GLSL
 #define MLX_ERF_GLSL
 

@@ -34,11 +34,11 @@ OP_T op_square(OP_T a) {
 }
 
 OP_T op_maximum(OP_T a, OP_T b) {
-  return a > b ? a : b;
+  return a < b ? b : a;
 }
 
 OP_T op_minimum(OP_T a, OP_T b) {
-  return a < b ? a : b;
+  return b < a ? b : a;
 }
 
 OP_T op_floor_divide(OP_T a, OP_T b) {

@@ -10,12 +10,12 @@
 #ifndef MLX_MATH_GLSL
 #define MLX_MATH_GLSL
 
-const float M_LN2_HI = 0.693359375f;     // ln 2 = M_LN2_HI + M_LN2_LO; k * HI is exact
-const float M_LN2_LO = -2.12194440e-4f;
-const float M_LOG2E = 1.44269504f;
-const float M_PI_F = 3.14159265f;
-const float M_PI_2_F = 1.57079633f;
-const float M_PI_4_F = 0.785398163f;
+const float MLX_LN2_HI = 0.693359375f;     // ln 2 = MLX_LN2_HI + MLX_LN2_LO; k * HI is exact
+const float MLX_LN2_LO = -2.12194440e-4f;
+const float MLX_LOG2E = 1.44269504f;
+const float MLX_PI = 3.14159265f;
+const float MLX_PI_2 = 1.57079633f;
+const float MLX_PI_4 = 0.785398163f;
 
 bool m_isnan(float x) {
   return (floatBitsToUint(x) & 0x7fffffffu) > 0x7f800000u;
@@ -95,9 +95,9 @@ float m_exp(float x) {
   if (x < -103.972084f) {
     return 0.0f;
   }
-  // x = k ln2 + r (Cody-Waite: k * M_LN2_HI is exact for |k| < 2^15).
-  float k = floor(x * M_LOG2E + 0.5f);
-  precise float r = (x - k * M_LN2_HI) - k * M_LN2_LO;
+  // x = k ln2 + r (Cody-Waite: k * MLX_LN2_HI is exact for |k| < 2^15).
+  float k = floor(x * MLX_LOG2E + 0.5f);
+  precise float r = (x - k * MLX_LN2_HI) - k * MLX_LN2_LO;
   return m_scale2(m_exp_poly(r), int(k));
 }
 
@@ -113,6 +113,16 @@ float m_exp2(float x) {
   }
   float k = floor(x + 0.5f);
   return m_scale2(m_exp_poly((x - k) * 0.693147181f), int(k));
+}
+
+// e^x / 2 without overflowing e^x first (sinh and cosh near the top of the range).
+float m_exp_half(float x) {
+  if (x > 90.0f) {
+    return m_inf();
+  }
+  float k = floor(x * MLX_LOG2E + 0.5f);
+  precise float r = (x - k * MLX_LN2_HI) - k * MLX_LN2_LO;
+  return m_scale2(m_exp_poly(r), int(k) - 1);
 }
 
 float m_expm1(float x) {
@@ -167,7 +177,7 @@ float m_log(float x) {
     return -m_inf();
   }
   vec2 p = m_log_parts(x);
-  return p.x * M_LN2_HI + (p.y + p.x * M_LN2_LO);
+  return p.x * MLX_LN2_HI + (p.y + p.x * MLX_LN2_LO);
 }
 
 float m_log2(float x) {
@@ -181,7 +191,7 @@ float m_log2(float x) {
     return -m_inf();
   }
   vec2 p = m_log_parts(x);
-  return p.x + p.y * M_LOG2E;
+  return p.x + p.y * MLX_LOG2E;
 }
 
 float m_log10(float x) {
@@ -218,9 +228,76 @@ float m_log1p(float x) {
 
 // ---- trigonometric ----------------------------------------------------------------------
 
-// x = k pi/2 + r with |r| <= pi/4; returns (r, k mod 4). pi/2 is split in three parts
-// (8, 11 and 24 significant bits) so k * part is exact for |x| up to about 1e4.
+// 2/pi in 32-bit words: 2/pi = sum MLX_TWO_OVER_PI[i] * 2^(-32 (i + 1)).
+const uint MLX_TWO_OVER_PI[8] = {0xA2F9836Eu, 0x4E441529u, 0xFC2757D1u, 0xF534DDC0u,
+                                 0xDB629599u, 0x3C439041u, 0xFE5163ABu, 0xDEBBC561u};
+
+// Bits pos .. pos + 31 of the 160-bit number r (r[0] least significant).
+uint m_bits32(uint r[5], int pos) {
+  int w = pos >> 5;
+  int sh = pos & 31;
+  uint lo = w < 5 ? r[w] : 0u;
+  uint hi = w + 1 < 5 ? r[w + 1] : 0u;
+  return sh == 0 ? lo : (lo >> uint(sh)) | (hi << uint(32 - sh));
+}
+
+// Payne-Hanek reduction for finite |x| >= 2^13, where k pi/2 no longer splits exactly:
+// multiplies the 24-bit significand by the 128 bits of 2/pi that matter for x's exponent,
+// giving the exact quadrant and a 64-bit fraction. Returns (r, k mod 4) as below.
+vec2 m_reduce_half_pi_large(float x) {
+  uint b = floatBitsToUint(x) & 0x7fffffffu;
+  int e = int(b >> 23) - 150; // |x| = m * 2^e
+  uint m = (b & 0x007fffffu) | 0x00800000u;
+  int w0 = e >= 2 ? (e - 2) / 32 : 0; // earlier words only add multiples of 4
+  uint r[5] = {0u, 0u, 0u, 0u, 0u};
+  for (int j = 0; j < 4; ++j) {
+    uint hi;
+    uint lo;
+    umulExtended(m, MLX_TWO_OVER_PI[w0 + j], hi, lo);
+    int k = 3 - j;
+    uint t = r[k] + lo;
+    uint carry = t < lo ? 1u : 0u;
+    r[k] = t;
+    t = r[k + 1] + hi;
+    uint carry2 = t < hi ? 1u : 0u;
+    t += carry;
+    carry2 += t < carry ? 1u : 0u;
+    r[k + 1] = t;
+    for (int q = k + 2; q < 5; ++q) {
+      r[q] += carry2;
+      carry2 = (carry2 != 0u && r[q] == 0u) ? 1u : 0u;
+    }
+  }
+  int point = 128 - (e - 32 * w0); // bit index of 2^0 in r
+  uint quadrant = m_bits32(r, point) & 3u;
+  uint fhi = m_bits32(r, point - 32);
+  uint flo = m_bits32(r, point - 64);
+  float sign = 1.0f;
+  if (fhi >= 0x80000000u) { // fraction >= 1/2: take it from the next multiple, exactly
+    quadrant += 1u;
+    fhi = ~fhi;
+    flo = ~flo + 1u;
+    if (flo == 0u) {
+      fhi += 1u;
+    }
+    sign = -1.0f;
+  }
+  float f = float(fhi) * 2.32830644e-10f + float(flo) * 5.42101086e-20f;
+  float rr = sign * f * 1.57079633f;
+  float q = float(quadrant & 3u);
+  if (x < 0.0f) {
+    rr = -rr;
+    q = q == 0.0f ? 0.0f : 4.0f - q;
+  }
+  return vec2(rr, q);
+}
+
+// x = k pi/2 + r with |r| <= pi/4; returns (r, k mod 4). Below 2^13, pi/2 split in three
+// parts (8, 11 and 24 significant bits) makes k * part exact (Cody-Waite).
 vec2 m_reduce_half_pi(float x) {
+  if (abs(x) >= 8192.0f) {
+    return m_reduce_half_pi_large(x);
+  }
   float k = floor(x * 0.636619772f + 0.5f);
   precise float r = ((x - k * 1.5703125f) - k * 4.83751296997070312e-4f) -
                     k * 7.54978995489188216e-8f;
@@ -282,7 +359,7 @@ float m_atan01(float a) {
   float t = a;
   if (a > 0.414213562f) {
     t = (a - 1.0f) / (a + 1.0f);
-    base = M_PI_4_F;
+    base = MLX_PI_4;
   }
   float t2 = t * t;
   float p = 5.88235294e-2f;
@@ -301,7 +378,7 @@ float m_atan(float x) {
     return x;
   }
   float a = abs(x);
-  float r = a > 1.0f ? M_PI_2_F - m_atan01(1.0f / a) : m_atan01(a);
+  float r = a > 1.0f ? MLX_PI_2 - m_atan01(1.0f / a) : m_atan01(a);
   return m_copysign(r, x);
 }
 
@@ -315,18 +392,18 @@ float m_atan2(float y, float x) {
   float ax = abs(x);
   float r;
   if (ay == 0.0f) {
-    r = x_neg ? M_PI_F : 0.0f;
+    r = x_neg ? MLX_PI : 0.0f;
   } else if (ax == 0.0f) {
-    r = M_PI_2_F;
+    r = MLX_PI_2;
   } else if (m_isinf(ax) && m_isinf(ay)) {
-    r = x_neg ? 3.0f * M_PI_4_F : M_PI_4_F;
+    r = x_neg ? 3.0f * MLX_PI_4 : MLX_PI_4;
   } else if (m_isinf(ax)) {
-    r = x_neg ? M_PI_F : 0.0f;
+    r = x_neg ? MLX_PI : 0.0f;
   } else if (m_isinf(ay)) {
-    r = M_PI_2_F;
+    r = MLX_PI_2;
   } else {
-    float a = ay > ax ? M_PI_2_F - m_atan01(ax / ay) : m_atan01(ay / ax);
-    r = x_neg ? M_PI_F - a : a;
+    float a = ay > ax ? MLX_PI_2 - m_atan01(ax / ay) : m_atan01(ay / ax);
+    r = x_neg ? MLX_PI - a : a;
   }
   return m_copysign(r, y);
 }
@@ -358,7 +435,7 @@ float m_sinh(float x) {
     float e = m_exp(a);
     r = 0.5f * (e - 1.0f / e);
   } else {
-    r = m_exp(a - 0.693147181f); // e^a / 2 without overflowing e^a first
+    r = m_exp_half(a);
   }
   return m_copysign(r, x);
 }
@@ -369,7 +446,7 @@ float m_cosh(float x) {
     float e = m_exp(a);
     return 0.5f * (e + 1.0f / e);
   }
-  return m_exp(a - 0.693147181f);
+  return m_exp_half(a);
 }
 
 float m_tanh(float x) {
@@ -431,7 +508,7 @@ float m_sign(float x) {
   if (m_isnan(x)) {
     return x;
   }
-  return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : 0.0f);
+  return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : x); // zero keeps its sign
 }
 
 // Never computes exp of a large positive number, so it neither overflows nor loses 1 - s.
@@ -443,8 +520,6 @@ float m_sigmoid(float x) {
   return e / (1.0f + e);
 }
 
-#include "include/erf.glsl"
-
 // ---- binary -----------------------------------------------------------------------------
 
 float m_maximum(float a, float b) {
@@ -454,7 +529,7 @@ float m_maximum(float a, float b) {
   if (m_isnan(b)) {
     return b;
   }
-  return a > b ? a : b;
+  return a < b ? b : a; // max(-0, +0) is the first argument, as on the CPU
 }
 
 float m_minimum(float a, float b) {
@@ -464,7 +539,7 @@ float m_minimum(float a, float b) {
   if (m_isnan(b)) {
     return b;
   }
-  return a < b ? a : b;
+  return b < a ? b : a;
 }
 
 // C's fmod, exact: long division of the integer significands, one exponent step at a time.
@@ -524,19 +599,84 @@ float m_fmod(float x, float y) {
   return uintBitsToFloat(sx | (mx >> uint(1 - ex))); // exact: the remainder is representable
 }
 
-// Python's float remainder: the result takes the divisor's sign; remainder by 0 is NaN.
+// Python's float remainder: the result takes the divisor's sign (a zero result too);
+// remainder by 0, and of an infinity, is NaN.
 float m_remainder(float a, float b) {
-  if (b == 0.0f) {
-    return m_nan();
-  }
   float r = m_fmod(a, b);
-  if (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) {
-    r += b;
+  if (r == 0.0f) {
+    return m_copysign(0.0f, b);
+  }
+  if ((r < 0.0f) != (b < 0.0f)) {
+    r += b; // also keeps NaN
   }
   return r;
 }
 
-// C's pow, special cases included; |x|^y = 2^(y log2|x|).
+// ---- float-float arithmetic (for pow) --------------------------------------------------
+// Error-free transformations; `precise` forbids the reassociation and contraction that
+// would break them. Splitting into 12-bit halves makes products exact without fma.
+
+vec2 m_split(float a) {
+  precise float c = 4097.0f * a;
+  precise float hi = c - (c - a);
+  precise float lo = a - hi;
+  return vec2(hi, lo);
+}
+
+// a * b = p + e exactly (|a|, |b| well inside the float range).
+vec2 m_two_prod(float a, float b) {
+  precise float p = a * b;
+  vec2 as = m_split(a);
+  vec2 bs = m_split(b);
+  precise float e = ((as.x * bs.x - p) + as.x * bs.y + as.y * bs.x) + as.y * bs.y;
+  return vec2(p, e);
+}
+
+// a + b = s + e exactly.
+vec2 m_two_sum(float a, float b) {
+  precise float s = a + b;
+  precise float bb = s - a;
+  precise float e = (a - (s - bb)) + (b - bb);
+  return vec2(s, e);
+}
+
+// log2(x) for finite x > 0 as hi + lo, good to about 2^-40 relative: pow needs
+// y * log2(x) to an absolute 2^-24 for results up to 2^128.
+vec2 m_log2_ff(float x) {
+  uint b = floatBitsToUint(x);
+  int e = 0;
+  if (b < 0x00800000u) {
+    b = floatBitsToUint(x * 8388608.0f);
+    e = -23;
+  }
+  e += int(b >> 23) - 127;
+  float m = uintBitsToFloat((b & 0x007fffffu) | 0x3f800000u);
+  if (m > 1.41421356f) {
+    m = m * 0.5f;
+    e += 1;
+  }
+  // log(m) = log(1 + f) = 2 atanh(s), s = f / (2 + f), with s carried as s + ds.
+  float f = m - 1.0f;
+  precise float d = 2.0f + f;
+  precise float d_err = f - (d - 2.0f); // d + d_err == 2 + f exactly
+  float s = f / d;
+  vec2 sd = m_two_prod(s, d);
+  precise float residual = ((f - sd.x) - sd.y) - s * d_err;
+  float ds = residual / d;
+  float s2 = s * s;
+  float p = 0.111111111f;
+  p = p * s2 + 0.142857143f;
+  p = p * s2 + 0.2f;
+  p = p * s2 + 0.333333333f;
+  float tail = 2.0f * s * s2 * p;
+  // log2(m) = (2s + 2ds + tail) * log2(e), log2(e) = 1.44269502f + 1.92596299e-8f
+  vec2 hi = m_two_prod(2.0f * s, 1.44269502f);
+  float lo = hi.y + (2.0f * s * 1.92596299e-8f + (2.0f * ds + tail) * MLX_LOG2E);
+  vec2 r = m_two_sum(float(e), hi.x);
+  return m_two_sum(r.x, r.y + lo);
+}
+
+// C's pow, special cases included.
 float m_pow(float x, float y) {
   if (y == 0.0f || x == 1.0f) {
     return 1.0f; // also for NaN in the other argument, as in C
@@ -567,19 +707,51 @@ float m_pow(float x, float y) {
   if (x < 0.0f && !y_int) {
     return m_nan();
   }
-  vec2 p = m_log_parts(abs(x));
-  float r = m_exp2(y * (p.x + p.y * M_LOG2E));
+  float r;
+  if (y_int && ay <= 8.0f) {
+    // Small integer powers by squaring: exact whenever the result is representable.
+    r = 1.0f;
+    float base = abs(x);
+    int n = int(ay);
+    while (n > 0) {
+      if ((n & 1) != 0) {
+        r *= base;
+      }
+      n = n >> 1;
+      if (n > 0) {
+        base *= base;
+      }
+    }
+    r = y < 0.0f ? 1.0f / r : r;
+  } else {
+    // |x|^y = 2^t, t = y log2|x| carried as hi + lo; 2^t = 2^k 2^(t - k).
+    vec2 l = m_log2_ff(abs(x));
+    float t_approx = y * l.x; // decides overflow before the exact product could overflow
+    if (abs(x) == 1.0f) {
+      r = 1.0f;
+    } else if (t_approx > 129.0f) {
+      r = m_inf();
+    } else if (t_approx < -152.0f) {
+      r = 0.0f;
+    } else {
+      vec2 t = m_two_prod(y, l.x);
+      float t_lo = t.y + y * l.y;
+      float k = floor(t.x + 0.5f);
+      float frac = (t.x - k) + t_lo;
+      r = m_scale2(m_exp_poly(frac * 0.693147181f), int(k));
+    }
+  }
   return x < 0.0f && y_odd ? -r : r;
 }
 
-// log(e^a + e^b) without overflow.
+// log(e^a + e^b) without overflow, in the CPU's order of operations (same signed zeros).
 float m_logaddexp(float a, float b) {
   if (m_isnan(a) || m_isnan(b)) {
     return m_nan();
   }
-  float hi = a > b ? a : b;
-  float lo = a > b ? b : a;
-  if ((m_isinf(hi) && hi > 0.0f) || (m_isinf(lo) && lo < 0.0f)) {
+  float hi = a < b ? b : a;
+  float lo = a < b ? a : b;
+  if (m_isinf(hi)) {
     return hi;
   }
   return hi + m_log1p(m_exp(lo - hi));

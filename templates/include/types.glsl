@@ -20,6 +20,8 @@
 #define MLX_INT64 0
 #endif
 
+// (MLX_GLSL_AS_CPP: tests/codegen compiles the conversions below as C++.)
+#ifndef MLX_GLSL_AS_CPP
 #if MLX_STORAGE_8BIT
 #extension GL_EXT_shader_8bit_storage : require
 #endif
@@ -28,6 +30,7 @@
 #endif
 #if MLX_INT64
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#endif
 #endif
 
 // Kinds of compute type, for OP_KIND.
