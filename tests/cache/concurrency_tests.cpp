@@ -5,6 +5,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <thread>
+
 #include "cache/disk_cache.h"
 #include "cache/layout.h"
 #include "cache_test_utils.h"
@@ -123,5 +126,36 @@ TEST_CASE("concurrent writers under a tight size cap keep every surviving file v
   CHECK(result.torn == 0);
   CHECK(warnings.lines.empty());
   auto cache = DiskCache::open(config, kDeviceA);
+  CHECK(cache.verify(false).bad.empty());
+}
+
+TEST_CASE("threads sharing one DiskCache object store and load without losing counts") {
+  TempDir tmp;
+  WarningCapture warnings;
+  auto cache = DiskCache::open(config_for(tmp.path()), kDeviceA);
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 40;
+  std::atomic<int> torn{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int j = 0; j < kPerThread; ++j) {
+        uint64_t hash = (j * 3 + t) % kDistinct + 1;
+        cache.store(make_entry(hash, static_cast<uint32_t>(t + 1)));
+        if (auto e = cache.load(hash)) {
+          torn += !is_whole_entry(*e, hash);
+        }
+      }
+    });
+  }
+  for (auto& th : threads) {
+    th.join();
+  }
+  auto s = cache.stats();
+  CHECK(torn == 0);
+  CHECK(s.stores == kThreads * kPerThread);
+  CHECK(s.disk_hits + s.disk_misses == kThreads * kPerThread);
+  CHECK(s.disk_hits == kThreads * kPerThread);  // each load follows its own store
+  CHECK(warnings.lines.empty());
   CHECK(cache.verify(false).bad.empty());
 }
