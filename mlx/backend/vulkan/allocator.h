@@ -1,0 +1,134 @@
+// Device memory for arrays: large VkDeviceMemory blocks, each with one VkBuffer, carved
+// into sub-allocations; freed buffers wait in a size-class cache for reuse, so steady-state
+// evaluation makes no Vulkan allocation calls at all.
+//
+// Host access (Buffer::raw_ptr): a mapped pointer when the device's array memory is
+// host-visible (see Device::arrays_mapped); otherwise a host-visible "shadow" copy that is
+// downloaded when the device copy is newer and uploaded (recorded into the command buffer)
+// before the GPU next uses the buffer.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
+#include <unordered_set>
+#include <mutex>
+#include <vector>
+
+#include "mlx/allocator.h"
+#include "mlx/backend/vulkan/device.h"
+
+namespace mlx::core::vulkan {
+
+struct Block;
+
+// What an allocator::Buffer's handle points to on the Vulkan backend.
+struct Allocation {
+  Block* block = nullptr;
+  VkBuffer buffer = VK_NULL_HANDLE; // the block's buffer
+  VkDeviceSize offset = 0;          // byte offset inside `buffer`
+  size_t size = 0;                  // bytes asked for
+  size_t capacity = 0;              // bytes reserved (the size class)
+  char* mapped = nullptr;           // host pointer when the block is mapped
+
+  // Staged path only: the host copy and which side is newer.
+  Allocation* shadow = nullptr;
+  bool host_dirty = false;   // the host may have written the shadow since the last upload
+  bool device_newer = false; // the GPU wrote the buffer after the last download
+
+  uint64_t last_use = 0; // serial of the last command buffer that referenced this buffer
+  // The stream whose command buffer last wrote the buffer (-1: none), so a reader on
+  // another stream can submit that stream's open batch first.
+  std::atomic<int> writer_stream{-1};
+
+  // Cache bookkeeping (valid only while cached).
+  std::multimap<size_t, Allocation*>::iterator cache_it;
+  std::list<Allocation*>::iterator lru_it;
+};
+
+// A copy the encoder records before a dispatch: the host shadow into the device buffer.
+struct Upload {
+  VkBuffer src = VK_NULL_HANDLE;
+  VkBuffer dst = VK_NULL_HANDLE;
+  VkBufferCopy region{};
+};
+
+class Pool;
+
+class VulkanAllocator : public allocator::Allocator {
+ public:
+  explicit VulkanAllocator(Device& d);
+  ~VulkanAllocator() override;
+
+  allocator::Buffer malloc(size_t size) override;
+  void free(allocator::Buffer buffer) override;
+  size_t size(allocator::Buffer buffer) const override;
+
+  // A CPU pointer to the buffer's bytes (maps or stages; see the file comment).
+  void* host_ptr(Allocation* a);
+
+  // The encoder calls this for every buffer a command buffer touches: stamps its serial
+  // (so it is not reused before that command buffer completes) and returns the upload to
+  // record first when the host copy is newer.
+  bool prepare_gpu_use(Allocation* a, uint64_t serial, bool write, Upload& upload);
+
+  // Releases deferred frees whose command buffers have completed.
+  void collect();
+
+  size_t active_memory();
+  size_t peak_memory();
+  void reset_peak();
+  size_t cache_memory();
+  size_t set_memory_limit(size_t limit);
+  size_t set_cache_limit(size_t limit);
+  void clear_cache();
+
+  // For tests and stats: Vulkan memory objects currently held, and ever allocated.
+  size_t block_count();
+  size_t vk_allocation_count();
+  size_t block_size() const { return block_size_; }
+
+  // Debug hooks (mlx/backend/gpu/debug.h): while poisoning, new buffers are filled with
+  // kPoison and followed by a guard region of kGuardByte that check_guards() verifies.
+  static constexpr uint8_t kPoison = 0xA5;
+  static constexpr uint8_t kGuardByte = 0xCD;
+  static constexpr size_t kGuardBytes = 256;
+  void set_poison(bool enabled);
+  bool poison_enabled();
+  size_t check_guards();
+  bool mapped() const { return mapped_; }
+
+ private:
+  void release_locked(Allocation* a); // back to the cache (or the pool)
+  void evict_locked(size_t target);   // shrinks the cache to at most `target` bytes
+  void destroy_locked(Allocation* a); // back to the pool, shadow too
+  void download(Allocation* a);
+
+  Device& dev_;
+  bool mapped_;
+  size_t block_size_;
+  std::unique_ptr<Pool> pool_;    // array memory
+  std::unique_ptr<Pool> staging_; // shadows (staged path only)
+  std::mutex mtx_;
+  std::multimap<size_t, Allocation*> cache_;
+  std::list<Allocation*> lru_; // front: least recently freed
+  std::vector<Allocation*> deferred_;
+  bool poison_ = false;
+  std::unordered_set<Allocation*> poisoned_;
+  size_t active_ = 0;
+  size_t peak_ = 0;
+  size_t cached_ = 0;
+  size_t memory_limit_;
+  size_t cache_limit_;
+};
+
+// The backend's allocator; nullptr when there is no device or after teardown at exit.
+VulkanAllocator* vulkan_allocator();
+
+inline Allocation* allocation(const allocator::Buffer& b) {
+  return static_cast<Allocation*>(b.ptr());
+}
+
+} // namespace mlx::core::vulkan

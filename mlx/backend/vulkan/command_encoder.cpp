@@ -1,0 +1,574 @@
+#include "mlx/backend/vulkan/command_encoder.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <stdexcept>
+
+#include "mlx/backend/vulkan/kernel_library.h"
+#include "mlx/backend/vulkan/serials.h"
+#include "mlx/backend/vulkan/utils.h"
+
+namespace mlx::core::vulkan {
+
+namespace {
+
+std::atomic<size_t> g_submissions{0};
+std::atomic<size_t> g_barriers{0};
+std::atomic<size_t> g_dispatches{0};
+
+constexpr VkPipelineStageFlags kWorkStages =
+    VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+constexpr VkAccessFlags kWorkWrites = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+constexpr VkAccessFlags kWorkAccess = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                                      VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+
+// Orders everything before it on the queue (earlier submissions included) before
+// everything after it.
+void full_barrier(VkCommandBuffer cb) {
+  auto mb = make_info<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+  mb.srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT;
+  mb.dstAccessMask = VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT;
+  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+                       VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
+}
+
+// Makes device writes visible to host reads after the fence.
+void host_barrier(VkCommandBuffer cb) {
+  auto mb = make_info<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+  mb.srcAccessMask = kWorkWrites;
+  mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+  vkCmdPipelineBarrier(cb, kWorkStages, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0,
+                       nullptr);
+}
+
+void wait_fence(VkDevice d, VkFence f) {
+  // Bounded waits in a loop: a lost device reports an error instead of hanging forever.
+  while (true) {
+    VkResult r = vkWaitForFences(d, 1, &f, VK_TRUE, 1'000'000'000ull);
+    if (r == VK_SUCCESS) {
+      return;
+    }
+    if (r != VK_TIMEOUT) {
+      check(r, "vkWaitForFences");
+    }
+  }
+}
+
+} // namespace
+
+CommandEncoder::CommandEncoder(Device& d, int stream_index)
+    : dev_(d),
+      index_(stream_index),
+      max_ops_(std::max<size_t>(1, env_size("MLX_VK_MAX_OPS_PER_BUFFER", 50))),
+      max_bytes_(std::max<size_t>(1, env_size("MLX_VK_MAX_MB_PER_BUFFER", 64)) << 20) {
+  auto ci = make_info<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
+  ci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  ci.queueFamilyIndex = d.queue_family();
+  check(vkCreateCommandPool(d.handle(), &ci, nullptr, &pool_), "vkCreateCommandPool");
+}
+
+CommandEncoder::~CommandEncoder() {
+  try {
+    synchronize();
+  } catch (...) {
+    // At teardown a failed submission has nobody left to report to.
+  }
+  VkDevice d = dev_.handle();
+  if (open_) {
+    // Recorded but never submitted (synchronize failed): drop it.
+    end_serial(open_->serial);
+    spare_.emplace_back(open_->cb, open_->fence);
+    for (auto p : open_->pools) {
+      spare_pools_.push_back(p);
+    }
+    open_.reset();
+  }
+  for (auto& [cb, fence] : spare_) {
+    vkDestroyFence(d, fence, nullptr);
+  }
+  for (auto p : spare_pools_) {
+    vkDestroyDescriptorPool(d, p, nullptr);
+  }
+  vkDestroyCommandPool(d, pool_, nullptr); // frees its command buffers
+}
+
+CommandEncoder::Batch& CommandEncoder::open_locked() {
+  if (open_) {
+    return *open_;
+  }
+  auto b = std::make_unique<Batch>();
+  VkDevice d = dev_.handle();
+  if (!spare_.empty()) {
+    std::tie(b->cb, b->fence) = spare_.back();
+    spare_.pop_back();
+    check(vkResetCommandBuffer(b->cb, 0), "vkResetCommandBuffer");
+  } else {
+    auto ai = make_info<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+    ai.commandPool = pool_;
+    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    ai.commandBufferCount = 1;
+    check(vkAllocateCommandBuffers(d, &ai, &b->cb), "vkAllocateCommandBuffers");
+    auto fi = make_info<VkFenceCreateInfo>(VK_STRUCTURE_TYPE_FENCE_CREATE_INFO);
+    check(vkCreateFence(d, &fi, nullptr, &b->fence), "vkCreateFence");
+  }
+  auto bi = make_info<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  check(vkBeginCommandBuffer(b->cb, &bi), "vkBeginCommandBuffer");
+  full_barrier(b->cb);
+  b->serial = begin_serial();
+  read_.clear();
+  written_.clear();
+  ops_ = 0;
+  bytes_ = 0;
+  open_ = std::move(b);
+  return *open_;
+}
+
+void CommandEncoder::barrier_locked(VkCommandBuffer cb) {
+  auto mb = make_info<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+  mb.srcAccessMask = kWorkWrites;
+  mb.dstAccessMask = kWorkAccess;
+  vkCmdPipelineBarrier(cb, kWorkStages, kWorkStages, 0, 1, &mb, 0, nullptr, 0, nullptr);
+  read_.clear();
+  written_.clear();
+  g_barriers++;
+}
+
+void CommandEncoder::prepare_locked(Batch& b, const Binding* bindings, size_t n) {
+  auto* alloc = vulkan_allocator();
+  if (!alloc) {
+    throw std::runtime_error("[vulkan] the device has been destroyed (process exit).");
+  }
+  // Staged path: newer host copies go up first (transfer writes the device buffers).
+  bool uploaded = false;
+  for (size_t i = 0; i < n; ++i) {
+    Upload up;
+    if (alloc->prepare_gpu_use(bindings[i].alloc, b.serial, bindings[i].write, up)) {
+      if (!uploaded && (written_.count(bindings[i].alloc) || read_.count(bindings[i].alloc))) {
+        barrier_locked(b.cb);
+      }
+      vkCmdCopyBuffer(b.cb, up.src, up.dst, 1, &up.region);
+      written_.insert(bindings[i].alloc);
+      uploaded = true;
+    }
+  }
+  bool hazard = false;
+  for (size_t i = 0; i < n && !hazard; ++i) {
+    auto* a = bindings[i].alloc;
+    hazard = written_.count(a) || (bindings[i].write && read_.count(a));
+  }
+  if (hazard) {
+    barrier_locked(b.cb);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    auto* a = bindings[i].alloc;
+    if (bindings[i].write) {
+      written_.insert(a);
+      a->writer_stream = index_;
+    } else {
+      read_.insert(a);
+    }
+  }
+}
+
+VkDescriptorSet CommandEncoder::allocate_set_locked(Batch& b, VkDescriptorSetLayout layout) {
+  VkDevice d = dev_.handle();
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (!b.pools.empty()) {
+      auto ai = make_info<VkDescriptorSetAllocateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO);
+      ai.descriptorPool = b.pools.back();
+      ai.descriptorSetCount = 1;
+      ai.pSetLayouts = &layout;
+      VkDescriptorSet set;
+      VkResult r = vkAllocateDescriptorSets(d, &ai, &set);
+      if (r == VK_SUCCESS) {
+        return set;
+      }
+      if (r != VK_ERROR_OUT_OF_POOL_MEMORY && r != VK_ERROR_FRAGMENTED_POOL) {
+        check(r, "vkAllocateDescriptorSets");
+      }
+    }
+    // The current pool is full (or there is none): take a spare or make one.
+    if (!spare_pools_.empty()) {
+      b.pools.push_back(spare_pools_.back());
+      spare_pools_.pop_back();
+    } else {
+      VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1024};
+      auto ci = make_info<VkDescriptorPoolCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO);
+      ci.maxSets = 128;
+      ci.poolSizeCount = 1;
+      ci.pPoolSizes = &size;
+      VkDescriptorPool p;
+      check(vkCreateDescriptorPool(d, &ci, nullptr, &p), "vkCreateDescriptorPool");
+      b.pools.push_back(p);
+    }
+  }
+  throw std::runtime_error("[vulkan] could not allocate a descriptor set.");
+}
+
+void CommandEncoder::dispatch(const Kernel& k, const std::vector<Binding>& bindings,
+                              const std::vector<uint8_t>& push, std::array<uint32_t, 3> groups) {
+  if (bindings.size() != k.num_buffers) {
+    throw std::runtime_error("[vulkan] kernel " + k.key.canonical() + " takes " +
+                             std::to_string(k.num_buffers) + " buffers, " +
+                             std::to_string(bindings.size()) + " were bound.");
+  }
+  if (push.size() != k.push_constant_bytes) {
+    throw std::runtime_error("[vulkan] kernel " + k.key.canonical() + " takes " +
+                             std::to_string(k.push_constant_bytes) +
+                             " bytes of push constants, got " + std::to_string(push.size()) +
+                             ".");
+  }
+  const auto& lim = dev_.limits().maxComputeWorkGroupCount;
+  for (int i = 0; i < 3; ++i) {
+    if (groups[i] > lim[i]) {
+      throw std::runtime_error("[vulkan] kernel " + k.key.canonical() + " asks for " +
+                               std::to_string(groups[i]) + " workgroups in dimension " +
+                               std::to_string(i) + "; the device allows " +
+                               std::to_string(lim[i]) + ".");
+    }
+  }
+  std::lock_guard lk(mtx_);
+  auto& b = open_locked();
+  prepare_locked(b, bindings.data(), bindings.size());
+  std::vector<VkDescriptorBufferInfo> infos(bindings.size());
+  std::vector<VkWriteDescriptorSet> writes(bindings.size());
+  for (size_t i = 0; i < bindings.size(); ++i) {
+    infos[i] = {bindings[i].alloc->buffer, bindings[i].alloc->offset + bindings[i].offset,
+                bindings[i].range};
+    writes[i] = make_info<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
+    writes[i].dstBinding = static_cast<uint32_t>(i);
+    writes[i].descriptorCount = 1;
+    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    writes[i].pBufferInfo = &infos[i];
+  }
+  vkCmdBindPipeline(b.cb, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline);
+  if (dev_.has_push_descriptors()) {
+    dev_.push_descriptor_fn()(b.cb, VK_PIPELINE_BIND_POINT_COMPUTE, k.layout, 0,
+                              static_cast<uint32_t>(writes.size()), writes.data());
+  } else {
+    VkDescriptorSet set = allocate_set_locked(b, k.set_layout);
+    for (auto& w : writes) {
+      w.dstSet = set;
+    }
+    vkUpdateDescriptorSets(dev_.handle(), static_cast<uint32_t>(writes.size()), writes.data(), 0,
+                           nullptr);
+    vkCmdBindDescriptorSets(b.cb, VK_PIPELINE_BIND_POINT_COMPUTE, k.layout, 0, 1, &set, 0,
+                            nullptr);
+  }
+  if (!push.empty()) {
+    vkCmdPushConstants(b.cb, k.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                       static_cast<uint32_t>(push.size()), push.data());
+  }
+  vkCmdDispatch(b.cb, groups[0], groups[1], groups[2]);
+  g_dispatches++;
+}
+
+void CommandEncoder::fill(const Binding& dst, uint32_t value) {
+  std::lock_guard lk(mtx_);
+  auto& b = open_locked();
+  Binding w = dst;
+  w.write = true;
+  prepare_locked(b, &w, 1);
+  vkCmdFillBuffer(b.cb, dst.alloc->buffer, dst.alloc->offset + dst.offset, dst.range, value);
+}
+
+void CommandEncoder::copy(const Binding& src, const Binding& dst) {
+  std::lock_guard lk(mtx_);
+  auto& b = open_locked();
+  Binding bs[2] = {src, dst};
+  bs[0].write = false;
+  bs[1].write = true;
+  prepare_locked(b, bs, 2);
+  VkBufferCopy region{src.alloc->offset + src.offset, dst.alloc->offset + dst.offset,
+                      src.range};
+  vkCmdCopyBuffer(b.cb, src.alloc->buffer, dst.alloc->buffer, 1, &region);
+}
+
+void CommandEncoder::write(const Binding& dst, const void* data, size_t bytes) {
+  std::lock_guard lk(mtx_);
+  if (dst.alloc->mapped) {
+    // Host writes before the submission are visible to it; the buffer must be one the
+    // GPU is not using (a fresh temporary).
+    std::memcpy(dst.alloc->mapped + dst.offset, data, bytes);
+    auto& b = open_locked();
+    Binding w = dst;
+    w.write = false;
+    prepare_locked(b, &w, 1); // stamp its serial; it is only read from here on
+    return;
+  }
+  auto& b = open_locked();
+  Binding w = dst;
+  w.write = true;
+  prepare_locked(b, &w, 1);
+  // vkCmdUpdateBuffer takes at most 65536 bytes, in multiples of 4.
+  const auto* p = static_cast<const uint8_t*>(data);
+  size_t done = 0;
+  while (done < bytes) {
+    size_t n = std::min<size_t>(bytes - done, 65536);
+    size_t padded = (n + 3) / 4 * 4;
+    std::vector<uint8_t> chunk(padded, 0);
+    std::memcpy(chunk.data(), p + done, n);
+    vkCmdUpdateBuffer(b.cb, dst.alloc->buffer, dst.alloc->offset + dst.offset + done, padded,
+                      chunk.data());
+    done += n;
+  }
+}
+
+void CommandEncoder::retain(std::shared_ptr<array::Data> data) {
+  std::lock_guard lk(mtx_);
+  open_locked().retained.push_back(std::move(data));
+}
+
+void CommandEncoder::add_temporary(allocator::Buffer buffer) {
+  std::lock_guard lk(mtx_);
+  open_locked().temporaries.push_back(buffer);
+}
+
+void CommandEncoder::end_op(size_t bytes_written) {
+  std::lock_guard lk(mtx_);
+  if (!open_) {
+    return;
+  }
+  ops_++;
+  bytes_ += bytes_written;
+  if (ops_ >= max_ops_ || bytes_ >= max_bytes_) {
+    commit_locked();
+  }
+}
+
+bool CommandEncoder::has_open_work() {
+  std::lock_guard lk(mtx_);
+  return open_ != nullptr;
+}
+
+void CommandEncoder::commit() {
+  std::lock_guard lk(mtx_);
+  commit_locked();
+}
+
+void CommandEncoder::commit_locked() {
+  if (!open_) {
+    poll_locked(false);
+    return;
+  }
+  auto b = std::move(open_);
+  host_barrier(b->cb);
+  check(vkEndCommandBuffer(b->cb), "vkEndCommandBuffer");
+  check(vkResetFences(dev_.handle(), 1, &b->fence), "vkResetFences");
+  auto si = make_info<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
+  si.commandBufferCount = 1;
+  si.pCommandBuffers = &b->cb;
+  {
+    std::lock_guard qlk(dev_.queue_mutex());
+    check(vkQueueSubmit(dev_.queue(), 1, &si, b->fence), "vkQueueSubmit");
+  }
+  g_submissions++;
+  in_flight_.push_back(std::move(*b));
+  poll_locked(false);
+}
+
+void CommandEncoder::finish_batch(Batch& b) {
+  // The serial ends first so that frees triggered below go straight back to the cache.
+  end_serial(b.serial);
+  b.retained.clear();
+  for (auto& t : b.temporaries) {
+    allocator::free(t);
+  }
+  b.temporaries.clear();
+  for (auto p : b.pools) {
+    vkResetDescriptorPool(dev_.handle(), p, 0);
+    spare_pools_.push_back(p);
+  }
+  b.pools.clear();
+  spare_.emplace_back(b.cb, b.fence);
+}
+
+void CommandEncoder::poll_locked(bool wait_all) {
+  VkDevice d = dev_.handle();
+  bool any = false;
+  while (!in_flight_.empty()) {
+    auto& b = in_flight_.front();
+    if (wait_all) {
+      wait_fence(d, b.fence);
+    } else {
+      VkResult r = vkGetFenceStatus(d, b.fence);
+      if (r == VK_NOT_READY) {
+        break;
+      }
+      check(r, "vkGetFenceStatus");
+    }
+    Batch done = std::move(b);
+    in_flight_.pop_front();
+    finish_batch(done);
+    any = true;
+  }
+  if (any) {
+    if (auto* a = vulkan_allocator()) {
+      a->collect();
+    }
+  }
+}
+
+void CommandEncoder::poll() {
+  std::lock_guard lk(mtx_);
+  poll_locked(false);
+}
+
+void CommandEncoder::synchronize() {
+  std::lock_guard lk(mtx_);
+  commit_locked();
+  poll_locked(true);
+}
+
+namespace {
+
+struct Streams {
+  std::mutex mtx;
+  std::map<int, std::unique_ptr<CommandEncoder>> encoders;
+  bool torn_down = false;
+};
+
+Streams& streams() {
+  static Streams* s = new Streams(); // reached during teardown: never destroyed
+  return *s;
+}
+
+} // namespace
+
+void create_encoder(int stream_index) {
+  auto& s = streams();
+  auto& d = device("new_stream");
+  std::lock_guard lk(s.mtx);
+  if (s.torn_down) {
+    throw std::runtime_error("[new_stream] the Vulkan device has been destroyed.");
+  }
+  bool first = s.encoders.empty();
+  if (!s.encoders.count(stream_index)) {
+    s.encoders.emplace(stream_index, std::make_unique<CommandEncoder>(d, stream_index));
+  }
+  if (first) {
+    // Streams go before the allocator and kernels they use (teardown runs in reverse).
+    d.on_teardown([] {
+      auto& ss = streams();
+      std::map<int, std::unique_ptr<CommandEncoder>> gone;
+      {
+        std::lock_guard lk2(ss.mtx);
+        gone.swap(ss.encoders);
+        ss.torn_down = true;
+      }
+      gone.clear();
+    });
+  }
+}
+
+CommandEncoder& encoder(int stream_index) {
+  auto& s = streams();
+  std::lock_guard lk(s.mtx);
+  auto it = s.encoders.find(stream_index);
+  if (it == s.encoders.end()) {
+    throw std::runtime_error("[vulkan] stream " + std::to_string(stream_index) +
+                             " is not a GPU stream of this device.");
+  }
+  return *it->second;
+}
+
+void commit_all_streams() {
+  std::vector<CommandEncoder*> all;
+  {
+    auto& s = streams();
+    std::lock_guard lk(s.mtx);
+    for (auto& [i, e] : s.encoders) {
+      all.push_back(e.get());
+    }
+  }
+  for (auto* e : all) {
+    e->commit();
+  }
+}
+
+void synchronize_all_streams() {
+  std::vector<CommandEncoder*> all;
+  {
+    auto& s = streams();
+    std::lock_guard lk(s.mtx);
+    for (auto& [i, e] : s.encoders) {
+      all.push_back(e.get());
+    }
+  }
+  for (auto* e : all) {
+    e->commit();
+  }
+  for (auto* e : all) {
+    e->synchronize();
+  }
+}
+
+void commit_stream(int stream_index) {
+  CommandEncoder* e = nullptr;
+  {
+    auto& s = streams();
+    std::lock_guard lk(s.mtx);
+    auto it = s.encoders.find(stream_index);
+    if (it == s.encoders.end()) {
+      return;
+    }
+    e = it->second.get();
+  }
+  e->commit();
+}
+
+void run_one_off(const std::function<void(VkCommandBuffer)>& record) {
+  auto& d = device("vulkan");
+  static std::mutex mtx;
+  std::lock_guard lk(mtx);
+  VkDevice dev = d.handle();
+  auto pci = make_info<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
+  pci.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
+  pci.queueFamilyIndex = d.queue_family();
+  VkCommandPool pool;
+  check(vkCreateCommandPool(dev, &pci, nullptr, &pool), "vkCreateCommandPool");
+  VkFence fence = VK_NULL_HANDLE;
+  try {
+    auto ai = make_info<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+    ai.commandPool = pool;
+    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    ai.commandBufferCount = 1;
+    VkCommandBuffer cb;
+    check(vkAllocateCommandBuffers(dev, &ai, &cb), "vkAllocateCommandBuffers");
+    auto bi = make_info<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    check(vkBeginCommandBuffer(cb, &bi), "vkBeginCommandBuffer");
+    full_barrier(cb);
+    record(cb);
+    host_barrier(cb);
+    check(vkEndCommandBuffer(cb), "vkEndCommandBuffer");
+    auto fi = make_info<VkFenceCreateInfo>(VK_STRUCTURE_TYPE_FENCE_CREATE_INFO);
+    check(vkCreateFence(dev, &fi, nullptr, &fence), "vkCreateFence");
+    auto si = make_info<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
+    si.commandBufferCount = 1;
+    si.pCommandBuffers = &cb;
+    {
+      std::lock_guard qlk(d.queue_mutex());
+      check(vkQueueSubmit(d.queue(), 1, &si, fence), "vkQueueSubmit");
+    }
+    g_submissions++;
+    wait_fence(dev, fence);
+  } catch (...) {
+    if (fence) {
+      vkDestroyFence(dev, fence, nullptr);
+    }
+    vkDestroyCommandPool(dev, pool, nullptr);
+    throw;
+  }
+  vkDestroyFence(dev, fence, nullptr);
+  vkDestroyCommandPool(dev, pool, nullptr);
+}
+
+EncoderStats encoder_stats() {
+  return {g_submissions.load(), g_barriers.load(), g_dispatches.load()};
+}
+
+} // namespace mlx::core::vulkan

@@ -1,0 +1,130 @@
+// Per-stream command recording and submission.
+//
+// Each GPU stream records into one open command buffer. It is submitted ("committed") when
+// the batch reaches MLX_VK_MAX_OPS_PER_BUFFER ops or MLX_VK_MAX_MB_PER_BUFFER megabytes
+// written, at gpu::finalize, or when the host needs results. A pipeline barrier goes
+// between two commands only when the later one reads a buffer the batch wrote, or writes
+// a buffer the batch used; every command buffer starts with one full barrier, which orders
+// it after all earlier submissions on the (single, shared) queue, and ends with one that
+// makes its writes visible to the host. Completion (a fence) releases the arrays the
+// command buffer retained and the temporaries it owned.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <unordered_set>
+#include <vector>
+
+#include "mlx/array.h"
+#include "mlx/backend/vulkan/allocator.h"
+#include "mlx/backend/vulkan/device.h"
+
+namespace mlx::core::vulkan {
+
+struct Kernel;
+
+// A range of an allocation bound to one storage-buffer slot. `offset` is in bytes from the
+// allocation's start and must be a multiple of minStorageBufferOffsetAlignment.
+struct Binding {
+  Allocation* alloc = nullptr;
+  VkDeviceSize offset = 0;
+  VkDeviceSize range = 0;
+  bool write = false;
+};
+
+class CommandEncoder {
+ public:
+  CommandEncoder(Device& d, int stream_index);
+  ~CommandEncoder();
+  CommandEncoder(const CommandEncoder&) = delete;
+  CommandEncoder& operator=(const CommandEncoder&) = delete;
+
+  int index() const { return index_; }
+
+  // Records a dispatch: bindings go to slots 0..n-1 of set 0 (n == kernel.num_buffers).
+  void dispatch(const Kernel& kernel, const std::vector<Binding>& bindings,
+                const std::vector<uint8_t>& push_constants, std::array<uint32_t, 3> groups);
+  // Fills `dst` with a repeated 32-bit value (offset and range multiples of 4).
+  void fill(const Binding& dst, uint32_t value);
+  // Copies src.range bytes from src to dst.
+  void copy(const Binding& src, const Binding& dst);
+  // Writes host bytes into dst (mapped: memcpy now; else recorded vkCmdUpdateBuffer).
+  void write(const Binding& dst, const void* data, size_t bytes);
+
+  // Keeps an array's data alive until this batch completes.
+  void retain(std::shared_ptr<array::Data> data);
+  // Frees a buffer when this batch completes.
+  void add_temporary(allocator::Buffer buffer);
+  // Ends one op: counts it toward the batch limits and commits when a limit is reached.
+  void end_op(size_t bytes_written);
+
+  // Submits the open batch (no wait).
+  void commit();
+  // Submits and waits for everything this stream has submitted.
+  void synchronize();
+  // Releases what completed batches held; never blocks.
+  void poll();
+  bool has_open_work();
+
+ private:
+  struct Batch {
+    VkCommandBuffer cb = VK_NULL_HANDLE;
+    VkFence fence = VK_NULL_HANDLE;
+    uint64_t serial = 0;
+    std::vector<std::shared_ptr<array::Data>> retained;
+    std::vector<allocator::Buffer> temporaries;
+    std::vector<VkDescriptorPool> pools;
+  };
+
+  Batch& open_locked();
+  // Stamps the buffers, records uploads of newer host copies, and adds a barrier when a
+  // hazard with earlier commands of the batch exists.
+  void prepare_locked(Batch& b, const Binding* bindings, size_t n);
+  void barrier_locked(VkCommandBuffer cb);
+  VkDescriptorSet allocate_set_locked(Batch& b, VkDescriptorSetLayout layout);
+  void commit_locked();
+  void poll_locked(bool wait_all);
+  void finish_batch(Batch& b);
+
+  Device& dev_;
+  int index_;
+  std::recursive_mutex mtx_;
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  std::unique_ptr<Batch> open_;
+  size_t ops_ = 0;
+  size_t bytes_ = 0;
+  std::unordered_set<Allocation*> read_, written_;
+  std::deque<Batch> in_flight_;
+  std::vector<std::pair<VkCommandBuffer, VkFence>> spare_;
+  std::vector<VkDescriptorPool> spare_pools_;
+  size_t max_ops_;
+  size_t max_bytes_;
+};
+
+// The encoder of a GPU stream (created by gpu::new_stream). Throws for an unknown stream.
+CommandEncoder& encoder(int stream_index);
+void create_encoder(int stream_index);
+// Submits the open batch of every stream (before a host download or a cross-stream read).
+void commit_all_streams();
+// Submits every stream's open batch and waits for all of them.
+void synchronize_all_streams();
+// Submits the open batch of a stream if it has one (unknown streams are ignored).
+void commit_stream(int stream_index);
+
+// Records commands into a one-off command buffer, submits it after everything already
+// submitted, and waits for it. Used for host downloads on the staged path.
+void run_one_off(const std::function<void(VkCommandBuffer)>& record);
+
+// Statistics for tests: command buffers submitted and barriers recorded, process-wide.
+struct EncoderStats {
+  size_t submissions = 0;
+  size_t barriers = 0;
+  size_t dispatches = 0;
+};
+EncoderStats encoder_stats();
+
+} // namespace mlx::core::vulkan

@@ -1,0 +1,654 @@
+#include "mlx/backend/vulkan/device.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <iomanip>
+#include <memory>
+#include <set>
+#include <sstream>
+
+#include "mlx/backend/vulkan/utils.h"
+
+namespace mlx::core::vulkan {
+
+namespace {
+
+constexpr uint32_t required_api = VK_API_VERSION_1_2;
+
+std::string api_string(uint32_t v) {
+  return std::to_string(VK_API_VERSION_MAJOR(v)) + "." + std::to_string(VK_API_VERSION_MINOR(v)) +
+         "." + std::to_string(VK_API_VERSION_PATCH(v));
+}
+
+const char* vendor_name(uint32_t id) {
+  switch (id) {
+    case 0x10DE:
+      return "NVIDIA";
+    case 0x1002:
+      return "AMD";
+    case 0x8086:
+      return "Intel";
+    case 0x13B5:
+      return "ARM";
+    case 0x5143:
+      return "Qualcomm";
+    case 0x106B:
+      return "Apple";
+    case 0x1010:
+      return "ImgTec";
+    case 0x10005:
+      return "Mesa";
+    default:
+      return "unknown";
+  }
+}
+
+const char* type_name(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+      return "discrete";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+      return "integrated";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      return "virtual";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+      return "cpu";
+    default:
+      return "other";
+  }
+}
+
+// Lower is preferred: discrete > integrated > virtual > CPU > other.
+int type_rank(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+      return 0;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+      return 1;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+      return 3;
+    default:
+      return 4;
+  }
+}
+
+std::string subgroup_ops_string(VkSubgroupFeatureFlags f) {
+  std::string s;
+  auto add = [&](VkSubgroupFeatureFlags bit, const char* name) {
+    if (f & bit) {
+      s += (s.empty() ? "" : ",");
+      s += name;
+    }
+  };
+  add(VK_SUBGROUP_FEATURE_BASIC_BIT, "basic");
+  add(VK_SUBGROUP_FEATURE_VOTE_BIT, "vote");
+  add(VK_SUBGROUP_FEATURE_ARITHMETIC_BIT, "arithmetic");
+  add(VK_SUBGROUP_FEATURE_BALLOT_BIT, "ballot");
+  add(VK_SUBGROUP_FEATURE_SHUFFLE_BIT, "shuffle");
+  add(VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT, "shuffle_relative");
+  add(VK_SUBGROUP_FEATURE_CLUSTERED_BIT, "clustered");
+  add(VK_SUBGROUP_FEATURE_QUAD_BIT, "quad");
+  return s;
+}
+
+std::string hex_bytes(const uint8_t* p, size_t n) {
+  std::ostringstream os;
+  for (size_t i = 0; i < n; ++i) {
+    os << std::hex << std::setw(2) << std::setfill('0') << static_cast<int>(p[i]);
+  }
+  return os.str();
+}
+
+// Everything probed about one physical device.
+struct Probe {
+  VkPhysicalDevice handle = VK_NULL_HANDLE;
+  uint32_t vulkan_index = 0;
+  VkPhysicalDeviceProperties props{};
+  VkPhysicalDeviceVulkan11Properties props11{};
+  VkPhysicalDeviceVulkan12Properties props12{};
+  VkPhysicalDeviceFeatures features{};
+  VkPhysicalDeviceVulkan11Features features11{};
+  VkPhysicalDeviceVulkan12Features features12{};
+  VkPhysicalDeviceVulkan13Features features13{};
+  VkPhysicalDeviceMemoryProperties memory{};
+  std::set<std::string> extensions;
+  int queue_family = -1;
+  uint64_t device_local_bytes = 0;
+
+  bool has(const char* ext) const { return extensions.count(ext) > 0; }
+  bool is_13() const { return props.apiVersion >= VK_API_VERSION_1_3; }
+
+  void run(VkPhysicalDevice pd, uint32_t index) {
+    handle = pd;
+    vulkan_index = index;
+    vkGetPhysicalDeviceProperties(pd, &props);
+    if (props.apiVersion < required_api) {
+      return;
+    }
+    props11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_PROPERTIES;
+    props12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_PROPERTIES;
+    props11.pNext = &props12;
+    VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &props11, {}};
+    vkGetPhysicalDeviceProperties2(pd, &p2);
+
+    features11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
+    features12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
+    features13.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES;
+    features11.pNext = &features12;
+    features12.pNext = is_13() ? &features13 : nullptr;
+    VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &features11, {}};
+    vkGetPhysicalDeviceFeatures2(pd, &f2);
+    features = f2.features;
+    features11.pNext = nullptr;
+    features12.pNext = nullptr;
+
+    uint32_t n = 0;
+    vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr);
+    std::vector<VkExtensionProperties> exts(n);
+    vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, exts.data());
+    for (auto& e : exts) {
+      extensions.insert(e.extensionName);
+    }
+
+    vkGetPhysicalDeviceMemoryProperties(pd, &memory);
+    for (uint32_t i = 0; i < memory.memoryHeapCount; ++i) {
+      if (memory.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) {
+        device_local_bytes = std::max<uint64_t>(device_local_bytes, memory.memoryHeaps[i].size);
+      }
+    }
+
+    uint32_t nq = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(pd, &nq, nullptr);
+    std::vector<VkQueueFamilyProperties> qs(nq);
+    vkGetPhysicalDeviceQueueFamilyProperties(pd, &nq, qs.data());
+    for (uint32_t i = 0; i < nq; ++i) {
+      if (qs[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
+        queue_family = static_cast<int>(i);
+        break;
+      }
+    }
+  }
+
+  bool usable() const { return props.apiVersion >= required_api && queue_family >= 0; }
+
+  std::string fingerprint() const {
+    std::ostringstream os;
+    os << std::hex << props.vendorID << ":" << props.deviceID << ":" << props.driverVersion
+       << ":" << hex_bytes(props.pipelineCacheUUID, VK_UUID_SIZE) << ":" << props12.driverName
+       << "/" << props12.driverInfo;
+    return os.str();
+  }
+
+  std::string cooperative_matrix() const {
+    std::string s;
+    for (const char* e : {"VK_KHR_cooperative_matrix", "VK_NV_cooperative_matrix",
+                          "VK_NV_cooperative_matrix2"}) {
+      if (has(e)) {
+        s += (s.empty() ? "" : ",");
+        s += e;
+      }
+    }
+    return s.empty() ? "none" : s;
+  }
+
+  DeviceInfo info() const {
+    DeviceInfo m;
+    auto flag = [](bool b) { return static_cast<size_t>(b ? 1 : 0); };
+    m["device_name"] = std::string(props.deviceName);
+    m["vendor"] = std::string(vendor_name(props.vendorID));
+    m["vendor_id"] = static_cast<size_t>(props.vendorID);
+    m["device_id"] = static_cast<size_t>(props.deviceID);
+    m["device_type"] = std::string(type_name(props.deviceType));
+    m["driver"] = std::string(props12.driverName) + " " + props12.driverInfo;
+    m["driver_name"] = std::string(props12.driverName);
+    m["driver_info"] = std::string(props12.driverInfo);
+    m["driver_version"] = static_cast<size_t>(props.driverVersion);
+    m["api_version"] = api_string(props.apiVersion);
+    m["vulkan_index"] = static_cast<size_t>(vulkan_index);
+    m["memory_size"] = static_cast<size_t>(device_local_bytes);
+    m["subgroup_size"] = static_cast<size_t>(props11.subgroupSize);
+    m["subgroup_operations"] = subgroup_ops_string(props11.subgroupSupportedOperations);
+    m["subgroup_in_compute"] =
+        flag(props11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
+    m["shader_float16"] = flag(features12.shaderFloat16);
+    m["shader_int8"] = flag(features12.shaderInt8);
+    m["shader_int16"] = flag(features.shaderInt16);
+    m["shader_int64"] = flag(features.shaderInt64);
+    m["storage_8bit"] = flag(features12.storageBuffer8BitAccess);
+    m["storage_16bit"] = flag(features11.storageBuffer16BitAccess);
+    m["push_descriptors"] = flag(has(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME));
+    m["integer_dot_product"] =
+        flag(is_13() ? features13.shaderIntegerDotProduct
+                     : has(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME));
+    m["cooperative_matrix"] = cooperative_matrix();
+    m["max_storage_buffer_range"] = static_cast<size_t>(props.limits.maxStorageBufferRange);
+    m["min_storage_buffer_offset_alignment"] =
+        static_cast<size_t>(props.limits.minStorageBufferOffsetAlignment);
+    m["max_compute_shared_memory_size"] =
+        static_cast<size_t>(props.limits.maxComputeSharedMemorySize);
+    m["max_compute_workgroup_invocations"] =
+        static_cast<size_t>(props.limits.maxComputeWorkGroupInvocations);
+    m["max_push_constants_size"] = static_cast<size_t>(props.limits.maxPushConstantsSize);
+    m["max_memory_allocation_size"] = static_cast<size_t>(props11.maxMemoryAllocationSize);
+    m["pipeline_cache_uuid"] = hex_bytes(props.pipelineCacheUUID, VK_UUID_SIZE);
+    m["fingerprint"] = fingerprint();
+    std::ostringstream types;
+    for (uint32_t i = 0; i < memory.memoryTypeCount; ++i) {
+      types << (i ? " " : "") << i << ":heap" << memory.memoryTypes[i].heapIndex << ":0x"
+            << std::hex << memory.memoryTypes[i].propertyFlags << std::dec << ":"
+            << (memory.memoryHeaps[memory.memoryTypes[i].heapIndex].size >> 20) << "MiB";
+    }
+    m["memory_types"] = types.str();
+    return m;
+  }
+};
+
+int find_type(const VkPhysicalDeviceMemoryProperties& mem, VkMemoryPropertyFlags want,
+              uint64_t min_heap = 0) {
+  for (uint32_t i = 0; i < mem.memoryTypeCount; ++i) {
+    auto& t = mem.memoryTypes[i];
+    if ((t.propertyFlags & want) == want && mem.memoryHeaps[t.heapIndex].size >= min_heap) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+struct Registry {
+  std::unique_ptr<Device> device;
+  std::string reason;
+  std::vector<DeviceInfo> infos;
+};
+
+// Counts validation errors (gpu::synchronize turns a new one into an exception) and
+// prints errors and warnings, so a validation run fails loudly and says why.
+VKAPI_ATTR VkBool32 VKAPI_CALL debug_callback_impl(
+    VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT,
+    const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
+  auto* dev = static_cast<Device*>(user);
+  if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
+    dev->note_validation_error();
+    std::fprintf(stderr, "[vulkan validation error] %s\n", data->pMessage);
+  } else if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
+    std::fprintf(stderr, "[vulkan validation warning] %s\n", data->pMessage);
+  }
+  return VK_FALSE;
+}
+
+} // namespace
+
+struct DeviceFactory {
+  // Creates the device or explains why not. Never throws.
+  static void create(Registry& r) {
+    try {
+      create_impl(r);
+    } catch (const std::exception& e) {
+      r.device.reset();
+      r.infos.clear();
+      r.reason = e.what();
+    }
+  }
+
+  static void create_impl(Registry& r) {
+    std::string err;
+    if (!load_vulkan(err)) {
+      r.reason = err;
+      return;
+    }
+    uint32_t loader_version = VK_API_VERSION_1_0;
+    vkEnumerateInstanceVersion(&loader_version);
+    if (loader_version < required_api) {
+      r.reason = "the Vulkan loader supports only Vulkan " + api_string(loader_version);
+      return;
+    }
+
+    std::unique_ptr<Device> dev(new Device());
+
+    // Instance layers and extensions.
+    std::vector<const char*> layers;
+    std::vector<const char*> extensions;
+    std::set<std::string> available_exts;
+    auto collect_exts = [&](const char* layer) {
+      uint32_t n = 0;
+      vkEnumerateInstanceExtensionProperties(layer, &n, nullptr);
+      std::vector<VkExtensionProperties> v(n);
+      vkEnumerateInstanceExtensionProperties(layer, &n, v.data());
+      for (auto& e : v) {
+        available_exts.insert(e.extensionName);
+      }
+    };
+    collect_exts(nullptr);
+    bool want_validation = env_flag("MLX_VK_VALIDATION", false);
+    if (want_validation) {
+      uint32_t n = 0;
+      vkEnumerateInstanceLayerProperties(&n, nullptr);
+      std::vector<VkLayerProperties> v(n);
+      vkEnumerateInstanceLayerProperties(&n, v.data());
+      bool found = std::any_of(v.begin(), v.end(), [](auto& l) {
+        return std::strcmp(l.layerName, "VK_LAYER_KHRONOS_validation") == 0;
+      });
+      if (found) {
+        layers.push_back("VK_LAYER_KHRONOS_validation");
+        collect_exts("VK_LAYER_KHRONOS_validation");
+      } else {
+        // Asked for explicitly, so say why it is not on rather than run unchecked quietly.
+        std::fprintf(stderr,
+                     "[vulkan] MLX_VK_VALIDATION=1 but VK_LAYER_KHRONOS_validation is not "
+                     "installed; running without validation.\n");
+      }
+    }
+    bool debug_utils = !layers.empty() && available_exts.count(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+    if (debug_utils) {
+      extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+    }
+    VkInstanceCreateFlags instance_flags = 0;
+    if (available_exts.count(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME)) {
+      extensions.push_back(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME);
+      instance_flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
+    }
+
+    auto app = make_info<VkApplicationInfo>(VK_STRUCTURE_TYPE_APPLICATION_INFO);
+    app.pApplicationName = "mlx";
+    app.pEngineName = "mlx-vulkan";
+    app.apiVersion = std::min<uint32_t>(loader_version, VK_API_VERSION_1_3);
+    auto messenger_info = make_info<VkDebugUtilsMessengerCreateInfoEXT>(
+        VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT);
+    messenger_info.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT |
+                                     VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT;
+    messenger_info.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                                 VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT;
+    messenger_info.pfnUserCallback = debug_callback_impl;
+    messenger_info.pUserData = dev.get();
+
+    auto ici = make_info<VkInstanceCreateInfo>(VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO);
+    ici.pNext = debug_utils ? &messenger_info : nullptr; // also covers instance creation
+    ici.flags = instance_flags;
+    ici.pApplicationInfo = &app;
+    ici.enabledLayerCount = static_cast<uint32_t>(layers.size());
+    ici.ppEnabledLayerNames = layers.data();
+    ici.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+    ici.ppEnabledExtensionNames = extensions.data();
+    VkResult res = vkCreateInstance(&ici, nullptr, &dev->instance_);
+    if (res != VK_SUCCESS) {
+      dev->instance_ = VK_NULL_HANDLE;
+      r.reason = std::string("vkCreateInstance failed: ") + result_name(res);
+      return;
+    }
+    if (!load_instance_functions(dev->instance_, err)) {
+      r.reason = err;
+      return;
+    }
+    if (debug_utils && vkCreateDebugUtilsMessengerEXT) {
+      check(vkCreateDebugUtilsMessengerEXT(dev->instance_, &messenger_info, nullptr,
+                                           &dev->messenger_),
+            "vkCreateDebugUtilsMessengerEXT");
+      dev->validation_enabled_ = true;
+    }
+
+    // Probe and rank the physical devices.
+    uint32_t count = 0;
+    vkEnumeratePhysicalDevices(dev->instance_, &count, nullptr);
+    std::vector<VkPhysicalDevice> pds(count);
+    if (count) {
+      vkEnumeratePhysicalDevices(dev->instance_, &count, pds.data());
+    }
+    std::vector<Probe> probes;
+    for (uint32_t i = 0; i < count; ++i) {
+      Probe p;
+      p.run(pds[i], i);
+      if (p.usable()) {
+        probes.push_back(std::move(p));
+      }
+    }
+    if (probes.empty()) {
+      r.reason = count ? "no Vulkan 1.2 device with a compute queue was found"
+                       : "no Vulkan device was found";
+      return;
+    }
+    size_t chosen = 0;
+    for (size_t i = 1; i < probes.size(); ++i) {
+      if (type_rank(probes[i].props.deviceType) < type_rank(probes[chosen].props.deviceType)) {
+        chosen = i;
+      }
+    }
+    auto requested = env_string("MLX_VK_DEVICE");
+    if (!requested.empty()) {
+      size_t want = env_size("MLX_VK_DEVICE", SIZE_MAX);
+      auto it = std::find_if(probes.begin(), probes.end(),
+                             [&](const Probe& p) { return p.vulkan_index == want; });
+      if (it == probes.end()) {
+        throw std::runtime_error("[vulkan] MLX_VK_DEVICE=" + requested +
+                                 " names no usable Vulkan device (" +
+                                 std::to_string(probes.size()) + " usable).");
+      }
+      chosen = static_cast<size_t>(it - probes.begin());
+    }
+    const Probe& p = probes[chosen];
+    init_logical_device(*dev, p);
+
+    r.infos.push_back(p.info());
+    for (size_t i = 0; i < probes.size(); ++i) {
+      if (i != chosen) {
+        r.infos.push_back(probes[i].info());
+      }
+    }
+    auto& selected = r.infos.front();
+    selected["selected"] = size_t(1);
+    selected["push_descriptors"] = static_cast<size_t>(dev->push_descriptors_ ? 1 : 0);
+    selected["array_memory_type"] = static_cast<size_t>(dev->array_type_);
+    auto& flags = p.memory.memoryTypes[dev->array_type_].propertyFlags;
+    selected["memory_path"] =
+        std::string(dev->arrays_mapped_
+                        ? ((flags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) ? "mapped device-local"
+                                                                         : "mapped host")
+                        : "staged");
+    selected["validation"] = static_cast<size_t>(dev->validation_enabled_ ? 1 : 0);
+    r.device = std::move(dev);
+  }
+
+  static void init_logical_device(Device& dev, const Probe& p) {
+    dev.physical_ = p.handle;
+    dev.properties_ = p.props;
+    dev.memory_ = p.memory;
+    dev.name_ = p.props.deviceName;
+    dev.max_allocation_size_ = p.props11.maxMemoryAllocationSize;
+    dev.queue_family_ = static_cast<uint32_t>(p.queue_family);
+
+    // Enable every probed feature the kernels may use; codegen is told exactly these.
+    VkPhysicalDeviceFeatures features{};
+    features.shaderInt64 = p.features.shaderInt64;
+    features.shaderInt16 = p.features.shaderInt16;
+    auto f11 = make_info<VkPhysicalDeviceVulkan11Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
+    f11.storageBuffer16BitAccess = p.features11.storageBuffer16BitAccess;
+    f11.uniformAndStorageBuffer16BitAccess = p.features11.uniformAndStorageBuffer16BitAccess;
+    f11.storagePushConstant16 = p.features11.storagePushConstant16;
+    auto f12 = make_info<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
+    f12.shaderFloat16 = p.features12.shaderFloat16;
+    f12.shaderInt8 = p.features12.shaderInt8;
+    f12.storageBuffer8BitAccess = p.features12.storageBuffer8BitAccess;
+    f12.uniformAndStorageBuffer8BitAccess = p.features12.uniformAndStorageBuffer8BitAccess;
+    f12.storagePushConstant8 = p.features12.storagePushConstant8;
+    f12.scalarBlockLayout = p.features12.scalarBlockLayout;
+    f12.shaderSubgroupExtendedTypes = p.features12.shaderSubgroupExtendedTypes;
+    f12.vulkanMemoryModel = p.features12.vulkanMemoryModel;
+    f12.vulkanMemoryModelDeviceScope = p.features12.vulkanMemoryModelDeviceScope;
+    f11.pNext = &f12;
+    auto f13 = make_info<VkPhysicalDeviceVulkan13Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES);
+    if (p.is_13()) {
+      f13.subgroupSizeControl = p.features13.subgroupSizeControl;
+      f13.computeFullSubgroups = p.features13.computeFullSubgroups;
+      f13.shaderIntegerDotProduct = p.features13.shaderIntegerDotProduct;
+      f13.maintenance4 = p.features13.maintenance4;
+      f12.pNext = &f13;
+    }
+
+    std::vector<const char*> exts;
+    bool push = p.has(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME) &&
+                env_flag("MLX_VK_PUSH_DESCRIPTORS", true);
+    if (push) {
+      exts.push_back(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+    }
+    if (p.has("VK_KHR_portability_subset")) {
+      exts.push_back("VK_KHR_portability_subset");
+    }
+
+    float priority = 1.0f;
+    auto qci = make_info<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);
+    qci.queueFamilyIndex = dev.queue_family_;
+    qci.queueCount = 1;
+    qci.pQueuePriorities = &priority;
+    auto dci = make_info<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO);
+    dci.pNext = &f11;
+    dci.queueCreateInfoCount = 1;
+    dci.pQueueCreateInfos = &qci;
+    dci.enabledExtensionCount = static_cast<uint32_t>(exts.size());
+    dci.ppEnabledExtensionNames = exts.data();
+    dci.pEnabledFeatures = &features;
+    check(vkCreateDevice(p.handle, &dci, nullptr, &dev.device_), "vkCreateDevice");
+    std::string err;
+    if (!load_device_functions(dev.device_, err)) {
+      throw std::runtime_error("[vulkan] " + err);
+    }
+    vkGetDeviceQueue(dev.device_, dev.queue_family_, 0, &dev.queue_);
+    dev.push_descriptors_ = push && vkCmdPushDescriptorSetKHR != nullptr;
+    dev.push_descriptor_fn_ = dev.push_descriptors_ ? vkCmdPushDescriptorSetKHR : nullptr;
+
+    auto& c = dev.caps_;
+    c.subgroup_size = p.props11.subgroupSize;
+    c.shader_float16 = p.features12.shaderFloat16;
+    c.shader_int8 = p.features12.shaderInt8;
+    c.shader_int16 = p.features.shaderInt16;
+    c.shader_int64 = p.features.shaderInt64;
+    c.storage_8bit = p.features12.storageBuffer8BitAccess;
+    c.storage_16bit = p.features11.storageBuffer16BitAccess;
+    // Neither is enabled on the device yet (the 1.3.239 headers predate
+    // VK_KHR_shader_bfloat16, and no kernel uses cooperative matrices): device_info
+    // reports the extensions; kernels take the portable paths.
+    c.bfloat16 = false;
+    c.cooperative_matrix = false;
+    c.max_workgroup_invocations = p.props.limits.maxComputeWorkGroupInvocations;
+    c.max_shared_memory = p.props.limits.maxComputeSharedMemorySize;
+    c.fingerprint = p.fingerprint();
+
+    choose_memory(dev, p);
+  }
+
+  // Arrays go to device-local memory. When a device-local type is also host-visible and
+  // its heap is large (UMA, lavapipe, resizable BAR), arrays are mapped there; otherwise
+  // (a 256 MiB BAR window) host access stages through host memory.
+  static void choose_memory(Device& dev, const Probe& p) {
+    const auto& mem = p.memory;
+    constexpr auto device_local = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+    constexpr auto host =
+        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    int local = find_type(mem, device_local);
+    int mapped_local = find_type(mem, device_local | host, p.device_local_bytes / 2);
+    int staging = find_type(mem, host | VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+    if (staging < 0) {
+      staging = find_type(mem, host);
+    }
+    if (staging < 0) {
+      throw std::runtime_error("[vulkan] the device has no host-visible coherent memory.");
+    }
+    const char* forced = std::getenv("MLX_VK_STAGING");
+    bool force_staging = forced && env_flag("MLX_VK_STAGING", false);
+    bool forbid_staging = forced && !env_flag("MLX_VK_STAGING", true);
+    dev.staging_type_ = static_cast<uint32_t>(staging);
+    if (mapped_local >= 0 && !force_staging) {
+      dev.array_type_ = static_cast<uint32_t>(mapped_local);
+      dev.arrays_mapped_ = true;
+    } else if (local >= 0 && !forbid_staging) {
+      dev.array_type_ = static_cast<uint32_t>(local);
+      dev.arrays_mapped_ = false;
+    } else if (mapped_local >= 0) {
+      dev.array_type_ = static_cast<uint32_t>(mapped_local);
+      dev.arrays_mapped_ = true;
+    } else {
+      // MLX_VK_STAGING=0 on a device without large mapped device memory: arrays live in
+      // host memory the GPU reads over the bus.
+      dev.array_type_ = static_cast<uint32_t>(staging);
+      dev.arrays_mapped_ = true;
+    }
+  }
+};
+
+namespace {
+
+// The registry is never destroyed, so code running after the device's teardown (a static
+// array freed late at exit) still finds it and sees "no device".
+Registry& registry() {
+  static Registry* r = [] {
+    auto* reg = new Registry();
+    DeviceFactory::create(*reg);
+    return reg;
+  }();
+  // Destroyed at exit in reverse order of construction: after every static constructed
+  // later (arrays made after the device), before those constructed earlier.
+  struct Reaper {
+    ~Reaper() { registry_ptr()->device.reset(); }
+    static Registry* registry_ptr() { return r; }
+  };
+  static Reaper reaper;
+  return *r;
+}
+
+} // namespace
+
+Device::~Device() {
+  std::vector<std::function<void()>> fns;
+  {
+    std::lock_guard lk(teardown_mtx_);
+    fns.swap(teardown_);
+  }
+  if (device_) {
+    vkDeviceWaitIdle(device_);
+  }
+  for (auto it = fns.rbegin(); it != fns.rend(); ++it) {
+    try {
+      (*it)();
+    } catch (...) {
+      // Exceptions must not escape a destructor run at exit.
+    }
+  }
+  torn_down_ = true;
+  if (device_) {
+    vkDestroyDevice(device_, nullptr);
+  }
+  if (messenger_ && vkDestroyDebugUtilsMessengerEXT) {
+    vkDestroyDebugUtilsMessengerEXT(instance_, messenger_, nullptr);
+  }
+  if (instance_) {
+    vkDestroyInstance(instance_, nullptr);
+  }
+}
+
+void Device::on_teardown(std::function<void()> fn) {
+  std::lock_guard lk(teardown_mtx_);
+  teardown_.push_back(std::move(fn));
+}
+
+Device* device_or_null() {
+  return registry().device.get();
+}
+
+Device& device(const char* who) {
+  auto* d = device_or_null();
+  if (!d) {
+    throw std::runtime_error(std::string("[") + who +
+                             "] no Vulkan device is available: " + registry().reason + ".");
+  }
+  return *d;
+}
+
+std::string unavailable_reason() {
+  return registry().reason;
+}
+
+const std::vector<DeviceInfo>& all_device_info() {
+  return registry().infos;
+}
+
+} // namespace mlx::core::vulkan

@@ -1,0 +1,230 @@
+#include "mlx/backend/vulkan/elementwise.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <stdexcept>
+
+#include "codegen/elementwise.h"
+#include "mlx/backend/common/utils.h"
+#include "mlx/backend/vulkan/command_encoder.h"
+#include "mlx/backend/vulkan/kernel_library.h"
+#include "mlx/primitives.h"
+
+namespace mlx::core::vulkan {
+
+const char* gpu_dtype_name(Dtype dt) {
+  const auto& caps = device("eval_gpu").caps();
+  switch (dt) {
+    case bool_:
+      return caps.storage_8bit ? "b" : nullptr;
+    case uint8:
+      return caps.storage_8bit ? "u8" : nullptr;
+    case int8:
+      return caps.storage_8bit ? "i8" : nullptr;
+    case uint16:
+      return caps.storage_16bit ? "u16" : nullptr;
+    case int16:
+      return caps.storage_16bit ? "i16" : nullptr;
+    case float16:
+      return caps.storage_16bit ? "f16" : nullptr;
+    case bfloat16:
+      return caps.storage_16bit ? "bf16" : nullptr;
+    case uint32:
+      return "u32";
+    case int32:
+      return "i32";
+    case float32:
+      return "f32";
+    case uint64:
+      return caps.shader_int64 ? "u64" : nullptr;
+    case int64:
+      return caps.shader_int64 ? "i64" : nullptr;
+    default:
+      return nullptr; // float64, complex64: CPU only, as in MLX
+  }
+}
+
+bool gpu_supports(Dtype dt) {
+  return gpu_dtype_name(dt) != nullptr;
+}
+
+bool gpu_supports(const std::vector<array>& arrays) {
+  return std::all_of(arrays.begin(), arrays.end(),
+                     [](const array& a) { return gpu_supports(a.dtype()); });
+}
+
+void allocate_or_donate(const std::vector<array>& inputs, array& out, bool allow_donation) {
+  if (allow_donation) {
+    for (auto& in : inputs) {
+      if (in.has_data() && in.is_donatable() && in.flags().row_contiguous &&
+          in.data_size() == in.size() && in.size() == out.size() &&
+          in.itemsize() == out.itemsize()) {
+        out.copy_shared_buffer(in);
+        return;
+      }
+    }
+  }
+  out.set_data(allocator::malloc(out.nbytes()));
+}
+
+namespace {
+
+struct Chunkable {
+  Allocation* alloc;
+  int64_t base;     // byte offset of element 0 of the (chunk 0) view in the allocation
+  int64_t itemsize; // bytes
+  std::vector<int64_t> strides;
+};
+
+int64_t align_down(int64_t v, int64_t a) {
+  return v / a * a;
+}
+
+} // namespace
+
+View view_of(const array& a) {
+  return {a.buffer(), static_cast<int64_t>(a.offset()), a.dtype(), a.strides()};
+}
+
+void launch_elementwise(const char* name, const std::string& family, const std::string& op,
+                        const std::vector<array>& inputs, array& out) {
+  std::vector<View> views;
+  for (auto& in : inputs) {
+    if (in.shape() != out.shape()) {
+      throw std::runtime_error(std::string("[") + name +
+                               "] GPU inputs must be broadcast to the output shape.");
+    }
+    views.push_back(view_of(in));
+  }
+  launch_elementwise(out.primitive().stream().index, name, family, op, views, view_of(out),
+                     out.shape());
+}
+
+void copy_gpu(int stream, const array& in, array& out) {
+  View o = view_of(out);
+  o.strides = row_major_strides(in.shape());
+  launch_elementwise(stream, "Copy", "copy", "Copy", {view_of(in)}, o, in.shape());
+}
+
+void launch_elementwise(int stream, const char* name, const std::string& family,
+                        const std::string& op, const std::vector<View>& inputs, const View& out,
+                        const Shape& out_shape) {
+  size_t total = 1;
+  for (auto d : out_shape) {
+    total *= static_cast<size_t>(d);
+  }
+  if (total == 0) {
+    return;
+  }
+  auto& dev = device(name);
+  auto& enc = encoder(stream);
+  const int64_t max_range = dev.limits().maxStorageBufferRange;
+  const int64_t min_align = static_cast<int64_t>(dev.limits().minStorageBufferOffsetAlignment);
+
+  // Collapse dims over the output (row-major) and every input's strides together.
+  std::vector<Strides> all_strides{row_major_strides(out_shape)};
+  std::vector<std::string> in_dtypes;
+  for (auto& in : inputs) {
+    auto* dt = gpu_dtype_name(in.dtype);
+    if (!dt || in.strides.size() != out_shape.size()) {
+      throw std::runtime_error(std::string("[") + name + "] internal: bad GPU operand.");
+    }
+    all_strides.push_back(in.strides);
+    in_dtypes.push_back(dt);
+  }
+  const char* out_dtype = gpu_dtype_name(out.dtype);
+  if (!out_dtype) {
+    throw std::runtime_error(std::string("[") + name + "] internal: bad GPU output dtype.");
+  }
+  auto [shape, strides] = collapse_contiguous_dims(out_shape, all_strides);
+  const size_t nd = shape.size();
+
+  std::vector<Chunkable> arrays;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    arrays.push_back({allocation(inputs[k].buffer), inputs[k].offset,
+                      static_cast<int64_t>(size_of(inputs[k].dtype)),
+                      std::vector<int64_t>(strides[k + 1].begin(), strides[k + 1].end())});
+  }
+  arrays.push_back({allocation(out.buffer), out.offset, static_cast<int64_t>(size_of(out.dtype)),
+                    std::vector<int64_t>(strides[0].begin(), strides[0].end())});
+
+  // Elements of the lowest and highest reach from element 0 over dims 1.. (dim 0 varies).
+  auto reach = [&](const Chunkable& c, int64_t rows) {
+    int64_t lo = 0, hi = 0;
+    for (size_t d = 0; d < nd; ++d) {
+      int64_t n = d == 0 ? rows : shape[d];
+      int64_t span = (n - 1) * c.strides[d];
+      (span < 0 ? lo : hi) += span;
+    }
+    return std::pair<int64_t, int64_t>{lo, hi};
+  };
+
+  // Rows of dim 0 per chunk: as many as keep every binding within maxStorageBufferRange.
+  int64_t rows_total = nd ? shape[0] : 1;
+  int64_t rows = rows_total;
+  for (auto& c : arrays) {
+    auto [lo, hi] = reach(c, rows_total);
+    int64_t align = std::max(min_align, c.itemsize);
+    if ((hi - lo + 1) * c.itemsize + align <= max_range) {
+      continue;
+    }
+    auto [lo1, hi1] = reach(c, 1);
+    int64_t one_row = (hi1 - lo1 + 1) * c.itemsize;
+    int64_t step = nd ? std::abs(c.strides[0]) * c.itemsize : 0;
+    int64_t fit = step ? (max_range - align - one_row) / step + 1 : rows_total;
+    if (nd == 0 || fit < 1) {
+      throw std::runtime_error(
+          std::string("[") + name + "] an array view spans " +
+          std::to_string((hi - lo + 1) * c.itemsize) + " bytes, more than the device's " +
+          "maxStorageBufferRange of " + std::to_string(max_range) +
+          " bytes, and cannot be split into smaller launches along its first dimension.");
+    }
+    rows = std::min(rows, fit);
+  }
+
+  for (int64_t r0 = 0; r0 < rows_total; r0 += rows) {
+    int64_t m = std::min(rows, rows_total - r0);
+    codegen::ElementwiseGeometry g;
+    g.shape.assign(shape.begin(), shape.end());
+    if (nd) {
+      g.shape[0] = m;
+    }
+    std::vector<Binding> bindings;
+    for (size_t k = 0; k < arrays.size(); ++k) {
+      auto& c = arrays[k];
+      int64_t origin = c.base + (nd ? r0 * c.strides[0] : 0) * c.itemsize; // bytes
+      auto [lo, hi] = reach(c, m);
+      int64_t align = std::max(min_align, c.itemsize);
+      int64_t bind = align_down(origin + lo * c.itemsize, align);
+      int64_t need = origin + (hi + 1) * c.itemsize - bind;
+      // Bind to the end of the allocation where the limit allows: a stray write then lands
+      // in the (debug) guard region instead of going unnoticed.
+      int64_t range =
+          std::max(need, std::min<int64_t>(static_cast<int64_t>(c.alloc->capacity) - bind,
+                                           max_range));
+      bool is_out = k + 1 == arrays.size();
+      bindings.push_back({c.alloc, static_cast<VkDeviceSize>(bind),
+                          static_cast<VkDeviceSize>(range), is_out});
+      uint64_t elem_offset = static_cast<uint64_t>((origin - bind) / c.itemsize);
+      if (is_out) {
+        g.out_offset = elem_offset;
+      } else {
+        g.in_strides.push_back(c.strides);
+        g.in_offsets.push_back(elem_offset);
+      }
+    }
+    auto key = codegen::elementwise_key(family, op, in_dtypes, out_dtype, g);
+    const Kernel& kernel = kernel_library().get(key);
+    auto launch = codegen::elementwise_launch(key, kernel.source, g);
+    if (!launch.meta.empty()) {
+      auto meta = allocator::malloc(launch.meta.size());
+      Binding mb{allocation(meta), 0, (launch.meta.size() + 3) / 4 * 4, false};
+      enc.write(mb, launch.meta.data(), launch.meta.size());
+      enc.add_temporary(meta);
+      bindings.push_back(mb);
+    }
+    enc.dispatch(kernel, bindings, launch.push_constants, launch.groups);
+  }
+}
+
+} // namespace mlx::core::vulkan

@@ -1,0 +1,96 @@
+// The backend contract (mlx/backend/gpu/*.h) on Vulkan: availability, device info, and the
+// per-stream eval loop hooks.
+#include "mlx/backend/gpu/eval.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "mlx/backend/gpu/available.h"
+#include "mlx/backend/gpu/device_info.h"
+#include "mlx/backend/vulkan/command_encoder.h"
+#include "mlx/backend/vulkan/device.h"
+#include "mlx/primitives.h"
+
+namespace mlx::core::gpu {
+
+bool is_available() {
+  return vulkan::device_or_null() != nullptr;
+}
+
+int device_count() {
+  return static_cast<int>(vulkan::all_device_info().size());
+}
+
+const std::unordered_map<std::string, DeviceInfoValue>& device_info(int device_index) {
+  const auto& all = vulkan::all_device_info();
+  if (device_index < 0 || device_index >= static_cast<int>(all.size())) {
+    throw std::invalid_argument("[device_info] device index " + std::to_string(device_index) +
+                                " is out of range: " + std::to_string(all.size()) +
+                                " Vulkan device(s) available.");
+  }
+  return all[device_index];
+}
+
+void new_stream(Stream stream) {
+  vulkan::create_encoder(stream.index);
+}
+
+void eval(array& arr) {
+  auto stream = arr.primitive().stream();
+  auto& enc = vulkan::encoder(stream.index);
+  // An input written by another stream's still-open batch: submit that batch first, so
+  // queue order (and each batch's leading barrier) puts its writes before our reads.
+  for (auto& in : arr.inputs()) {
+    if (in.has_data() && in.buffer().ptr()) {
+      int w = vulkan::allocation(in.buffer())->writer_stream.load();
+      if (w >= 0 && w != stream.index) {
+        vulkan::commit_stream(w);
+      }
+    }
+  }
+  auto outputs = arr.outputs();
+  arr.primitive().eval_gpu(arr.inputs(), outputs);
+
+  size_t bytes = 0;
+  for (auto& o : outputs) {
+    bytes += o.nbytes();
+  }
+  // Inputs stay alive until the batch that reads them completes (a batch that recorded
+  // nothing has nothing to protect). A buffer donated to an output is not retained: the
+  // output owns it, retaining it would make it undonatable for the next op, and the
+  // allocator defers its reuse until the batch completes anyway.
+  if (enc.has_open_work()) {
+    for (auto& in : arr.inputs()) {
+      if (!in.has_data()) {
+        continue;
+      }
+      bool donated = std::any_of(outputs.begin(), outputs.end(), [&](const array& o) {
+        return o.has_data() && o.data_shared_ptr() == in.data_shared_ptr();
+      });
+      if (!donated) {
+        enc.retain(in.data_shared_ptr());
+      }
+    }
+  }
+  enc.end_op(bytes);
+}
+
+void finalize(Stream s) {
+  vulkan::encoder(s.index).commit();
+}
+
+void synchronize(Stream s) {
+  vulkan::encoder(s.index).synchronize();
+  // Under MLX_VK_VALIDATION=1 a validation error is a failure of the work that caused it.
+  auto& dev = vulkan::device("synchronize");
+  static std::atomic<size_t> reported{0};
+  size_t errors = dev.validation_errors();
+  size_t seen = reported.exchange(errors);
+  if (errors > seen) {
+    throw std::runtime_error("[vulkan] the validation layer reported " +
+                             std::to_string(errors - seen) +
+                             " error(s) (printed above) since the last synchronize.");
+  }
+}
+
+} // namespace mlx::core::gpu

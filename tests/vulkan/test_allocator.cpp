@@ -1,0 +1,167 @@
+// The sub-allocating device-memory allocator: blocks, size-class cache, limits, statistics,
+// and host access (mapped or staged).
+#include "vk_test.h"
+
+#include <cstring>
+#include <vector>
+
+#include "mlx/backend/vulkan/allocator.h"
+#include "mlx/backend/vulkan/command_encoder.h"
+
+namespace mx = mlx::core;
+namespace vk = mlx::core::vulkan;
+using namespace vk_test;
+
+namespace {
+// Returns the cache to the driver and the peak to the current level, so each test
+// measures only what it does.
+void settle() {
+  mx::synchronize();
+  mx::clear_cache();
+  mx::reset_peak_memory();
+}
+} // namespace
+
+TEST_CASE("a thousand small arrays share a few device-memory blocks") {
+  VK_REQUIRE_DEVICE();
+  settle();
+  auto* alloc = vk::vulkan_allocator();
+  size_t vk_before = alloc->vk_allocation_count();
+  std::vector<mx::allocator::Buffer> bufs;
+  for (int i = 0; i < 1000; ++i) {
+    bufs.push_back(mx::allocator::malloc(1000 + i));
+  }
+  // 1000 buffers of ~1-2 KiB fit in one 64 MiB block: at most one new vkAllocateMemory.
+  CHECK(alloc->vk_allocation_count() - vk_before <= 1);
+  // Every buffer is distinct and non-overlapping inside its block.
+  std::vector<std::pair<VkDeviceSize, VkDeviceSize>> ranges;
+  for (auto& b : bufs) {
+    auto* a = vk::allocation(b);
+    CHECK(a->offset % 256 == 0);
+    CHECK(a->capacity >= a->size);
+    if (a->block == vk::allocation(bufs[0])->block) {
+      ranges.emplace_back(a->offset, a->offset + a->capacity);
+    }
+  }
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t i = 1; i < ranges.size(); ++i) {
+    CHECK(ranges[i - 1].second <= ranges[i].first);
+  }
+  for (auto& b : bufs) {
+    mx::allocator::free(b);
+  }
+}
+
+TEST_CASE("freed buffers go to the size-class cache and are reused") {
+  VK_REQUIRE_DEVICE();
+  settle();
+  auto* alloc = vk::vulkan_allocator();
+  size_t active0 = mx::get_active_memory();
+  auto b = mx::allocator::malloc(3000);
+  size_t cap = vk::allocation(b)->capacity;
+  CHECK(cap >= 3000);
+  CHECK(cap <= 3000 * 5 / 4 + 256); // size classes waste at most a quarter
+  CHECK(mx::get_active_memory() == active0 + cap);
+  CHECK(mx::get_peak_memory() >= active0 + cap);
+  void* handle = b.ptr();
+  mx::allocator::free(b);
+  CHECK(mx::get_active_memory() == active0);
+  CHECK(mx::get_cache_memory() >= cap);
+  size_t vk_before = alloc->vk_allocation_count();
+  // A request of the same size class takes the cached buffer back.
+  auto c = mx::allocator::malloc(2900);
+  CHECK(c.ptr() == handle);
+  CHECK(mx::allocator::allocator().size(c) == 2900);
+  CHECK(alloc->vk_allocation_count() == vk_before);
+  mx::allocator::free(c);
+  mx::clear_cache();
+  CHECK(mx::get_cache_memory() == 0);
+}
+
+TEST_CASE("cache limit 0 releases freed buffers at once") {
+  VK_REQUIRE_DEVICE();
+  settle();
+  size_t old = mx::set_cache_limit(0);
+  auto b = mx::allocator::malloc(10000);
+  mx::allocator::free(b);
+  CHECK(mx::get_cache_memory() == 0);
+  CHECK(mx::set_cache_limit(old) == 0);
+}
+
+TEST_CASE("the memory limit makes an oversized allocation fail with a clear error") {
+  VK_REQUIRE_DEVICE();
+  settle();
+  size_t old = mx::set_memory_limit(mx::get_active_memory() + (1 << 20));
+  CHECK_THROWS_WITH_AS(mx::allocator::malloc(8 << 20), doctest::Contains("memory limit"),
+                       std::runtime_error);
+  auto ok = mx::allocator::malloc(1 << 16); // still fine under the limit
+  mx::allocator::free(ok);
+  mx::set_memory_limit(old);
+}
+
+TEST_CASE("arrays larger than half a block get a dedicated allocation") {
+  VK_REQUIRE_DEVICE();
+  settle();
+  auto* alloc = vk::vulkan_allocator();
+  size_t blocks = alloc->block_count();
+  auto big = mx::allocator::malloc(alloc->block_size() / 2 + 4096);
+  CHECK(alloc->block_count() == blocks + 1);
+  CHECK(vk::allocation(big)->offset == 0);
+  mx::allocator::free(big);
+  mx::clear_cache();
+  CHECK(alloc->block_count() <= blocks);
+}
+
+TEST_CASE("host data round-trips through GPU memory for every byte pattern") {
+  VK_REQUIRE_DEVICE();
+  // Upload (host write), a GPU copy kernel, then readback (mapped or staged download).
+  std::vector<uint8_t> bytes(4099);
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    bytes[i] = static_cast<uint8_t>(i * 131 + 7);
+  }
+  mx::array a(bytes.begin(), {static_cast<int>(bytes.size())}, mx::uint8);
+  auto b = mx::copy(a, mx::Device::gpu);
+  b.eval();
+  REQUIRE(b.buffer().ptr() != a.buffer().ptr());
+  CHECK(std::memcmp(b.data<uint8_t>(), bytes.data(), bytes.size()) == 0);
+  // Host writes after a GPU read are uploaded before the next GPU read.
+  a.data<uint8_t>()[5] = 200;
+  auto c = mx::copy(a, mx::Device::gpu);
+  CHECK(mlx_test::to_vector<uint8_t>(c)[5] == 200);
+}
+
+TEST_CASE("a GPU fill and copy through the encoder land in host-visible memory") {
+  VK_REQUIRE_DEVICE();
+  auto s = mx::default_stream(mx::Device::gpu);
+  auto& enc = vk::encoder(s.index);
+  auto src = mx::allocator::malloc(4096);
+  auto dst = mx::allocator::malloc(4096);
+  enc.fill({vk::allocation(src), 0, 4096, true}, 0x01020304u);
+  enc.copy({vk::allocation(src), 256, 1024, false}, {vk::allocation(dst), 512, 1024, true});
+  enc.synchronize();
+  auto* p = static_cast<uint32_t*>(src.raw_ptr());
+  CHECK(p[0] == 0x01020304u);
+  CHECK(p[1023] == 0x01020304u);
+  auto* q = static_cast<uint32_t*>(dst.raw_ptr());
+  CHECK(q[128] == 0x01020304u);  // byte 512
+  CHECK(q[383] == 0x01020304u);  // last copied word
+  mx::allocator::free(src);
+  mx::allocator::free(dst);
+}
+
+TEST_CASE("poisoned buffers carry a guard region that detects out-of-bounds writes") {
+  VK_REQUIRE_DEVICE();
+  auto s = mx::default_stream(mx::Device::gpu);
+  auto& enc = vk::encoder(s.index);
+  mx::gpu::debug::PoisonScope poison;
+  auto b = mx::allocator::malloc(1000);
+  auto* bytes = static_cast<uint8_t*>(b.raw_ptr());
+  CHECK(bytes[0] == vk::VulkanAllocator::kPoison);
+  CHECK(bytes[999] == vk::VulkanAllocator::kPoison);
+  CHECK(mx::gpu::debug::check_guards() == 0);
+  // A GPU write one word past the end hits the guard.
+  enc.fill({vk::allocation(b), 1000, 4, true}, 0);
+  CHECK(mx::gpu::debug::check_guards() == 1);
+  mx::allocator::free(b);
+  CHECK(mx::gpu::debug::check_guards() == 0);
+}

@@ -1,0 +1,300 @@
+// Evaluation on the GPU: dispatch correctness for offsets, strided and broadcast views,
+// ranges beyond maxStorageBufferRange, donation, async_eval, mixed CPU/GPU graphs,
+// multiple streams, batching, barriers and the explicit CPU route.
+//
+// Each distinct kernel costs lavapipe 40-400 ms to build, so the cases reuse a small set:
+// f32 Add/Multiply, f16 Add, i32 Add, f32 Exp, and copies.
+#include "vk_test.h"
+
+#include <cstdlib>
+#include <thread>
+
+#include "codegen/elementwise.h"
+#include "mlx/backend/vulkan/command_encoder.h"
+#include "mlx/backend/vulkan/cpu_fallback.h"
+#include "mlx/backend/vulkan/kernel_library.h"
+
+namespace mx = mlx::core;
+namespace vk = mlx::core::vulkan;
+using namespace vk_test;
+
+namespace {
+
+const mx::Device gpu = mx::Device::gpu;
+const mx::Device cpu = mx::Device::cpu;
+
+mx::array iota_f32(const mx::Shape& shape, float scale = 1.0f) {
+  size_t n = 1;
+  for (auto d : shape) n *= static_cast<size_t>(d);
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>(i % 1000) * scale - 3.0f;
+  return mx::array(v.begin(), shape, mx::float32);
+}
+
+// GPU and CPU results of the same op, compared exactly for these exactly representable
+// inputs (integers and small-integer floats: no rounding anywhere), else by dtype.
+void check_same(mx::array got, mx::array want, const std::string& label, double rtol = 0) {
+  REQUIRE(got.shape() == want.shape());
+  REQUIRE(got.dtype() == want.dtype());
+  mlx_test::check_all_close(mlx_test::to_doubles(got), mlx_test::to_doubles(want), rtol, 0,
+                            label);
+}
+
+} // namespace
+
+TEST_CASE("binary ops on the GPU match the CPU for contiguous f32, f16 and i32") {
+  VK_REQUIRE_DEVICE();
+  auto a = iota_f32({3, 37});
+  auto b = iota_f32({3, 37}, 0.5f);
+  check_same(mx::add(a, b, gpu), mx::add(a, b, cpu), "f32 add");
+  check_same(mx::multiply(a, b, gpu), mx::multiply(a, b, cpu), "f32 multiply");
+  auto ah = mx::astype(a, mx::float16, cpu), bh = mx::astype(b, mx::float16, cpu);
+  check_same(mx::add(ah, bh, gpu), mx::add(ah, bh, cpu), "f16 add");
+  auto ai = mx::astype(a, mx::int32, cpu), bi = mx::astype(b, mx::int32, cpu);
+  check_same(mx::add(ai, bi, gpu), mx::add(ai, bi, cpu), "i32 add");
+}
+
+TEST_CASE("views at odd element offsets bind at aligned offsets and read the right elements") {
+  VK_REQUIRE_DEVICE();
+  // f16 slices starting 1..9 elements in: byte offsets 2..18, never 16-aligned in general.
+  auto base = mx::astype(iota_f32({64}), mx::float16, cpu);
+  for (int start = 1; start < 10; ++start) {
+    auto x = mx::slice(base, {start}, {start + 40}, gpu);
+    auto y = mx::slice(base, {start + 3}, {start + 43}, gpu);
+    auto xc = mx::slice(base, {start}, {start + 40}, cpu);
+    auto yc = mx::slice(base, {start + 3}, {start + 43}, cpu);
+    check_same(mx::add(x, y, gpu), mx::add(xc, yc, cpu), "offset " + std::to_string(start));
+  }
+}
+
+TEST_CASE("strided, transposed, broadcast and reversed views match the CPU") {
+  VK_REQUIRE_DEVICE();
+  auto a = iota_f32({6, 10});
+  auto b = iota_f32({10, 6}, 2.0f);
+  auto row = iota_f32({10}, 3.0f);
+  auto ops = [&](mx::Device d) {
+    std::vector<mx::array> r;
+    auto bt = mx::transpose(b, d);                                      // strided 2-d
+    r.push_back(mx::add(a, bt, d));                                     // general strided
+    r.push_back(mx::add(a, row, d));                                    // broadcast row
+    r.push_back(mx::add(a, mx::array(2.5f), d));                        // scalar
+    auto rev = mx::slice(a, {5, 9}, {-7, -11}, {-1, -1}, d);            // negative strides
+    r.push_back(mx::add(rev, a, d));
+    auto stepped = mx::slice(iota_f32({6, 30}), {0, 1}, {6, 30}, {1, 3}, d); // step 3
+    r.push_back(mx::add(stepped, a, d));
+    auto x5 = mx::reshape(iota_f32({2, 3, 2, 5, 2}), {2, 3, 2, 5, 2}, d);
+    r.push_back(mx::add(mx::transpose(x5, {4, 3, 2, 1, 0}, d),
+                        mx::transpose(x5, {4, 3, 2, 1, 0}, d), d)); // 5-d general path
+    r.push_back(mx::exp(mx::divide(bt, mx::array(100.0f), d), d));
+    return r;
+  };
+  auto g = ops(gpu);
+  auto c = ops(cpu);
+  for (size_t i = 0; i < g.size(); ++i) {
+    // exp: f32 device math may differ from the CPU libm by a few ulp.
+    check_same(g[i], c[i], "case " + std::to_string(i), i == 6 ? 1e-5 : 0.0);
+  }
+}
+
+TEST_CASE("reshape of a non-viewable view copies on the GPU") {
+  VK_REQUIRE_DEVICE();
+  auto a = iota_f32({4, 6});
+  auto t = mx::transpose(a, gpu);
+  auto r = mx::reshape(t, {24}, gpu);
+  check_same(r, mx::reshape(mx::transpose(a, cpu), {24}, cpu), "reshape");
+  CHECK(vk::fallback_counts().count("Reshape") == 0);
+}
+
+TEST_CASE("concatenate and slice_update run on the GPU") {
+  VK_REQUIRE_DEVICE();
+  vk::reset_fallback_counts();
+  auto a = iota_f32({4, 3});
+  auto b = iota_f32({4, 5}, 2.0f);
+  check_same(mx::concatenate({a, b}, 1, gpu), mx::concatenate({a, b}, 1, cpu), "concat axis 1");
+  check_same(mx::concatenate({a, a}, 0, gpu), mx::concatenate({a, a}, 0, cpu), "concat axis 0");
+  auto src = iota_f32({6, 8});
+  auto upd = iota_f32({2, 3}, 5.0f);
+  check_same(mx::slice_update(src, upd, {1, 2}, {5, 8}, {2, 2}, gpu),
+             mx::slice_update(src, upd, {1, 2}, {5, 8}, {2, 2}, cpu), "slice_update");
+  CHECK(vk::fallback_counts().empty());
+}
+
+TEST_CASE("arrays beyond maxStorageBufferRange are split into chunked dispatches") {
+  VK_REQUIRE_DEVICE();
+  size_t range = info_size("max_storage_buffer_range");
+  if (range > (size_t(1) << 29)) {
+    MESSAGE("maxStorageBufferRange is " << range << " bytes: chunking not exercised here");
+    return;
+  }
+  // 1.25x the range in f32 elements, plus an odd tail.
+  int n = static_cast<int>(range / 4 + range / 16 + 7);
+  // A real (materialized) array of 1.5s, itself written in chunks.
+  auto x = mx::add(mx::full({n}, 1.0f, gpu), mx::array(0.5f), gpu);
+  auto y = mx::add(mx::slice(x, {3}, {n}, gpu), mx::array(2.0f), gpu);
+  y.eval();
+  REQUIRE(y.size() == static_cast<size_t>(n - 3));
+  const float* p = y.data<float>();
+  for (size_t i : {size_t(0), size_t(1), y.size() / 2, range / 4 - 5, range / 4 - 3, range / 4,
+                   y.size() - 1}) {
+    CHECK_MESSAGE(p[i] == 3.5f, "element " << i);
+  }
+}
+
+TEST_CASE("a view no chunking can bring under maxStorageBufferRange fails with a clear error") {
+  VK_REQUIRE_DEVICE();
+  size_t range = info_size("max_storage_buffer_range");
+  if (range > (size_t(1) << 29)) {
+    MESSAGE("maxStorageBufferRange is " << range << " bytes: skipped");
+    return;
+  }
+  // A transposed matrix larger than the range: every output row reads all of it.
+  int rows = 4096;
+  int cols = static_cast<int>(range / 4 / rows + 16);
+  auto m = mx::add(mx::full({rows, cols}, 1.0f, gpu), mx::array(0.0f), gpu);
+  auto t = mx::add(mx::transpose(m, gpu), mx::array(1.0f), gpu);
+  CHECK_THROWS_WITH_AS(t.eval(), doctest::Contains("maxStorageBufferRange"),
+                       std::runtime_error);
+  mx::synchronize();
+}
+
+TEST_CASE("donation reuses a dead intermediate's buffer") {
+  VK_REQUIRE_DEVICE();
+  mx::synchronize();
+  mx::clear_cache();
+  auto x = iota_f32({1 << 18}); // 1 MiB
+  x.eval();
+  mx::reset_peak_memory();
+  size_t base = mx::get_active_memory();
+  auto y = mx::add(x, mx::array(1.0f), gpu);
+  for (int i = 0; i < 10; ++i) {
+    y = mx::add(y, mx::array(1.0f), gpu);
+  }
+  y.eval();
+  CHECK(mx::get_peak_memory() - base < 3 * x.nbytes() + (1 << 16));
+  CHECK(mlx_test::to_doubles(y)[10] == doctest::Approx(11 * 1.0 + 7.0));
+}
+
+TEST_CASE("async_eval returns and reading the result waits for it") {
+  VK_REQUIRE_DEVICE();
+  auto a = iota_f32({1000});
+  auto y = mx::multiply(mx::add(a, a, gpu), mx::array(0.5f), gpu);
+  mx::async_eval({y});
+  CHECK(y.status() != mx::array::Status::unscheduled);
+  check_same(y, a, "async");
+}
+
+TEST_CASE("mixed CPU/GPU graphs evaluate in order") {
+  VK_REQUIRE_DEVICE();
+  auto a = iota_f32({257});
+  auto g1 = mx::add(a, a, gpu);                        // GPU
+  auto c1 = mx::multiply(g1, mx::array(2.0f), cpu);    // CPU reads a GPU result
+  auto g2 = mx::add(c1, g1, gpu);                      // GPU reads a CPU result
+  auto c2 = mx::add(g2, mx::array(1.0f), cpu);
+  auto want = mx::add(mx::multiply(a, mx::array(6.0f), cpu), mx::array(1.0f), cpu);
+  check_same(c2, want, "mixed");
+}
+
+TEST_CASE("a GPU op on one stream reads another stream's pending result") {
+  VK_REQUIRE_DEVICE();
+  auto s2 = mx::new_stream(gpu);
+  auto a = iota_f32({513});
+  // In one eval, x is recorded on s2 and still unsubmitted when y (default stream) reads it.
+  auto x = mx::add(a, a, s2);
+  auto y = mx::add(x, a, gpu);
+  check_same(y, mx::multiply(a, mx::array(3.0f), cpu), "cross-stream");
+}
+
+TEST_CASE("ops without a GPU kernel take the counted CPU route") {
+  VK_REQUIRE_DEVICE();
+  vk::reset_fallback_counts();
+  auto a = iota_f32({5, 7});
+  auto s = mx::sum(mx::add(a, a, gpu), 1, false, gpu); // Sum has no GPU kernel yet
+  check_same(s, mx::sum(mx::add(a, a, cpu), 1, false, cpu), "sum", 1e-6);
+  auto d = mx::exp(mx::astype(a, mx::float64, cpu), gpu); // float64 is CPU-only
+  d.eval();
+  auto counts = vk::fallback_counts();
+  CHECK(counts["Sum"] == 1);
+  CHECK(counts["Exp"] == 1);
+  CHECK(counts.count("Add") == 0);
+}
+
+TEST_CASE("barriers separate dependent dispatches and only those") {
+  VK_REQUIRE_DEVICE();
+  auto a = iota_f32({64});
+  mx::add(a, a, gpu).eval(); // on the staged path this uploads `a` (a transfer write)
+  mx::synchronize();
+  auto before = vk::encoder_stats();
+  auto x = mx::add(a, a, gpu);
+  auto y = mx::multiply(a, a, gpu);
+  mx::eval({x, y}); // independent: no barrier between them
+  auto mid = vk::encoder_stats();
+  CHECK(mid.barriers == before.barriers);
+  CHECK(mid.dispatches == before.dispatches + 2);
+  auto z = mx::multiply(mx::add(a, a, gpu), a, gpu); // reads what the batch wrote
+  z.eval();
+  auto after = vk::encoder_stats();
+  CHECK(after.barriers >= mid.barriers + 1);
+}
+
+TEST_CASE("a stream commits its batch every MLX_VK_MAX_OPS_PER_BUFFER ops") {
+  VK_REQUIRE_DEVICE();
+  setenv("MLX_VK_MAX_OPS_PER_BUFFER", "2", 1);
+  auto s = mx::new_stream(gpu); // the limit is read when the stream is created
+  unsetenv("MLX_VK_MAX_OPS_PER_BUFFER");
+  auto a = iota_f32({64});
+  a.eval();
+  auto before = vk::encoder_stats();
+  auto y = a;
+  for (int i = 0; i < 6; ++i) {
+    y = mx::add(y, a, s);
+  }
+  y.eval();
+  auto after = vk::encoder_stats();
+  // 6 ops at 2 per batch: 3 submissions (the last may be the finalize one).
+  CHECK(after.submissions - before.submissions >= 3);
+  check_same(y, mx::multiply(a, mx::array(7.0f), cpu), "batched");
+}
+
+TEST_CASE("the kernel library builds a key once when many threads ask at the same time") {
+  VK_REQUIRE_DEVICE();
+  auto& lib = vk::kernel_library();
+  vk::codegen::ElementwiseGeometry g;
+  g.shape = {33};
+  g.in_strides = {{1}};
+  g.in_offsets = {0};
+  // A key no other test uses: unary Negative on i16.
+  auto key = vk::codegen::elementwise_key("unary", "Negative", {"i16"}, "i16", g);
+  size_t builds = lib.builds();
+  std::vector<const vk::Kernel*> got(8, nullptr);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] { got[t] = &lib.get(key); });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(lib.builds() == builds + 1);
+  for (auto* k : got) {
+    CHECK(k == got[0]);
+  }
+  CHECK(got[0]->pipeline != VK_NULL_HANDLE);
+}
+
+TEST_CASE("10,000 evals in a loop keep active memory flat") {
+  VK_REQUIRE_DEVICE();
+  auto a = iota_f32({256});
+  a.eval();
+  auto step = [&](int i) {
+    auto y = mx::add(a, mx::array(static_cast<float>(i)), gpu);
+    y.eval();
+    return y.data<float>()[3];
+  };
+  for (int i = 0; i < 100; ++i) step(i); // warm up kernels and the cache
+  mx::synchronize();
+  size_t base = mx::get_active_memory();
+  float last = 0;
+  for (int i = 0; i < 10000; ++i) {
+    last = step(i);
+  }
+  mx::synchronize();
+  CHECK(last == doctest::Approx(9999.0 + 0.0)); // element 3 of iota is 3 - 3 = 0
+  CHECK(mx::get_active_memory() == base);
+}
