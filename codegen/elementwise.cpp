@@ -344,6 +344,11 @@ KernelSource render_elementwise(const KernelKey& key, const DeviceCaps& caps) {
     defines.push_back("OP_KIND " + std::to_string(static_cast<int>(operand.kind)));
     defines.push_back(std::string("OP_SIGNED ") + (operand.kind == Kind::Int ? "1" : "0"));
     defines.push_back("OP_BITS " + std::to_string(operand.bits));
+    // Parse only the math the op uses (include/math.glsl).
+    defines.push_back("MLX_MATH_SELECTIVE 1");
+    if (!op.math.empty()) {
+      defines.push_back("MLX_MATH_" + op.math + " 1");
+    }
   }
   defines.push_back("OP(" + op.params + ") " + op.body);
 
@@ -368,6 +373,26 @@ Launch elementwise_launch(const KernelKey& key, const KernelSource& source,
                                 " does not match the geometry (which gives layout=" +
                                 l.letters + (l.rank.empty() ? "" : ",rank=" + l.rank) +
                                 ",idx=" + (l.idx64 ? "64" : "32") + ").");
+  }
+
+  // Array indices are 32-bit in GLSL: each binding must hold fewer than 2^32 elements
+  // (true whenever a binding fits in maxStorageBufferRange <= 4 GiB).
+  if (n.size > 0) {
+    uint64_t reach = n.out_offset + n.size - 1;
+    for (size_t k = 0; k < spec.inputs; ++k) {
+      uint64_t r = n.offsets[k];
+      for (size_t d = 0; d < n.shape.size(); ++d) {
+        int64_t st = n.strides[k][d];
+        r += static_cast<uint64_t>(st < 0 ? -st : st) * static_cast<uint64_t>(n.shape[d] - 1);
+      }
+      reach = std::max(reach, r);
+    }
+    if (reach > std::numeric_limits<uint32_t>::max()) {
+      throw std::invalid_argument("[elementwise_launch] " + where +
+                                  ": a binding would need element index " +
+                                  std::to_string(reach) +
+                                  ", beyond 2^32 - 1; split the array into smaller bindings.");
+    }
   }
 
   Launch launch;

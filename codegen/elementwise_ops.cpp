@@ -34,6 +34,7 @@ struct OpRule {
   const char* f_expr;  // float inputs
   const char* i_expr;  // integer inputs (signed and unsigned)
   const char* b_expr;  // bool inputs (uint 0/1); nullptr: same as i_expr
+  const char* math = ""; // include/math.glsl group f_expr needs ("" = always present)
 };
 
 // Unary: parameter x.
@@ -44,27 +45,27 @@ const OpRule kUnary[] = {
     {"Sqrt", F, false, "m_sqrt(x)", "", nullptr},
     {"Rsqrt", F, false, "m_rsqrt(x)", "", nullptr},
     {"Square", ALL, false, "((x) * (x))", "op_square(x)", "(x)"},
-    {"Exp", F, false, "m_exp(x)", "", nullptr},
-    {"Expm1", F, false, "m_expm1(x)", "", nullptr},
-    {"Log", F, false, "m_log(x)", "", nullptr},
-    {"Log1p", F, false, "m_log1p(x)", "", nullptr},
-    {"Log2", F, false, "m_log2(x)", "", nullptr},
-    {"Log10", F, false, "m_log10(x)", "", nullptr},
-    {"Sin", F, false, "m_sin(x)", "", nullptr},
-    {"Cos", F, false, "m_cos(x)", "", nullptr},
-    {"Tan", F, false, "m_tan(x)", "", nullptr},
-    {"ArcSin", F, false, "m_asin(x)", "", nullptr},
-    {"ArcCos", F, false, "m_acos(x)", "", nullptr},
-    {"ArcTan", F, false, "m_atan(x)", "", nullptr},
-    {"Sinh", F, false, "m_sinh(x)", "", nullptr},
-    {"Cosh", F, false, "m_cosh(x)", "", nullptr},
-    {"Tanh", F, false, "m_tanh(x)", "", nullptr},
-    {"ArcSinh", F, false, "m_asinh(x)", "", nullptr},
-    {"ArcCosh", F, false, "m_acosh(x)", "", nullptr},
-    {"ArcTanh", F, false, "m_atanh(x)", "", nullptr},
-    {"Sigmoid", F, false, "m_sigmoid(x)", "", nullptr},
-    {"Erf", F, false, "m_erf(x)", "", nullptr},
-    {"ErfInv", F, false, "m_erfinv(x)", "", nullptr},
+    {"Exp", F, false, "m_exp(x)", "", nullptr, "EXP"},
+    {"Expm1", F, false, "m_expm1(x)", "", nullptr, "EXP"},
+    {"Log", F, false, "m_log(x)", "", nullptr, "LOG"},
+    {"Log1p", F, false, "m_log1p(x)", "", nullptr, "LOG"},
+    {"Log2", F, false, "m_log2(x)", "", nullptr, "LOG"},
+    {"Log10", F, false, "m_log10(x)", "", nullptr, "LOG"},
+    {"Sin", F, false, "m_sin(x)", "", nullptr, "TRIG"},
+    {"Cos", F, false, "m_cos(x)", "", nullptr, "TRIG"},
+    {"Tan", F, false, "m_tan(x)", "", nullptr, "TRIG"},
+    {"ArcSin", F, false, "m_asin(x)", "", nullptr, "ATAN"},
+    {"ArcCos", F, false, "m_acos(x)", "", nullptr, "ATAN"},
+    {"ArcTan", F, false, "m_atan(x)", "", nullptr, "ATAN"},
+    {"Sinh", F, false, "m_sinh(x)", "", nullptr, "HYPER"},
+    {"Cosh", F, false, "m_cosh(x)", "", nullptr, "HYPER"},
+    {"Tanh", F, false, "m_tanh(x)", "", nullptr, "HYPER"},
+    {"ArcSinh", F, false, "m_asinh(x)", "", nullptr, "HYPER"},
+    {"ArcCosh", F, false, "m_acosh(x)", "", nullptr, "HYPER"},
+    {"ArcTanh", F, false, "m_atanh(x)", "", nullptr, "HYPER"},
+    {"Sigmoid", F, false, "m_sigmoid(x)", "", nullptr, "SIGMOID"},
+    {"Erf", F, false, "m_erf(x)", "", nullptr, "ERF"},
+    {"ErfInv", F, false, "m_erfinv(x)", "", nullptr, "ERFINV"},
     {"Floor", ALL, false, "floor(x)", "(x)", nullptr},
     {"Ceil", ALL, false, "ceil(x)", "(x)", nullptr},
     {"Round", ALL, false, "roundEven(x)", "(x)", nullptr},
@@ -81,8 +82,8 @@ const OpRule kBinary[] = {
     {"Multiply", ALL, false, "((a) * (b))", "((a) * (b))", nullptr},
     {"Divide", F, false, "((a) / (b))", "", nullptr},
     {"FloorDivide", ALL, false, "floor((a) / (b))", "op_floor_divide(a, b)", nullptr},
-    {"Remainder", ALL, false, "m_remainder(a, b)", "op_remainder(a, b)", nullptr},
-    {"Power", ALL, false, "m_pow(a, b)", "op_power(a, b)", nullptr},
+    {"Remainder", ALL, false, "m_remainder(a, b)", "op_remainder(a, b)", nullptr, "FMOD"},
+    {"Power", ALL, false, "m_pow(a, b)", "op_power(a, b)", nullptr, "POW"},
     {"Maximum", ALL, false, "m_maximum(a, b)", "op_maximum(a, b)", nullptr},
     {"Minimum", ALL, false, "m_minimum(a, b)", "op_minimum(a, b)", nullptr},
     {"Equal", ALL, true, "((a) == (b) ? 1u : 0u)", "((a) == (b) ? 1u : 0u)", nullptr},
@@ -96,8 +97,8 @@ const OpRule kBinary[] = {
      "((a) == OP_T(0) || (b) == OP_T(0) ? 0u : 1u)", nullptr},
     {"LogicalOr", ALL, true, "((a) == 0.0f && (b) == 0.0f ? 0u : 1u)",
      "((a) == OP_T(0) && (b) == OP_T(0) ? 0u : 1u)", nullptr},
-    {"LogAddExp", F, false, "m_logaddexp(a, b)", "", nullptr},
-    {"ArcTan2", F, false, "m_atan2(a, b)", "", nullptr},
+    {"LogAddExp", F, false, "m_logaddexp(a, b)", "", nullptr, "LOGADDEXP"},
+    {"ArcTan2", F, false, "m_atan2(a, b)", "", nullptr, "ATAN"},
     {"BitwiseAnd", B | INTS, false, "", "((a) & (b))", nullptr},
     {"BitwiseOr", B | INTS, false, "", "((a) | (b))", nullptr},
     {"BitwiseXor", B | INTS, false, "", "((a) ^ (b))", nullptr},
@@ -141,7 +142,8 @@ OpExpr from_rule(const OpRule& rule, const DtypeInfo& in, const char* params,
   const char* body = in.kind == Kind::Float ? rule.f_expr
                      : in.kind == Kind::Bool && rule.b_expr ? rule.b_expr
                                                             : rule.i_expr;
-  return {params, body, rule.predicate ? "b" : in.name};
+  std::string math = in.kind == Kind::Float ? rule.math : "";
+  return {params, body, rule.predicate ? "b" : in.name, math};
 }
 
 void require_count(const std::vector<const DtypeInfo*>& in, size_t n, const std::string& family,
@@ -182,13 +184,13 @@ OpExpr elementwise_op(const std::string& family, const std::string& op,
                                   ": select takes (b, T, T) inputs, got (" + in[0]->name +
                                   ", " + in[1]->name + ", " + in[2]->name + ").");
     }
-    return {"c, x, y", "((c) != 0u ? (x) : (y))", in[1]->name};
+    return {"c, x, y", "((c) != 0u ? (x) : (y))", in[1]->name, ""};
   } else if (family == "copy") {
     require_count(in, 1, family, where);
     if (op != "Copy") {
       throw std::invalid_argument("[render] " + where + ": family copy has only op Copy.");
     }
-    return {"x", "", ""}; // the caller builds the conversion for the output dtype
+    return {"x", "", "", ""}; // the caller builds the conversion for the output dtype
   } else {
     throw std::invalid_argument("[render] " + where + ": unknown elementwise family '" +
                                 family + "'.");

@@ -12,6 +12,7 @@ struct OpExpr {
   std::string params; // macro parameters: "x", "a, b" or "c, x, y"
   std::string body;   // GLSL expression in those parameters (compute types)
   std::string out;    // the output dtype the op produces ("b" for predicates)
+  std::string math;   // include/math.glsl function group it needs, e.g. "EXP" ("" = none)
 };
 
 // Throws std::invalid_argument naming the kernel (`where`) for an unknown op or a dtype the

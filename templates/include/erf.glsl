@@ -4,6 +4,7 @@
 #ifndef MLX_ERF_GLSL
 #define MLX_ERF_GLSL
 
+#if MLX_MATH_ERF
 float m_erf(float x) {
   if (m_isnan(x)) {
     return x;
@@ -40,6 +41,9 @@ float m_erf(float x) {
   return m_copysign(1.0f - m_exp(-a * a) * q, x);
 }
 
+#endif // MLX_MATH_ERF
+
+#if MLX_MATH_ERFINV
 float m_erfinv(float x) {
   float a = abs(x);
   if (m_isnan(x) || a > 1.0f) {
@@ -78,5 +82,6 @@ float m_erfinv(float x) {
   }
   return x * p;
 }
+#endif // MLX_MATH_ERFINV
 
 #endif

@@ -10,6 +10,60 @@
 #ifndef MLX_MATH_GLSL
 #define MLX_MATH_GLSL
 
+// Function groups. The engine defines MLX_MATH_SELECTIVE plus the groups an op needs
+// (codegen/elementwise_ops.cpp), so glslang parses only those: parsing the whole file costs
+// about 10 ms per kernel. Without MLX_MATH_SELECTIVE (a template compiled on its own, or the
+// C++ tests) every group is in.
+#ifdef MLX_MATH_SELECTIVE
+#define MLX_MATH_ALL 0
+#else
+#define MLX_MATH_ALL 1
+#endif
+#ifndef MLX_MATH_EXP
+#define MLX_MATH_EXP MLX_MATH_ALL
+#endif
+#ifndef MLX_MATH_LOG
+#define MLX_MATH_LOG MLX_MATH_ALL
+#endif
+#ifndef MLX_MATH_TRIG
+#define MLX_MATH_TRIG MLX_MATH_ALL
+#endif
+#ifndef MLX_MATH_ATAN
+#define MLX_MATH_ATAN MLX_MATH_ALL
+#endif
+#ifndef MLX_MATH_HYPER
+#define MLX_MATH_HYPER MLX_MATH_ALL
+#endif
+#ifndef MLX_MATH_SIGMOID
+#define MLX_MATH_SIGMOID MLX_MATH_ALL
+#endif
+#ifndef MLX_MATH_FMOD
+#define MLX_MATH_FMOD MLX_MATH_ALL
+#endif
+#ifndef MLX_MATH_POW
+#define MLX_MATH_POW MLX_MATH_ALL
+#endif
+#ifndef MLX_MATH_LOGADDEXP
+#define MLX_MATH_LOGADDEXP MLX_MATH_ALL
+#endif
+#ifndef MLX_MATH_ERF
+#define MLX_MATH_ERF MLX_MATH_ALL
+#endif
+#ifndef MLX_MATH_ERFINV
+#define MLX_MATH_ERFINV MLX_MATH_ALL
+#endif
+// What each group uses.
+#if MLX_MATH_HYPER || MLX_MATH_LOGADDEXP || MLX_MATH_ERFINV
+#undef MLX_MATH_LOG
+#define MLX_MATH_LOG 1
+#endif
+#if MLX_MATH_HYPER || MLX_MATH_SIGMOID || MLX_MATH_POW || MLX_MATH_LOGADDEXP || MLX_MATH_ERF
+#undef MLX_MATH_EXP
+#define MLX_MATH_EXP 1
+#endif
+
+// ---- always: classification, sqrt, scaling, sign, maximum/minimum ---------------------
+
 const float MLX_LN2_HI = 0.693359375f;     // ln 2 = MLX_LN2_HI + MLX_LN2_LO; k * HI is exact
 const float MLX_LN2_LO = -2.12194440e-4f;
 const float MLX_LOG2E = 1.44269504f;
@@ -72,6 +126,36 @@ float m_scale2(float x, int n) {
   return x * m_pow2i(h) * m_pow2i(n - h);
 }
 
+float m_sign(float x) {
+  if (m_isnan(x)) {
+    return x;
+  }
+  return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : x); // zero keeps its sign
+}
+
+float m_maximum(float a, float b) {
+  if (m_isnan(a)) {
+    return a;
+  }
+  if (m_isnan(b)) {
+    return b;
+  }
+  return a < b ? b : a; // max(-0, +0) is the first argument, as on the CPU
+}
+
+float m_minimum(float a, float b) {
+  if (m_isnan(a)) {
+    return a;
+  }
+  if (m_isnan(b)) {
+    return b;
+  }
+  return b < a ? b : a;
+}
+
+// ---- exp ------------------------------------------------------------------------------
+
+#if MLX_MATH_EXP
 // e^r for |r| <= 0.35: Taylor series to r^8 (the first omitted term is below 1e-9).
 float m_exp_poly(float r) {
   float p = 2.48015873e-5f;
@@ -140,7 +224,11 @@ float m_expm1(float x) {
   }
   return m_exp(x) - 1.0f;
 }
+#endif // MLX_MATH_EXP
 
+// ---- log ------------------------------------------------------------------------------
+
+#if MLX_MATH_LOG
 // For finite x > 0: (e, log(m)) with x = m * 2^e and m in [sqrt(1/2), sqrt(2)).
 // log(m) = 2 atanh(s), s = (m - 1) / (m + 1), |s| <= 0.172: accurate near x = 1, where
 // Vulkan's log only promises an absolute error of 2^-21.
@@ -225,7 +313,9 @@ float m_log1p(float x) {
   // log(u) * x / (u - 1) cancels the rounding error of 1 + x.
   return m_log(u) * (x / (u - 1.0f));
 }
+#endif // MLX_MATH_LOG
 
+#if MLX_MATH_TRIG
 // ---- trigonometric ----------------------------------------------------------------------
 
 // 2/pi in 32-bit words: 2/pi = sum MLX_TWO_OVER_PI[i] * 2^(-32 (i + 1)).
@@ -351,6 +441,10 @@ float m_tan(float x) {
   float c = m_cos_poly(rq.x);
   return (rq.y == 0.0f || rq.y == 2.0f) ? s / c : -c / s;
 }
+#endif // MLX_MATH_TRIG
+
+#if MLX_MATH_ATAN
+// ---- inverse trigonometric ------------------------------------------------------------
 
 // atan for a in [0, 1]: shifted by pi/4 above tan(pi/8), then a Taylor series in
 // |t| <= 0.4143 (the first omitted term is below 1e-8 relative).
@@ -422,7 +516,9 @@ float m_acos(float x) {
   }
   return m_atan2(sqrt((1.0f - x) * (1.0f + x)), x);
 }
+#endif // MLX_MATH_ATAN
 
+#if MLX_MATH_HYPER
 // ---- hyperbolic -------------------------------------------------------------------------
 
 float m_sinh(float x) {
@@ -501,16 +597,9 @@ float m_atanh(float x) {
   }
   return m_copysign(0.5f * m_log1p(2.0f * a / (1.0f - a)), x);
 }
+#endif // MLX_MATH_HYPER
 
-// ---- other unary ------------------------------------------------------------------------
-
-float m_sign(float x) {
-  if (m_isnan(x)) {
-    return x;
-  }
-  return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : x); // zero keeps its sign
-}
-
+#if MLX_MATH_SIGMOID
 // Never computes exp of a large positive number, so it neither overflows nor loses 1 - s.
 float m_sigmoid(float x) {
   if (x >= 0.0f) {
@@ -519,28 +608,10 @@ float m_sigmoid(float x) {
   float e = m_exp(x);
   return e / (1.0f + e);
 }
+#endif // MLX_MATH_SIGMOID
 
-// ---- binary -----------------------------------------------------------------------------
-
-float m_maximum(float a, float b) {
-  if (m_isnan(a)) {
-    return a;
-  }
-  if (m_isnan(b)) {
-    return b;
-  }
-  return a < b ? b : a; // max(-0, +0) is the first argument, as on the CPU
-}
-
-float m_minimum(float a, float b) {
-  if (m_isnan(a)) {
-    return a;
-  }
-  if (m_isnan(b)) {
-    return b;
-  }
-  return b < a ? b : a;
-}
+#if MLX_MATH_FMOD
+// ---- remainder ------------------------------------------------------------------------
 
 // C's fmod, exact: long division of the integer significands, one exponent step at a time.
 float m_fmod(float x, float y) {
@@ -611,7 +682,9 @@ float m_remainder(float a, float b) {
   }
   return r;
 }
+#endif // MLX_MATH_FMOD
 
+#if MLX_MATH_POW
 // ---- float-float arithmetic (for pow) --------------------------------------------------
 // Error-free transformations; `precise` forbids the reassociation and contraction that
 // would break them. Splitting into 12-bit halves makes products exact without fma.
@@ -743,7 +816,9 @@ float m_pow(float x, float y) {
   }
   return x < 0.0f && y_odd ? -r : r;
 }
+#endif // MLX_MATH_POW
 
+#if MLX_MATH_LOGADDEXP
 // log(e^a + e^b) without overflow, in the CPU's order of operations (same signed zeros).
 float m_logaddexp(float a, float b) {
   if (m_isnan(a) || m_isnan(b)) {
@@ -756,5 +831,6 @@ float m_logaddexp(float a, float b) {
   }
   return hi + m_log1p(m_exp(lo - hi));
 }
+#endif // MLX_MATH_LOGADDEXP
 
 #endif

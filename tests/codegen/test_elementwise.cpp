@@ -1,0 +1,202 @@
+// elementwise_key (layout classification) and elementwise_launch (push constants, meta
+// buffer, group counts).
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <stdexcept>
+
+#include "codegen/codegen.h"
+#include "codegen/elementwise.h"
+
+using namespace mlx::core::vulkan::codegen;
+
+namespace {
+
+DeviceCaps full_caps() {
+  DeviceCaps caps;
+  caps.storage_8bit = caps.storage_16bit = caps.shader_int64 = true;
+  caps.max_workgroup_invocations = 1024;
+  caps.fingerprint = "test";
+  return caps;
+}
+
+ElementwiseGeometry geom(std::vector<int64_t> shape, std::vector<std::vector<int64_t>> strides,
+                         std::vector<uint64_t> offsets = {}, uint64_t out_offset = 0) {
+  ElementwiseGeometry g;
+  g.shape = std::move(shape);
+  g.in_strides = std::move(strides);
+  g.in_offsets = offsets.empty() ? std::vector<uint64_t>(g.in_strides.size(), 0) : offsets;
+  g.out_offset = out_offset;
+  return g;
+}
+
+std::string layout_of(const KernelKey& k) {
+  std::string s = k.params.at("layout");
+  if (k.params.count("rank")) {
+    s += "/" + k.params.at("rank");
+  }
+  return s + "/" + k.params.at("idx");
+}
+
+std::string binary_layout(const ElementwiseGeometry& g) {
+  return layout_of(elementwise_key("binary", "Add", {"f32", "f32"}, "f32", g));
+}
+
+std::vector<int64_t> words(const std::vector<uint8_t>& bytes, bool w64) {
+  std::vector<int64_t> out;
+  size_t w = w64 ? 8 : 4;
+  for (size_t i = 0; i + w <= bytes.size(); i += w) {
+    if (w64) {
+      int64_t v;
+      std::memcpy(&v, bytes.data() + i, 8);
+      out.push_back(v);
+    } else {
+      int32_t v;
+      std::memcpy(&v, bytes.data() + i, 4);
+      out.push_back(v);
+    }
+  }
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("elementwise_key picks s/c/g per input, the rank class and the index width") {
+  // Contiguous, scalar-broadcast, 0-d.
+  CHECK(binary_layout(geom({4, 5}, {{5, 1}, {5, 1}})) == "cc/32");
+  CHECK(binary_layout(geom({4, 5}, {{5, 1}, {0, 0}})) == "cs/32");
+  CHECK(binary_layout(geom({}, {{}, {}})) == "ss/32");
+  CHECK(binary_layout(geom({0, 3}, {{3, 1}, {1, 0}})) == "ss/32"); // empty: nothing to read
+  // Transposed and row-broadcast inputs are strided; ranks 1-3 are specialized.
+  CHECK(binary_layout(geom({4, 5}, {{1, 4}, {5, 1}})) == "gc/2/32");
+  CHECK(binary_layout(geom({4, 5}, {{0, 1}, {5, 1}})) == "gc/2/32");
+  CHECK(binary_layout(geom({6}, {{2}, {1}})) == "gc/1/32");
+  CHECK(binary_layout(geom({2, 3, 4}, {{1, 2, 6}, {12, 4, 1}})) == "gc/3/32");
+  CHECK(binary_layout(geom({2, 3, 4, 5}, {{60, 20, 5, 1}, {1, 2, 6, 24}})) == "cg/n/32");
+  // Extent-1 dims are dropped and mergeable dims merged, for every input together.
+  CHECK(binary_layout(geom({1, 5, 1}, {{99, 1, 7}, {0, 1, 0}})) == "cc/32");
+  CHECK(binary_layout(geom({2, 3, 4}, {{12, 4, 1}, {0, 0, 0}})) == "cs/32");
+  CHECK(binary_layout(geom({2, 3, 4}, {{24, 4, 1}, {12, 4, 1}})) == "gc/2/32");
+  // Negative strides (reversed views).
+  CHECK(binary_layout(geom({5}, {{-1}, {1}}, {4, 0})) == "gc/1/32");
+  // 64-bit indexing once any index can pass 2^31 - 1.
+  CHECK(binary_layout(geom({3000000000}, {{1}, {1}})) == "cc/64");
+  CHECK(binary_layout(geom({10}, {{1}, {1}}, {2147483640, 0})) == "cc/64");
+  CHECK(binary_layout(geom({10}, {{1}, {1}}, {2147483637, 0})) == "cc/32");
+  CHECK(binary_layout(geom({3, 2}, {{1073741824, 1}, {2, 1}})) == "gc/2/64");
+  CHECK(binary_layout(geom({10}, {{1}, {1}}, {}, 2147483640)) == "cc/64");
+
+  KernelKey k = elementwise_key("select", "Select", {"b", "f16", "f16"}, "f16",
+                                geom({8}, {{1}, {0}, {1}}));
+  CHECK(k.canonical() == "select:idx=32,in=b.f16.f16,layout=csc,op=Select,out=f16");
+}
+
+TEST_CASE("elementwise_key rejects inconsistent descriptions") {
+  CHECK_THROWS_AS(elementwise_key("binary", "Add", {"f32"}, "f32", geom({4}, {{1}})),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(elementwise_key("binary", "Add", {"f32", "f32"}, "f32", geom({4}, {{1}})),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(elementwise_key("binary", "Add", {"f32", "f32"}, "f32",
+                                  geom({4, 2}, {{1}, {2, 1}})),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(elementwise_key("ternary", "Add", {"f32"}, "f32", geom({4}, {{1}})),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(elementwise_key("unary", "Exp", {"f32"}, "f32", geom({-1}, {{1}})),
+                  std::invalid_argument);
+}
+
+TEST_CASE("elementwise_launch packs size and offsets for contiguous inputs") {
+  auto g = geom({1000}, {{1}, {0}}, {7, 3}, 11);
+  KernelKey key = elementwise_key("binary", "Multiply", {"f32", "f32"}, "f32", g);
+  KernelSource src = render(key, full_caps());
+  Launch l = elementwise_launch(key, src, g);
+  CHECK(src.push_constant_bytes == 16);
+  CHECK(words(l.push_constants, false) == std::vector<int64_t>{1000, 11, 7, 3});
+  CHECK(l.meta.empty());
+  CHECK(src.workgroup_size[0] == 256);
+  CHECK(l.groups == std::array<uint32_t, 3>{4, 1, 1}); // ceil(1000 / 256)
+}
+
+TEST_CASE("elementwise_launch packs dims and strides of strided inputs (ranks 1-3)") {
+  // rank 2: size, out_offset, in offsets, dim1, then the strides of each g input.
+  auto g2 = geom({4, 5}, {{1, 4}, {5, 1}}, {2, 0});
+  KernelKey k2 = elementwise_key("binary", "Add", {"i32", "i32"}, "i32", g2);
+  Launch l2 = elementwise_launch(k2, render(k2, full_caps()), g2);
+  CHECK(words(l2.push_constants, false) == std::vector<int64_t>{20, 0, 2, 0, 5, 1, 4});
+
+  // rank 3 with a negative stride; dims 1 and 2 are packed.
+  auto g3 = geom({2, 3, 4}, {{1, -2, 6}}, {4});
+  KernelKey k3 = elementwise_key("unary", "Abs", {"f32"}, "f32", g3);
+  CHECK(layout_of(k3) == "g/3/32");
+  Launch l3 = elementwise_launch(k3, render(k3, full_caps()), g3);
+  CHECK(words(l3.push_constants, false) == std::vector<int64_t>{24, 0, 4, 3, 4, 1, -2, 6});
+
+  // rank 1, 64-bit: every field takes 8 bytes.
+  auto g1 = geom({3}, {{1073741824}}, {0});
+  KernelKey k1 = elementwise_key("copy", "Copy", {"u8"}, "f32", g1);
+  CHECK(layout_of(k1) == "g/1/64");
+  KernelSource s1 = render(k1, full_caps());
+  Launch l1 = elementwise_launch(k1, s1, g1);
+  CHECK(s1.push_constant_bytes == 32);
+  CHECK(words(l1.push_constants, true) == std::vector<int64_t>{3, 0, 0, 1073741824});
+}
+
+TEST_CASE("elementwise_launch puts shape and strides of the N-d path in the meta buffer") {
+  auto g = geom({2, 3, 4, 5}, {{60, 20, 5, 1}, {1, 2, 6, 24}}, {0, 1});
+  KernelKey key = elementwise_key("binary", "Subtract", {"f32", "f32"}, "f32", g);
+  KernelSource src = render(key, full_caps());
+  CHECK(src.num_buffers == 4); // two inputs, output, meta
+  Launch l = elementwise_launch(key, src, g);
+  CHECK(words(l.push_constants, false) == std::vector<int64_t>{120, 0, 0, 1, 4});
+  CHECK(words(l.meta, false) ==
+        std::vector<int64_t>{2, 3, 4, 5, 60, 20, 5, 1, 1, 2, 6, 24});
+}
+
+TEST_CASE("large launches split over y (and z) with no dimension above 65535") {
+  auto g = geom({100000000}, {{1}, {1}});
+  KernelKey key = elementwise_key("binary", "Add", {"f32", "f32"}, "f32", g);
+  KernelSource src = render(key, full_caps());
+  Launch l = elementwise_launch(key, src, g);
+  uint64_t needed = (100000000 + 255) / 256;
+  CHECK(l.groups[0] <= 65535);
+  CHECK(l.groups[1] > 1);
+  CHECK(l.groups[2] == 1);
+  uint64_t total = uint64_t(l.groups[0]) * l.groups[1] * l.groups[2];
+  CHECK(total >= needed);
+  CHECK(total - needed < l.groups[1]); // at most one partly used row of groups per y
+  MESSAGE("n = 1e8: groups " << l.groups[0] << " x " << l.groups[1] << " x " << l.groups[2]);
+
+  // One invocation per group forces a z split: 2^32 - 1 elements need 4294967295 groups.
+  DeviceCaps tiny = full_caps();
+  tiny.max_workgroup_invocations = 1;
+  auto huge = geom({4294967295}, {{1}});
+  KernelKey hk = elementwise_key("unary", "Negative", {"f32"}, "f32", huge);
+  Launch hl = elementwise_launch(hk, render(hk, tiny), huge);
+  CHECK(hl.groups[2] == 2);
+  CHECK(hl.groups[0] <= 65535);
+  CHECK(hl.groups[1] <= 65535);
+  CHECK(uint64_t(hl.groups[0]) * hl.groups[1] * hl.groups[2] >= 4294967295ull);
+
+  // Narrow dtypes do several elements per invocation (spec constant 1).
+  auto g8 = geom({4096}, {{1}});
+  KernelKey k8 = elementwise_key("unary", "Negative", {"i8"}, "i8", g8);
+  KernelSource s8 = render(k8, full_caps());
+  CHECK(s8.spec_constants.at(1) == 4);
+  CHECK(elementwise_launch(k8, s8, g8).groups == std::array<uint32_t, 3>{4, 1, 1});
+
+  // Nothing to do: zero groups.
+  auto g0 = geom({0}, {{1}});
+  KernelKey k0 = elementwise_key("unary", "Negative", {"f32"}, "f32", g0);
+  CHECK(elementwise_launch(k0, render(k0, full_caps()), g0).groups[0] == 0);
+}
+
+TEST_CASE("elementwise_launch refuses a geometry that does not match the key") {
+  auto g = geom({4, 5}, {{5, 1}});
+  KernelKey key = elementwise_key("unary", "Exp", {"f32"}, "f32", g);
+  KernelSource src = render(key, full_caps());
+  CHECK_THROWS_AS(elementwise_launch(key, src, geom({4, 5}, {{1, 4}})), std::invalid_argument);
+  // A binding past 2^32 elements cannot be indexed.
+  auto big = geom({10}, {{1}}, {4294967290ull});
+  KernelKey bk = elementwise_key("unary", "Exp", {"f32"}, "f32", big);
+  CHECK_THROWS_AS(elementwise_launch(bk, render(bk, full_caps()), big), std::invalid_argument);
+}
