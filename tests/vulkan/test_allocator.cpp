@@ -7,6 +7,7 @@
 
 #include "mlx/backend/vulkan/allocator.h"
 #include "mlx/backend/vulkan/command_encoder.h"
+#include "mlx/backend/vulkan/device.h"
 
 namespace mx = mlx::core;
 namespace vk = mlx::core::vulkan;
@@ -164,4 +165,20 @@ TEST_CASE("poisoned buffers carry a guard region that detects out-of-bounds writ
   CHECK(mx::gpu::debug::check_guards() == 1);
   mx::allocator::free(b);
   CHECK(mx::gpu::debug::check_guards() == 0);
+}
+
+TEST_CASE("under MLX_VK_VALIDATION=1 a validation error makes synchronize throw") {
+  VK_REQUIRE_DEVICE();
+  if (!mx::vulkan::device().validation_enabled()) {
+    MESSAGE("validation is off: skipped");
+    return;
+  }
+  MESSAGE("the validation error printed next is expected (a misaligned vkCmdFillBuffer)");
+  auto s = mx::default_stream(mx::Device::gpu);
+  auto b = mx::allocator::malloc(64);
+  vk::encoder(s.index).fill({vk::allocation(b), 2, 4, true}, 0); // offset must be 4-aligned
+  CHECK_THROWS_WITH_AS(mx::synchronize(), doctest::Contains("validation layer reported"),
+                       std::runtime_error);
+  mx::allocator::free(b);
+  mx::synchronize(); // the error was reported once; later work is clean again
 }
