@@ -363,8 +363,23 @@ struct DeviceFactory {
     messenger_info.pfnUserCallback = debug_callback_impl;
     messenger_info.pUserData = dev.get();
 
+    // Validation also checks synchronization: a missing barrier is an error too.
+    VkValidationFeatureEnableEXT sync_check =
+        VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT;
+    auto features = make_info<VkValidationFeaturesEXT>(VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT);
+    features.enabledValidationFeatureCount = 1;
+    features.pEnabledValidationFeatures = &sync_check;
+    bool validation_features =
+        !layers.empty() && available_exts.count(VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);
+    if (validation_features) {
+      extensions.push_back(VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);
+    }
+    messenger_info.pNext = validation_features ? &features : nullptr;
+
     auto ici = make_info<VkInstanceCreateInfo>(VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO);
-    ici.pNext = debug_utils ? &messenger_info : nullptr; // also covers instance creation
+    // The messenger in the chain also reports problems during instance creation.
+    ici.pNext = debug_utils ? static_cast<const void*>(&messenger_info)
+                            : (validation_features ? &features : nullptr);
     ici.flags = instance_flags;
     ici.pApplicationInfo = &app;
     ici.enabledLayerCount = static_cast<uint32_t>(layers.size());
@@ -382,6 +397,7 @@ struct DeviceFactory {
       return;
     }
     if (debug_utils && vkCreateDebugUtilsMessengerEXT) {
+      messenger_info.pNext = nullptr;
       check(vkCreateDebugUtilsMessengerEXT(dev->instance_, &messenger_info, nullptr,
                                            &dev->messenger_),
             "vkCreateDebugUtilsMessengerEXT");
