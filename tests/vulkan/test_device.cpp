@@ -1,6 +1,8 @@
 // Device selection, capability probing and device_info.
 #include "vk_test.h"
 
+#include <sstream>
+
 #include "mlx/backend/vulkan/device.h"
 
 namespace mx = mlx::core;
@@ -16,7 +18,7 @@ TEST_CASE("device_info reports the probed device and its capabilities") {
         "storage_8bit", "storage_16bit", "push_descriptors", "max_storage_buffer_range",
         "max_compute_shared_memory_size", "cooperative_matrix", "fingerprint", "memory_path",
         "pipeline_cache_uuid", "memory_types"}) {
-    CHECK_MESSAGE(info.count(key) == 1, "missing key " << key);
+    CHECK_MESSAGE(info.count(key) == 1, "missing key " << std::string(key));
   }
   CHECK_FALSE(info_string("device_name").empty());
   CHECK(info_size("subgroup_size") >= 1);
@@ -35,6 +37,12 @@ TEST_CASE("device_info reports the probed device and its capabilities") {
   CHECK(caps.shader_int64 == (info_size("shader_int64") == 1));
   CHECK(caps.storage_16bit == (info_size("storage_16bit") == 1));
   CHECK(caps.fingerprint == info_string("fingerprint"));
+  std::ostringstream all;
+  for (auto& [k, v] : info) {
+    all << "\n  " << k << " = ";
+    std::visit([&](auto& x) { all << x; }, v);
+  }
+  MESSAGE("device_info(0):" << all.str());
   MESSAGE("device: " << info_string("device_name") << " (" << info_string("device_type")
                      << ", " << info_string("driver") << "), memory path " << path
                      << ", memory types " << info_string("memory_types"));
