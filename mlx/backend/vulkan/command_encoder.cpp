@@ -62,7 +62,8 @@ CommandEncoder::CommandEncoder(Device& d, int stream_index)
     : dev_(d),
       index_(stream_index),
       max_ops_(std::max<size_t>(1, env_size("MLX_VK_MAX_OPS_PER_BUFFER", 50))),
-      max_bytes_(std::max<size_t>(1, env_size("MLX_VK_MAX_MB_PER_BUFFER", 64)) << 20) {
+      max_bytes_(std::max<size_t>(1, env_size("MLX_VK_MAX_MB_PER_BUFFER", 64)) << 20),
+      max_in_flight_(std::max<size_t>(1, env_size("MLX_VK_MAX_INFLIGHT", 16))) {
   auto ci = make_info<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
   ci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
   ci.queueFamilyIndex = d.queue_family();
@@ -355,18 +356,28 @@ void CommandEncoder::commit_locked() {
     return;
   }
   auto b = std::move(open_);
-  host_barrier(b->cb);
-  check(vkEndCommandBuffer(b->cb), "vkEndCommandBuffer");
-  check(vkResetFences(dev_.handle(), 1, &b->fence), "vkResetFences");
-  auto si = make_info<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
-  si.commandBufferCount = 1;
-  si.pCommandBuffers = &b->cb;
-  {
+  try {
+    host_barrier(b->cb);
+    check(vkEndCommandBuffer(b->cb), "vkEndCommandBuffer");
+    check(vkResetFences(dev_.handle(), 1, &b->fence), "vkResetFences");
+    auto si = make_info<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
+    si.commandBufferCount = 1;
+    si.pCommandBuffers = &b->cb;
     std::lock_guard qlk(dev_.queue_mutex());
     check(vkQueueSubmit(dev_.queue(), 1, &si, b->fence), "vkQueueSubmit");
+  } catch (...) {
+    // Never submitted: release what it held so memory is not pinned forever.
+    finish_batch(*b);
+    throw;
   }
   g_submissions++;
   in_flight_.push_back(std::move(*b));
+  // Bounded run-ahead: a host that records faster than the device runs would otherwise
+  // pile up batches and the memory they retain.
+  if (in_flight_.size() > max_in_flight_) {
+    auto& oldest = in_flight_.front();
+    wait_fence(dev_.handle(), oldest.fence);
+  }
   poll_locked(false);
 }
 

@@ -103,6 +103,7 @@ class CommandEncoder {
   std::vector<VkDescriptorPool> spare_pools_;
   size_t max_ops_;
   size_t max_bytes_;
+  size_t max_in_flight_;
 };
 
 // The encoder of a GPU stream (created by gpu::new_stream). Throws for an unknown stream.
