@@ -2,6 +2,8 @@
 // injection: the first half of render().
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -106,11 +108,36 @@ std::vector<std::string> template_names() {
   return names;
 }
 
+namespace {
+
+// The template with its includes inlined. Embedded templates never change, so their
+// expansion is kept; with MLX_VK_TEMPLATE_DIR set it is redone each time (files may change).
+std::string expanded_template(const std::string& name) {
+  auto expand_now = [&] {
+    std::set<std::string> seen{name};
+    std::string body;
+    expand(name, template_text(name), seen, 0, body);
+    return body;
+  };
+  const char* dir = std::getenv("MLX_VK_TEMPLATE_DIR");
+  if (dir && *dir) {
+    return expand_now();
+  }
+  static std::mutex mtx;
+  static std::map<std::string, std::string> cache;
+  std::lock_guard lock(mtx);
+  auto it = cache.find(name);
+  if (it == cache.end()) {
+    it = cache.emplace(name, expand_now()).first;
+  }
+  return it->second;
+}
+
+} // namespace
+
 KernelSource render_template(const std::string& template_name,
                              const std::vector<std::string>& defines) {
-  std::set<std::string> seen{template_name};
-  std::string body;
-  expand(template_name, template_text(template_name), seen, 0, body);
+  std::string body = expanded_template(template_name);
 
   KernelSource source;
   source.template_name = template_name;

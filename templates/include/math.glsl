@@ -52,6 +52,12 @@
 #ifndef MLX_MATH_ERFINV
 #define MLX_MATH_ERFINV MLX_MATH_ALL
 #endif
+#ifndef MLX_MATH_DIV
+#define MLX_MATH_DIV MLX_MATH_ALL
+#endif
+#ifndef MLX_MATH_FF
+#define MLX_MATH_FF MLX_MATH_ALL
+#endif
 // What each group uses.
 #if MLX_MATH_HYPER || MLX_MATH_LOGADDEXP || MLX_MATH_ERFINV
 #undef MLX_MATH_LOG
@@ -60,6 +66,10 @@
 #if MLX_MATH_HYPER || MLX_MATH_SIGMOID || MLX_MATH_POW || MLX_MATH_LOGADDEXP || MLX_MATH_ERF
 #undef MLX_MATH_EXP
 #define MLX_MATH_EXP 1
+#endif
+#if MLX_MATH_POW || MLX_MATH_DIV
+#undef MLX_MATH_FF
+#define MLX_MATH_FF 1
 #endif
 
 // ---- always: classification, sqrt, scaling, sign, maximum/minimum ---------------------
@@ -115,12 +125,12 @@ float m_rsqrt(float x) {
   return m_nan();
 }
 
-// 2^n for n in [-126, 127].
+// 2^n  [-126, 127].
 float m_pow2i(int n) {
   return uintBitsToFloat(uint(n + 127) << 23);
 }
 
-// x * 2^n for n in [-252, 254], in two steps so no intermediate power overflows.
+// x * 2^n  [-252, 254], in two steps so no intermediate power overflows.
 float m_scale2(float x, int n) {
   int h = n / 2;
   return x * m_pow2i(h) * m_pow2i(n - h);
@@ -152,6 +162,71 @@ float m_minimum(float a, float b) {
   }
   return b < a ? b : a;
 }
+
+#if MLX_MATH_FF
+// ---- float-float arithmetic (pow, exact division) -----------------------------------------
+// Error-free transformations; `precise` forbids the reassociation and contraction that
+// would break them. Splitting into 12-bit halves makes products exact without fma.
+
+vec2 m_split(float a) {
+  precise float c = 4097.0f * a;
+  precise float hi = c - (c - a);
+  precise float lo = a - hi;
+  return vec2(hi, lo);
+}
+
+// a * b = p + e exactly (|a|, |b| well inside the float range).
+vec2 m_two_prod(float a, float b) {
+  precise float p = a * b;
+  vec2 as = m_split(a);
+  vec2 bs = m_split(b);
+  precise float e = ((as.x * bs.x - p) + as.x * bs.y + as.y * bs.x) + as.y * bs.y;
+  return vec2(p, e);
+}
+
+// a + b = s + e exactly.
+vec2 m_two_sum(float a, float b) {
+  precise float s = a + b;
+  precise float bb = s - a;
+  precise float e = (a - (s - bb)) + (b - bb);
+  return vec2(s, e);
+}
+
+// a / b correctly rounded. Vulkan's division is only within 2.5 ulp (NVIDIA's is not
+// correctly rounded), and floor(a / b) turns one ulp into a whole unit. One correction step
+// from the residual a - q b (exact through m_two_prod), then the nearest of q and its two
+// neighbours; a quotient of floats is never exactly halfway, so "nearest" is unambiguous.
+float m_residual(float a, float b, float q) {
+  vec2 p = m_two_prod(q, b);
+  precise float r = (a - p.x) - p.y;
+  return r;
+}
+
+float m_div(float a, float b) {
+  float q = a / b;
+  float aq = abs(q);
+  float ab = abs(b);
+  // Outside this range the residual is not exact (or q is 0, inf or NaN): keep q.
+  if (!(aq > 1e-30f && aq < 1e30f && ab > 1e-30f && ab < 1e30f)) {
+    return q;
+  }
+  q = q + m_residual(a, b, q) / b;
+  float best = q;
+  float best_r = abs(m_residual(a, b, q));
+  float down = uintBitsToFloat(floatBitsToUint(q) - 1u);
+  float up = uintBitsToFloat(floatBitsToUint(q) + 1u);
+  float r_down = abs(m_residual(a, b, down));
+  float r_up = abs(m_residual(a, b, up));
+  if (r_down < best_r) {
+    best = down;
+    best_r = r_down;
+  }
+  if (r_up < best_r) {
+    best = up;
+  }
+  return best;
+}
+#endif // MLX_MATH_FF
 
 // ---- exp ------------------------------------------------------------------------------
 
@@ -685,34 +760,6 @@ float m_remainder(float a, float b) {
 #endif // MLX_MATH_FMOD
 
 #if MLX_MATH_POW
-// ---- float-float arithmetic (for pow) --------------------------------------------------
-// Error-free transformations; `precise` forbids the reassociation and contraction that
-// would break them. Splitting into 12-bit halves makes products exact without fma.
-
-vec2 m_split(float a) {
-  precise float c = 4097.0f * a;
-  precise float hi = c - (c - a);
-  precise float lo = a - hi;
-  return vec2(hi, lo);
-}
-
-// a * b = p + e exactly (|a|, |b| well inside the float range).
-vec2 m_two_prod(float a, float b) {
-  precise float p = a * b;
-  vec2 as = m_split(a);
-  vec2 bs = m_split(b);
-  precise float e = ((as.x * bs.x - p) + as.x * bs.y + as.y * bs.x) + as.y * bs.y;
-  return vec2(p, e);
-}
-
-// a + b = s + e exactly.
-vec2 m_two_sum(float a, float b) {
-  precise float s = a + b;
-  precise float bb = s - a;
-  precise float e = (a - (s - bb)) + (b - bb);
-  return vec2(s, e);
-}
-
 // log2(x) for finite x > 0 as hi + lo, good to about 2^-40 relative: pow needs
 // y * log2(x) to an absolute 2^-24 for results up to 2^128.
 vec2 m_log2_ff(float x) {

@@ -203,6 +203,30 @@ TEST_CASE("GLSL fmod and remainder are exact and follow Python's sign rule") {
   CHECK(mismatches == 0);
 }
 
+TEST_CASE("GLSL division is correctly rounded, so floor(a / b) matches the CPU") {
+  uint64_t s = 7;
+  auto next = [&] {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<double>(s >> 11) / 9007199254740992.0;
+  };
+  int mismatches = 0;
+  for (int i = 0; i < 200000; ++i) {
+    float b = static_cast<float>(std::exp(-30 + 60 * next())) * (next() < 0.5 ? -1.0f : 1.0f);
+    // Every fourth pair is an exact multiple, where an ulp low turns floor() one lower.
+    float a = i % 4 == 0 ? b * static_cast<float>(std::floor(-1000 + 2000 * next()))
+                         : static_cast<float>(std::exp(-30 + 60 * next()));
+    float got = glsl::m_div(a, b), want = a / b;
+    if (std::bit_cast<uint32_t>(got) != std::bit_cast<uint32_t>(want) && mismatches++ < 5) {
+      FAIL_CHECK(a << " / " << b << " = " << got << ", expected " << want);
+    }
+  }
+  CHECK(mismatches == 0);
+  // Outside the corrected range the plain quotient (and its special values) stays.
+  CHECK(std::isinf(glsl::m_div(1.0f, 0.0f)));
+  CHECK(std::isnan(glsl::m_div(0.0f, 0.0f)));
+  CHECK(glsl::m_div(3e38f, 1e-10f) == kInf);
+}
+
 // Special values must come out exactly like the CPU reference (same NaN-ness, same value,
 // same sign of zero where the reference defines it).
 TEST_CASE("GLSL math matches the CPU reference on special values") {
