@@ -14,13 +14,13 @@ namespace mlx::core::vulkan::codegen {
 // What the device can do; part of every kernel's identity (the "capability path").
 struct DeviceCaps {
   uint32_t subgroup_size = 32;
-  bool shader_float16 = false; // arithmetic in f16
+  bool shader_float16 = false;  // arithmetic in f16
   bool shader_int8 = false;
   bool shader_int16 = false;
   bool shader_int64 = false;
-  bool storage_8bit = false;  // 8-bit types in storage buffers
-  bool storage_16bit = false; // 16-bit types in storage buffers
-  bool bfloat16 = false;      // VK_KHR_shader_bfloat16
+  bool storage_8bit = false;   // 8-bit types in storage buffers
+  bool storage_16bit = false;  // 16-bit types in storage buffers
+  bool bfloat16 = false;       // VK_KHR_shader_bfloat16
   bool cooperative_matrix = false;
   uint32_t max_workgroup_invocations = 128;
   uint32_t max_shared_memory = 16384;
@@ -31,8 +31,8 @@ struct DeviceCaps {
 // A kernel's identity: family plus ordered parameters. Buffer identity and shapes that only
 // change push-constant values are never part of a key.
 struct KernelKey {
-  std::string family;                        // "unary", "binary", "copy", ...
-  std::map<std::string, std::string> params; // e.g. {"op","Add"},{"in","f16"},{"layout","vv"}
+  std::string family;                         // "unary", "binary", "copy", ...
+  std::map<std::string, std::string> params;  // e.g. {"op","Add"},{"in","f16"},{"layout","vv"}
 
   // "family:k1=v1,k2=v2" (params sorted by name). parse() is its inverse and throws
   // std::invalid_argument on malformed text.
@@ -44,12 +44,12 @@ struct KernelKey {
 // A rendered kernel: the full GLSL (template with #defines injected after #version) and
 // what the runtime needs to build a pipeline for it.
 struct KernelSource {
-  std::string template_name;        // "unary.glsl"
-  std::string glsl;                 // complete source, ready for glslang
-  std::vector<std::string> defines; // the injected "NAME VALUE" lines, for inspection
-  uint64_t template_hash = 0;       // xxHash64 of the template text (and its includes)
-  uint32_t num_buffers = 0;         // storage buffers at bindings 0..num_buffers-1, set 0
-  uint32_t push_constant_bytes = 0; // size of the push-constant block
+  std::string template_name;         // "unary.glsl"
+  std::string glsl;                  // complete source, ready for glslang
+  std::vector<std::string> defines;  // the injected "NAME VALUE" lines, for inspection
+  uint64_t template_hash = 0;        // xxHash64 of the template text (and its includes)
+  uint32_t num_buffers = 0;          // storage buffers at bindings 0..num_buffers-1, set 0
+  uint32_t push_constant_bytes = 0;  // size of the push-constant block
   std::array<uint32_t, 3> workgroup_size{1, 1, 1};
   // Specialization constants (constant_id -> value), e.g. workgroup size.
   std::map<uint32_t, uint32_t> spec_constants;
@@ -61,9 +61,9 @@ KernelSource render(const KernelKey& key, const DeviceCaps& caps);
 
 struct SpirvModule {
   std::vector<uint32_t> words;
-  double glslang_ms = 0;   // GLSL -> SPIR-V
-  double optimize_ms = 0;  // SPIRV-Tools passes (0 when not run)
-  int optimizer_level = 0; // 0: none, 1: size/cleanup passes, 2: performance passes
+  double glslang_ms = 0;    // GLSL -> SPIR-V
+  double optimize_ms = 0;   // SPIRV-Tools passes (0 when not run)
+  int optimizer_level = 0;  // 0: none, 1: size/cleanup passes, 2: performance passes
 };
 
 // Compiles with the glslang library in-process (thread-safe; the process is initialized
@@ -104,4 +104,4 @@ std::string validate_spirv(const std::vector<uint32_t>& words);
 // Human-readable SPIR-V (for spvdump and error reports).
 std::string disassemble(const std::vector<uint32_t>& words);
 
-} // namespace mlx::core::vulkan::codegen
+}  // namespace mlx::core::vulkan::codegen

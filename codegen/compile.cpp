@@ -77,8 +77,8 @@ std::string with_source_lines(const std::string& log, const std::string& glsl) {
   return out;
 }
 
-[[noreturn]] void compile_error(const KernelKey& key, const KernelSource& source,
-                                const char* stage, const std::string& log) {
+[[noreturn]] void compile_error(const KernelKey& key, const KernelSource& source, const char* stage,
+                                const std::string& log) {
   throw std::runtime_error("[vulkan] kernel " + key.canonical() + " (template " +
                            source.template_name + ") failed to " + stage + ":\n" +
                            with_source_lines(log, source.glsl));
@@ -111,13 +111,13 @@ void optimize(std::vector<uint32_t>& words, int level, const KernelKey& key) {
   words = std::move(out);
 }
 
-} // namespace
+}  // namespace
 
 std::string compiler_version() {
   return "mlxvk-codegen " + std::to_string(kCodegenVersion) + "; glslang " +
-         std::to_string(GLSLANG_VERSION_MAJOR) + "." + std::to_string(GLSLANG_VERSION_MINOR) +
-         "." + std::to_string(GLSLANG_VERSION_PATCH) + GLSLANG_VERSION_FLAVOR +
-         "; SPIRV-Tools " + spvSoftwareVersionString() + "; target vulkan1.2/spv1.5";
+         std::to_string(GLSLANG_VERSION_MAJOR) + "." + std::to_string(GLSLANG_VERSION_MINOR) + "." +
+         std::to_string(GLSLANG_VERSION_PATCH) + GLSLANG_VERSION_FLAVOR + "; SPIRV-Tools " +
+         spvSoftwareVersionString() + "; target vulkan1.2/spv1.5";
 }
 
 int optimizer_level_for(const std::string& family) {
@@ -173,7 +173,7 @@ SpirvModule compile(const KernelKey& key, const KernelSource& source, int optimi
     compile_error(key, source, "link", glslang_program_get_info_log(program.get()));
   }
   glslang_spv_options_t options{};
-  options.disable_optimizer = true; // SPIRV-Tools runs below, at the family's level
+  options.disable_optimizer = true;  // SPIRV-Tools runs below, at the family's level
   glslang_program_SPIRV_generate_with_options(program.get(), GLSLANG_STAGE_COMPUTE, &options);
   module.words.resize(glslang_program_SPIRV_get_size(program.get()));
   glslang_program_SPIRV_get(program.get(), module.words.data());
@@ -216,12 +216,12 @@ std::string disassemble(const std::vector<uint32_t>& words) {
   std::string messages;
   tools.SetMessageConsumer([&](spv_message_level_t, const char*, const spv_position_t&,
                                const char* m) { messages += std::string(m) + "\n"; });
-  if (!tools.Disassemble(words, &text,
-                         SPV_BINARY_TO_TEXT_OPTION_FRIENDLY_NAMES |
-                             SPV_BINARY_TO_TEXT_OPTION_INDENT)) {
+  if (!tools.Disassemble(
+          words, &text,
+          SPV_BINARY_TO_TEXT_OPTION_FRIENDLY_NAMES | SPV_BINARY_TO_TEXT_OPTION_INDENT)) {
     throw std::runtime_error("[vulkan] cannot disassemble SPIR-V: " + messages);
   }
   return text;
 }
 
-} // namespace mlx::core::vulkan::codegen
+}  // namespace mlx::core::vulkan::codegen

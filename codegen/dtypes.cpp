@@ -27,7 +27,7 @@ const DtypeInfo kDtypes[] = {
     {"f32", Kind::Float, 32, "float", "float", "(x)", "(v)"},
 };
 
-} // namespace
+}  // namespace
 
 const DtypeInfo& dtype_info(const std::string& name, const std::string& where) {
   for (const auto& d : kDtypes) {
@@ -59,8 +59,8 @@ void require_storage(const DtypeInfo& dt, const DeviceCaps& caps, const std::str
     missing = "64-bit integers (shaderInt64)";
   }
   if (missing) {
-    throw std::runtime_error(std::string("[vulkan] ") + where + ": dtype " + dt.name +
-                             " needs " + missing + ", which this device does not support.");
+    throw std::runtime_error(std::string("[vulkan] ") + where + ": dtype " + dt.name + " needs " +
+                             missing + ", which this device does not support.");
   }
 }
 
@@ -68,7 +68,7 @@ std::string convert_expr(const DtypeInfo& from, const DtypeInfo& to, const std::
   std::string to_ct = to.compute;
   if (to.kind == Kind::Bool) {
     std::string zero = from.kind == Kind::Float ? "0.0f" : std::string(from.compute) + "(0)";
-    return "((" + x + ") == " + zero + " ? 0u : 1u)"; // NaN != 0, so NaN -> true
+    return "((" + x + ") == " + zero + " ? 0u : 1u)";  // NaN != 0, so NaN -> true
   }
   if (from.kind == Kind::Float && to.kind != Kind::Float) {
     return std::string("float_to_") + to.name + "(" + x + ")";
@@ -81,4 +81,4 @@ std::string convert_expr(const DtypeInfo& from, const DtypeInfo& to, const std::
   return to_ct + "(" + x + ")";
 }
 
-} // namespace mlx::core::vulkan::codegen
+}  // namespace mlx::core::vulkan::codegen

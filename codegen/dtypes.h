@@ -7,16 +7,16 @@
 
 namespace mlx::core::vulkan::codegen {
 
-enum class Kind { Bool = 0, Uint = 1, Int = 2, Float = 3 }; // = KIND_* in types.glsl
+enum class Kind { Bool = 0, Uint = 1, Int = 2, Float = 3 };  // = KIND_* in types.glsl
 
 struct DtypeInfo {
-  const char* name;    // key name: "b", "u8", ..., "f32"
-  Kind kind;           // kind of the compute type
-  int bits;            // storage width
-  const char* storage; // GLSL type in the buffer
-  const char* compute; // GLSL type arithmetic happens in
-  const char* load;    // storage value x -> compute value
-  const char* store;   // compute value v -> storage value
+  const char* name;     // key name: "b", "u8", ..., "f32"
+  Kind kind;            // kind of the compute type
+  int bits;             // storage width
+  const char* storage;  // GLSL type in the buffer
+  const char* compute;  // GLSL type arithmetic happens in
+  const char* load;     // storage value x -> compute value
+  const char* store;    // compute value v -> storage value
 };
 
 // The info for a dtype name. Throws std::invalid_argument for float64/complex ("the GPU
@@ -30,4 +30,4 @@ void require_storage(const DtypeInfo& dt, const DeviceCaps& caps, const std::str
 // MLX's cast semantics (float -> int saturates, NaN -> 0; any -> bool is != 0).
 std::string convert_expr(const DtypeInfo& from, const DtypeInfo& to, const std::string& x);
 
-} // namespace mlx::core::vulkan::codegen
+}  // namespace mlx::core::vulkan::codegen

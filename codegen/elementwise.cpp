@@ -16,7 +16,7 @@ namespace mlx::core::vulkan::codegen {
 
 namespace {
 
-constexpr uint32_t kMaxGroups = 65535; // the minimum maxComputeWorkGroupCount Vulkan allows
+constexpr uint32_t kMaxGroups = 65535;  // the minimum maxComputeWorkGroupCount Vulkan allows
 constexpr uint32_t kWorkgroupSize = 256;
 constexpr int64_t kMax32 = std::numeric_limits<int32_t>::max();
 
@@ -48,8 +48,8 @@ struct Normalized {
 Normalized normalize(const ElementwiseGeometry& g, size_t inputs) {
   if (g.in_strides.size() != inputs) {
     throw std::invalid_argument("[elementwise] geometry has " +
-                                std::to_string(g.in_strides.size()) +
-                                " stride vectors for " + std::to_string(inputs) + " inputs.");
+                                std::to_string(g.in_strides.size()) + " stride vectors for " +
+                                std::to_string(inputs) + " inputs.");
   }
   if (!g.in_offsets.empty() && g.in_offsets.size() != inputs) {
     throw std::invalid_argument("[elementwise] geometry has " +
@@ -65,8 +65,8 @@ Normalized normalize(const ElementwiseGeometry& g, size_t inputs) {
     if (g.in_strides[k].size() != g.shape.size()) {
       throw std::invalid_argument("[elementwise] input " + std::to_string(k) + " has " +
                                   std::to_string(g.in_strides[k].size()) +
-                                  " strides for a shape of rank " +
-                                  std::to_string(g.shape.size()) + ".");
+                                  " strides for a shape of rank " + std::to_string(g.shape.size()) +
+                                  ".");
     }
   }
   if (n.size == 0) {
@@ -96,8 +96,8 @@ Normalized normalize(const ElementwiseGeometry& g, size_t inputs) {
 }
 
 struct Layout {
-  std::string letters; // one of s/c/g per input
-  std::string rank;    // "" (no g input), "1", "2", "3" or "n"
+  std::string letters;  // one of s/c/g per input
+  std::string rank;     // "" (no g input), "1", "2", "3" or "n"
   bool idx64 = false;
 };
 
@@ -121,8 +121,8 @@ Layout classify(const Normalized& n) {
     // The largest |location| the kernel forms, including partial sums of negative strides.
     uint64_t reach = n.offsets[k];
     for (size_t d = 0; d < s.size(); ++d) {
-      reach += static_cast<uint64_t>(s[d] < 0 ? -s[d] : s[d]) *
-               static_cast<uint64_t>(n.shape[d] - 1);
+      reach +=
+          static_cast<uint64_t>(s[d] < 0 ? -s[d] : s[d]) * static_cast<uint64_t>(n.shape[d] - 1);
     }
     max_index = std::max(max_index, reach);
   }
@@ -167,7 +167,7 @@ const std::string& param(const KernelKey& key, const char* name, const std::stri
 struct ElementwiseSpec {
   size_t inputs = 0;
   std::string letters;
-  int rank = 0; // 0 none, 1-3, 4 = "n"
+  int rank = 0;  // 0 none, 1-3, 4 = "n"
   bool idx64 = false;
 };
 
@@ -181,8 +181,7 @@ ElementwiseSpec parse_spec(const KernelKey& key, const std::string& where) {
     }
   }
   s.letters = param(key, "layout", where);
-  if (s.letters.size() != s.inputs ||
-      s.letters.find_first_not_of("scg") != std::string::npos) {
+  if (s.letters.size() != s.inputs || s.letters.find_first_not_of("scg") != std::string::npos) {
     throw std::invalid_argument("[render] " + where + ": layout must be " +
                                 std::to_string(s.inputs) + " letters of s, c, g.");
   }
@@ -244,7 +243,7 @@ void put(std::vector<uint8_t>& out, int64_t v, bool idx64) {
   }
 }
 
-} // namespace
+}  // namespace
 
 uint64_t ElementwiseGeometry::size() const {
   uint64_t n = 1;
@@ -299,9 +298,9 @@ KernelSource render_elementwise(const KernelKey& key, const DeviceCaps& caps) {
     op.out = out.name;
   }
   if (op.out != out.name) {
-    throw std::invalid_argument("[render] " + where + ": " + param(key, "op", where) +
-                                " on " + in.back()->name + " produces " + op.out + ", not " +
-                                out.name + ".");
+    throw std::invalid_argument("[render] " + where + ": " + param(key, "op", where) + " on " +
+                                in.back()->name + " produces " + op.out + ", not " + out.name +
+                                ".");
   }
 
   // What the device must support.
@@ -339,7 +338,7 @@ KernelSource render_elementwise(const KernelKey& key, const DeviceCaps& caps) {
   defines.push_back(std::string("OUT_CT ") + out.compute);
   defines.push_back(std::string("OUT_STORE(v) ") + out.store);
   if (key.family != "copy") {
-    const DtypeInfo& operand = *in.back(); // select's condition is in[0]; x/y come last
+    const DtypeInfo& operand = *in.back();  // select's condition is in[0]; x/y come last
     defines.push_back(std::string("OP_T ") + operand.compute);
     defines.push_back("OP_KIND " + std::to_string(static_cast<int>(operand.kind)));
     defines.push_back(std::string("OP_SIGNED ") + (operand.kind == Kind::Int ? "1" : "0"));
@@ -370,8 +369,8 @@ Launch elementwise_launch(const KernelKey& key, const KernelSource& source,
   std::string rank = spec.rank == 0 ? "" : spec.rank == 4 ? "n" : std::to_string(spec.rank);
   if (l.letters != spec.letters || l.rank != rank || l.idx64 != spec.idx64) {
     throw std::invalid_argument("[elementwise_launch] " + where +
-                                " does not match the geometry (which gives layout=" +
-                                l.letters + (l.rank.empty() ? "" : ",rank=" + l.rank) +
+                                " does not match the geometry (which gives layout=" + l.letters +
+                                (l.rank.empty() ? "" : ",rank=" + l.rank) +
                                 ",idx=" + (l.idx64 ? "64" : "32") + ").");
   }
 
@@ -389,8 +388,7 @@ Launch elementwise_launch(const KernelKey& key, const KernelSource& source,
     }
     if (reach > std::numeric_limits<uint32_t>::max()) {
       throw std::invalid_argument("[elementwise_launch] " + where +
-                                  ": a binding would need element index " +
-                                  std::to_string(reach) +
+                                  ": a binding would need element index " + std::to_string(reach) +
                                   ", beyond 2^32 - 1; split the array into smaller bindings.");
     }
   }
@@ -430,10 +428,11 @@ Launch elementwise_launch(const KernelKey& key, const KernelSource& source,
     }
   }
   if (pc.size() != source.push_constant_bytes) {
-    throw std::invalid_argument("[elementwise_launch] " + where + ": packed " +
-                                std::to_string(pc.size()) + " push-constant bytes but the "
-                                "kernel declares " + std::to_string(source.push_constant_bytes) +
-                                "; was the source rendered from another key?");
+    throw std::invalid_argument(
+        "[elementwise_launch] " + where + ": packed " + std::to_string(pc.size()) +
+        " push-constant bytes but the "
+        "kernel declares " +
+        std::to_string(source.push_constant_bytes) + "; was the source rendered from another key?");
   }
 
   // Groups: ceil(size / (WG * EPT)), split over y and z when x would pass 65535.
@@ -451,8 +450,8 @@ Launch elementwise_launch(const KernelKey& key, const KernelSource& source,
   uint64_t y = ceil_div(per_z, kMaxGroups);
   uint64_t x = ceil_div(per_z, y);
   if (z > kMaxGroups) {
-    throw std::invalid_argument("[elementwise_launch] " + where + ": " +
-                                std::to_string(n.size) + " elements exceed one dispatch.");
+    throw std::invalid_argument("[elementwise_launch] " + where + ": " + std::to_string(n.size) +
+                                " elements exceed one dispatch.");
   }
   launch.groups = {static_cast<uint32_t>(x), static_cast<uint32_t>(y), static_cast<uint32_t>(z)};
   return launch;
@@ -463,4 +462,4 @@ std::vector<std::string> elementwise_ops(const std::string& family) {
   return elementwise_op_names(family);
 }
 
-} // namespace mlx::core::vulkan::codegen
+}  // namespace mlx::core::vulkan::codegen

@@ -17,10 +17,10 @@ namespace mlx::core::vulkan::codegen {
 // `shape`; each input is a strided view broadcast to `shape` (stride 0 on broadcast dims).
 // The caller collapses contiguous dims first (backend/common/utils.h).
 struct ElementwiseGeometry {
-  std::vector<int64_t> shape;                   // output shape (collapsed), may be empty (0-d)
-  std::vector<std::vector<int64_t>> in_strides; // one stride vector per input
-  std::vector<uint64_t> in_offsets;             // element offset of each input in its binding
-  uint64_t out_offset = 0;                      // element offset of the output in its binding
+  std::vector<int64_t> shape;                    // output shape (collapsed), may be empty (0-d)
+  std::vector<std::vector<int64_t>> in_strides;  // one stride vector per input
+  std::vector<uint64_t> in_offsets;              // element offset of each input in its binding
+  uint64_t out_offset = 0;                       // element offset of the output in its binding
   uint64_t size() const;
 };
 
@@ -38,11 +38,11 @@ KernelKey elementwise_key(const std::string& family, const std::string& op,
                           const ElementwiseGeometry& geometry);
 
 struct Launch {
-  std::vector<uint8_t> push_constants; // exactly source.push_constant_bytes long
+  std::vector<uint8_t> push_constants;  // exactly source.push_constant_bytes long
   // Extra read-only data (e.g. shapes/strides of the N-d path); when non-empty the runtime
   // uploads it and binds it as the LAST storage buffer (binding num_buffers - 1).
   std::vector<uint8_t> meta;
-  std::array<uint32_t, 3> groups{1, 1, 1}; // vkCmdDispatch group counts
+  std::array<uint32_t, 3> groups{1, 1, 1};  // vkCmdDispatch group counts
 };
 
 // Packs the push constants / meta buffer for a key rendered into `source`, and computes the
@@ -53,4 +53,4 @@ Launch elementwise_launch(const KernelKey& key, const KernelSource& source,
 // The op names a family supports ("Abs", ...; "Select"; "Copy"), for tests and prewarming.
 std::vector<std::string> elementwise_ops(const std::string& family);
 
-} // namespace mlx::core::vulkan::codegen
+}  // namespace mlx::core::vulkan::codegen

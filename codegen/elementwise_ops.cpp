@@ -29,12 +29,12 @@ int kind_bit(Kind k) {
 
 struct OpRule {
   const char* name;
-  int accepts;         // kinds of input dtype
-  bool predicate;      // output is bool
-  const char* f_expr;  // float inputs
-  const char* i_expr;  // integer inputs (signed and unsigned)
-  const char* b_expr;  // bool inputs (uint 0/1); nullptr: same as i_expr
-  const char* math = ""; // include/math.glsl group f_expr needs ("" = always present)
+  int accepts;            // kinds of input dtype
+  bool predicate;         // output is bool
+  const char* f_expr;     // float inputs
+  const char* i_expr;     // integer inputs (signed and unsigned)
+  const char* b_expr;     // bool inputs (uint 0/1); nullptr: same as i_expr
+  const char* math = "";  // include/math.glsl group f_expr needs ("" = always present)
 };
 
 // Unary: parameter x.
@@ -136,10 +136,9 @@ OpExpr from_rule(const OpRule& rule, const DtypeInfo& in, const char* params,
                  const std::string& where) {
   if (!(rule.accepts & kind_bit(in.kind))) {
     throw std::invalid_argument("[render] " + where + ": " + rule.name + " does not accept " +
-                                in.name + " inputs (accepts " + kinds_text(rule.accepts) +
-                                ").");
+                                in.name + " inputs (accepts " + kinds_text(rule.accepts) + ").");
   }
-  const char* body = in.kind == Kind::Float ? rule.f_expr
+  const char* body = in.kind == Kind::Float                 ? rule.f_expr
                      : in.kind == Kind::Bool && rule.b_expr ? rule.b_expr
                                                             : rule.i_expr;
   std::string math = in.kind == Kind::Float ? rule.math : "";
@@ -155,7 +154,7 @@ void require_count(const std::vector<const DtypeInfo*>& in, size_t n, const std:
   }
 }
 
-} // namespace
+}  // namespace
 
 OpExpr elementwise_op(const std::string& family, const std::string& op,
                       const std::vector<const DtypeInfo*>& in, const std::string& where) {
@@ -169,7 +168,8 @@ OpExpr elementwise_op(const std::string& family, const std::string& op,
     if (in[0] != in[1]) {
       throw std::invalid_argument("[render] " + where +
                                   ": binary inputs must share one dtype (the op layer casts "
-                                  "them), got " + in[0]->name + " and " + in[1]->name + ".");
+                                  "them), got " +
+                                  in[0]->name + " and " + in[1]->name + ".");
     }
     if (const OpRule* r = find(kBinary, op)) {
       return from_rule(*r, *in[0], "a, b", where);
@@ -180,9 +180,8 @@ OpExpr elementwise_op(const std::string& family, const std::string& op,
       throw std::invalid_argument("[render] " + where + ": family select has only op Select.");
     }
     if (in[0]->kind != Kind::Bool || in[1] != in[2]) {
-      throw std::invalid_argument("[render] " + where +
-                                  ": select takes (b, T, T) inputs, got (" + in[0]->name +
-                                  ", " + in[1]->name + ", " + in[2]->name + ").");
+      throw std::invalid_argument("[render] " + where + ": select takes (b, T, T) inputs, got (" +
+                                  in[0]->name + ", " + in[1]->name + ", " + in[2]->name + ").");
     }
     return {"c, x, y", "((c) != 0u ? (x) : (y))", in[1]->name, ""};
   } else if (family == "copy") {
@@ -190,10 +189,10 @@ OpExpr elementwise_op(const std::string& family, const std::string& op,
     if (op != "Copy") {
       throw std::invalid_argument("[render] " + where + ": family copy has only op Copy.");
     }
-    return {"x", "", "", ""}; // the caller builds the conversion for the output dtype
+    return {"x", "", "", ""};  // the caller builds the conversion for the output dtype
   } else {
-    throw std::invalid_argument("[render] " + where + ": unknown elementwise family '" +
-                                family + "'.");
+    throw std::invalid_argument("[render] " + where + ": unknown elementwise family '" + family +
+                                "'.");
   }
   throw std::invalid_argument("[render] " + where + ": unknown " + family + " op '" + op + "'.");
 }
@@ -216,4 +215,4 @@ std::vector<std::string> elementwise_op_names(const std::string& family) {
   return names;
 }
 
-} // namespace mlx::core::vulkan::codegen
+}  // namespace mlx::core::vulkan::codegen

@@ -31,7 +31,7 @@ class Hasher {
   XXH64_state_t state_;
 };
 
-} // namespace
+}  // namespace
 
 uint64_t kernel_hash(const KernelKey& key, const KernelSource& source, const DeviceCaps& caps,
                      int optimizer_level) {
@@ -57,4 +57,4 @@ uint64_t kernel_hash(const KernelKey& key, const KernelSource& source, const Dev
   return h.digest();
 }
 
-} // namespace mlx::core::vulkan::codegen
+}  // namespace mlx::core::vulkan::codegen

@@ -21,4 +21,4 @@ std::string rendered_source_line(const std::string& glsl, const std::string& fil
 // render() for the elementwise families (elementwise.cpp).
 KernelSource render_elementwise(const KernelKey& key, const DeviceCaps& caps);
 
-} // namespace mlx::core::vulkan::codegen
+}  // namespace mlx::core::vulkan::codegen

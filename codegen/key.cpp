@@ -14,8 +14,8 @@ bool is_name(const std::string& s) {
     return false;
   }
   for (char c : s) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '_';
+    bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
     if (!ok) {
       return false;
     }
@@ -39,7 +39,7 @@ bool is_value(const std::string& s) {
   throw std::invalid_argument("[KernelKey::parse] malformed key '" + text + "': " + why + ".");
 }
 
-} // namespace
+}  // namespace
 
 std::string KernelKey::canonical() const {
   if (!is_name(family)) {
@@ -48,7 +48,7 @@ std::string KernelKey::canonical() const {
   }
   std::string out = family + ":";
   bool first = true;
-  for (const auto& [name, value] : params) { // std::map iterates sorted by name
+  for (const auto& [name, value] : params) {  // std::map iterates sorted by name
     if (!is_name(name) || !is_value(value)) {
       throw std::invalid_argument("[KernelKey::canonical] parameter '" + name + "=" + value +
                                   "' of family " + family +
@@ -105,4 +105,4 @@ KernelKey KernelKey::parse(const std::string& text) {
   return key;
 }
 
-} // namespace mlx::core::vulkan::codegen
+}  // namespace mlx::core::vulkan::codegen

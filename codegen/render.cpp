@@ -15,4 +15,4 @@ KernelSource render(const KernelKey& key, const DeviceCaps& caps) {
                               key.canonical() + ".");
 }
 
-} // namespace mlx::core::vulkan::codegen
+}  // namespace mlx::core::vulkan::codegen

@@ -78,7 +78,7 @@ bool valid_template_name(const std::string& name) {
          name.find('\\') == std::string::npos;
 }
 
-} // namespace
+}  // namespace
 
 std::string template_text(const std::string& name) {
   if (!valid_template_name(name)) {
@@ -133,7 +133,7 @@ std::string expanded_template(const std::string& name) {
   return it->second;
 }
 
-} // namespace
+}  // namespace
 
 KernelSource render_template(const std::string& template_name,
                              const std::vector<std::string>& defines) {
@@ -158,14 +158,12 @@ KernelSource render_template(const std::string& template_name,
     pos = end + 1;
   }
   if (!found) {
-    throw std::invalid_argument("[render] template " + template_name +
-                                " has no #version line.");
+    throw std::invalid_argument("[render] template " + template_name + " has no #version line.");
   }
   std::string header = "#extension GL_GOOGLE_cpp_style_line_directive : require\n";
   for (const auto& d : defines) {
     if (d.empty() || d.find('\n') != std::string::npos) {
-      throw std::invalid_argument("[render] invalid define '" + d + "' for " + template_name +
-                                  ".");
+      throw std::invalid_argument("[render] invalid define '" + d + "' for " + template_name + ".");
     }
     header += "#define " + d + "\n";
   }
@@ -179,7 +177,7 @@ std::string rendered_source_line(const std::string& glsl, const std::string& fil
   std::istringstream lines(glsl);
   std::string text;
   std::string current = "0";
-  int number = 0; // number of the line about to be read
+  int number = 0;  // number of the line about to be read
   int flat_number = 0;
   while (std::getline(lines, text)) {
     ++flat_number;
@@ -208,4 +206,4 @@ std::string rendered_source_line(const std::string& glsl, const std::string& fil
   return "";
 }
 
-} // namespace mlx::core::vulkan::codegen
+}  // namespace mlx::core::vulkan::codegen

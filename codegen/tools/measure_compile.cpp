@@ -17,7 +17,7 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-} // namespace
+}  // namespace
 
 int main() {
   DeviceCaps caps;
@@ -42,8 +42,9 @@ int main() {
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::printf("first compile in the process: %.1f ms\n\n", first_ms);
 
-  std::printf("| kernel | render ms | glslang ms | size O0 | opt1 ms | size O1 | opt2 ms | size O2 "
-              "| validate ms |\n|---|---|---|---|---|---|---|---|---|\n");
+  std::printf(
+      "| kernel | render ms | glslang ms | size O0 | opt1 ms | size O1 | opt2 ms | size O2 "
+      "| validate ms |\n|---|---|---|---|---|---|---|---|---|\n");
   const int reps = 7;
   for (const char* text : keys) {
     KernelKey key = KernelKey::parse(text);

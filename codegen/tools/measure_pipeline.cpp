@@ -52,7 +52,7 @@ struct Vk {
       throw std::runtime_error("no Vulkan device");
     }
     physical = devs[0];
-    for (auto d : devs) { // prefer a real GPU
+    for (auto d : devs) {  // prefer a real GPU
       VkPhysicalDeviceProperties p;
       vkGetPhysicalDeviceProperties(d, &p);
       if (p.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU) {
@@ -77,7 +77,7 @@ struct Vk {
     qci.queueCount = 1;
     qci.pQueuePriorities = &prio;
     VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
-    dci.pNext = &f2; // enable what the device has
+    dci.pNext = &f2;  // enable what the device has
     dci.queueCreateInfoCount = 1;
     dci.pQueueCreateInfos = &qci;
     check(vkCreateDevice(physical, &dci, nullptr, &device), "vkCreateDevice");
@@ -96,8 +96,7 @@ struct Vk {
     check(vkCreateShaderModule(device, &smci, nullptr, &module), "vkCreateShaderModule");
     std::vector<VkDescriptorSetLayoutBinding> bindings(src.num_buffers);
     for (uint32_t b = 0; b < src.num_buffers; ++b) {
-      bindings[b] = {b, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT,
-                     nullptr};
+      bindings[b] = {b, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
     }
     VkDescriptorSetLayoutCreateInfo dl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
     dl.bindingCount = src.num_buffers;
@@ -141,7 +140,7 @@ struct Vk {
   }
 };
 
-} // namespace
+}  // namespace
 
 int main() {
   // Measure the driver's compiler, not its shader caches.
@@ -149,8 +148,9 @@ int main() {
   setenv("__GL_SHADER_DISK_CACHE", "0", 1);
   Vk vk;
   std::printf("device: %s\n\n", vk.name.c_str());
-  std::printf("| kernel | glslang ms | opt1 ms | opt2 ms | pipeline O0 ms | pipeline O1 ms | "
-              "pipeline O2 ms |\n|---|---|---|---|---|---|---|\n");
+  std::printf(
+      "| kernel | glslang ms | opt1 ms | opt2 ms | pipeline O0 ms | pipeline O1 ms | "
+      "pipeline O2 ms |\n|---|---|---|---|---|---|---|\n");
   const char* keys[] = {
       "binary:idx=32,in=f32.f32,layout=cc,op=Add,out=f32",
       "binary:idx=32,in=bf16.bf16,layout=cs,op=Multiply,out=bf16",
@@ -177,8 +177,8 @@ int main() {
       p1.push_back(vk.pipeline_ms(src, m1.words));
       p2.push_back(vk.pipeline_ms(src, m2.words));
     }
-    std::printf("| `%s` | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", text, median(g),
-                median(o1), median(o2), median(p0), median(p1), median(p2));
+    std::printf("| `%s` | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", text, median(g), median(o1),
+                median(o2), median(p0), median(p1), median(p2));
   }
   return 0;
 }

@@ -67,7 +67,7 @@ struct Wrap {
     return Wrap(static_cast<T>(static_cast<U>(a.v) * static_cast<U>(b.v)));
   }
   friend Wrap operator/(Wrap a, Wrap b) {
-    return Wrap(a.v / b.v); // the GLSL code guards division by 0 and MIN / -1
+    return Wrap(a.v / b.v);  // the GLSL code guards division by 0 and MIN / -1
   }
   friend Wrap operator&(Wrap a, Wrap b) {
     return Wrap(a.v & b.v);
@@ -110,13 +110,16 @@ struct Wrap {
 // Internal linkage: several test files include this header.
 namespace {
 #define MLX_INT64 1
+// The order matters (erf.glsl uses math.glsl).
+// clang-format off
 #include "templates/include/types.glsl"
 #include "templates/include/math.glsl"
 #include "templates/include/erf.glsl"
+// clang-format on
 #undef MLX_INT64
-} // namespace
+}  // namespace
 
-} // namespace glsl
+}  // namespace glsl
 
 // One namespace per integer compute configuration: OP_T, signedness, dtype width. 8/16-bit
 // dtypes compute in 32 bits, as on the GPU.
@@ -128,7 +131,7 @@ namespace glsl::ops_i8 {
 namespace {
 #include "templates/include/int_ops.glsl"
 }
-}
+}  // namespace glsl::ops_i8
 #undef MLX_INT_OPS_GLSL
 #undef OP_BITS
 #define OP_BITS 16
@@ -136,7 +139,7 @@ namespace glsl::ops_i16 {
 namespace {
 #include "templates/include/int_ops.glsl"
 }
-}
+}  // namespace glsl::ops_i16
 #undef MLX_INT_OPS_GLSL
 #undef OP_BITS
 #define OP_BITS 32
@@ -144,7 +147,7 @@ namespace glsl::ops_i32 {
 namespace {
 #include "templates/include/int_ops.glsl"
 }
-}
+}  // namespace glsl::ops_i32
 #undef MLX_INT_OPS_GLSL
 #undef OP_BITS
 #undef OP_T
@@ -154,7 +157,7 @@ namespace glsl::ops_i64 {
 namespace {
 #include "templates/include/int_ops.glsl"
 }
-}
+}  // namespace glsl::ops_i64
 #undef MLX_INT_OPS_GLSL
 #undef OP_BITS
 #undef OP_T
@@ -166,7 +169,7 @@ namespace glsl::ops_u8 {
 namespace {
 #include "templates/include/int_ops.glsl"
 }
-}
+}  // namespace glsl::ops_u8
 #undef MLX_INT_OPS_GLSL
 #undef OP_BITS
 #define OP_BITS 16
@@ -174,7 +177,7 @@ namespace glsl::ops_u16 {
 namespace {
 #include "templates/include/int_ops.glsl"
 }
-}
+}  // namespace glsl::ops_u16
 #undef MLX_INT_OPS_GLSL
 #undef OP_BITS
 #define OP_BITS 32
@@ -182,7 +185,7 @@ namespace glsl::ops_u32 {
 namespace {
 #include "templates/include/int_ops.glsl"
 }
-}
+}  // namespace glsl::ops_u32
 #undef MLX_INT_OPS_GLSL
 #undef OP_BITS
 #undef OP_T
@@ -192,7 +195,7 @@ namespace glsl::ops_u64 {
 namespace {
 #include "templates/include/int_ops.glsl"
 }
-}
+}  // namespace glsl::ops_u64
 #undef MLX_INT_OPS_GLSL
 #undef OP_BITS
 #undef OP_T

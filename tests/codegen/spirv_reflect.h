@@ -10,16 +10,23 @@
 #include <vector>
 
 struct SpirvLayout {
-  std::set<uint32_t> bindings;                        // descriptor bindings (set 0)
-  std::set<uint32_t> spec_ids;                        // specialization constant ids
-  std::vector<std::pair<std::string, uint32_t>> push; // push-constant members by offset
-  uint32_t push_bytes = 0;                            // end of the last push-constant member
+  std::set<uint32_t> bindings;                         // descriptor bindings (set 0)
+  std::set<uint32_t> spec_ids;                         // specialization constant ids
+  std::vector<std::pair<std::string, uint32_t>> push;  // push-constant members by offset
+  uint32_t push_bytes = 0;                             // end of the last push-constant member
 };
 
 inline SpirvLayout reflect(const std::vector<uint32_t>& w) {
   enum : uint32_t {
-    OpMemberName = 6, OpTypeInt = 21, OpTypeFloat = 22, OpTypeArray = 28, OpTypeStruct = 30,
-    OpTypePointer = 32, OpConstant = 43, OpVariable = 59, OpDecorate = 71,
+    OpMemberName = 6,
+    OpTypeInt = 21,
+    OpTypeFloat = 22,
+    OpTypeArray = 28,
+    OpTypeStruct = 30,
+    OpTypePointer = 32,
+    OpConstant = 43,
+    OpVariable = 59,
+    OpDecorate = 71,
     OpMemberDecorate = 72,
   };
   enum : uint32_t { SpecId = 1, Binding = 33, Offset = 35, PushConstant = 9 };
@@ -27,7 +34,7 @@ inline SpirvLayout reflect(const std::vector<uint32_t>& w) {
   std::map<uint32_t, std::map<uint32_t, uint32_t>> member_offsets;
   std::map<uint32_t, std::vector<uint32_t>> struct_members;
   std::map<uint32_t, uint32_t> scalar_bytes, constants, pointee;
-  std::map<uint32_t, std::pair<uint32_t, uint32_t>> arrays; // id -> (element type, length id)
+  std::map<uint32_t, std::pair<uint32_t, uint32_t>> arrays;  // id -> (element type, length id)
   uint32_t push_struct = 0;
   SpirvLayout out;
   for (size_t i = 5; i < w.size();) {

@@ -20,7 +20,7 @@ namespace {
 // Every exponent with many mantissas, plus all the rounding boundaries of f16 and bf16.
 template <typename F>
 void for_sample_floats(F&& f) {
-  for (uint32_t hi = 0; hi < 512; ++hi) { // sign and exponent
+  for (uint32_t hi = 0; hi < 512; ++hi) {  // sign and exponent
     for (uint32_t k = 0; k < 4096; ++k) {
       uint32_t mant = (k * 2654435761u) & 0x7fffffu;
       f(std::bit_cast<float>((hi << 23) | mant));
@@ -32,7 +32,7 @@ void for_sample_floats(F&& f) {
   }
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("GLSL f16 conversions are bit-identical to the CPU's float16_t") {
   int mismatches = 0;
@@ -75,13 +75,26 @@ TEST_CASE("GLSL bf16 conversions are bit-identical to the CPU's bfloat16_t") {
 
 TEST_CASE("GLSL float-to-int casts saturate and map NaN to 0 like cast_value") {
   constexpr float inf = std::numeric_limits<float>::infinity();
-  const float edges[] = {0.0f, -0.0f, 0.5f, -0.5f, 0.99999994f, -0.99999994f, 1.5f, -1.5f,
-                         127.0f, 127.5f, 128.0f, -128.0f, -128.5f, -129.0f, 255.0f, 255.9f,
-                         256.0f, 32767.0f, 32768.0f, -32768.0f, -32769.0f, 65535.0f, 65536.0f,
-                         2147483520.0f, 2147483648.0f, -2147483648.0f, -2147483904.0f,
-                         4294967040.0f, 4294967296.0f, 9.2233715e18f, 9.223372e18f,
-                         -9.223372e18f, -9.2233730e18f, 1.8446743e19f, 1.8446744e19f, 1e30f,
-                         -1e30f, inf, -inf, std::numeric_limits<float>::quiet_NaN()};
+  const float edges[] = {0.0f,           -0.0f,
+                         0.5f,           -0.5f,
+                         0.99999994f,    -0.99999994f,
+                         1.5f,           -1.5f,
+                         127.0f,         127.5f,
+                         128.0f,         -128.0f,
+                         -128.5f,        -129.0f,
+                         255.0f,         255.9f,
+                         256.0f,         32767.0f,
+                         32768.0f,       -32768.0f,
+                         -32769.0f,      65535.0f,
+                         65536.0f,       2147483520.0f,
+                         2147483648.0f,  -2147483648.0f,
+                         -2147483904.0f, 4294967040.0f,
+                         4294967296.0f,  9.2233715e18f,
+                         9.223372e18f,   -9.223372e18f,
+                         -9.2233730e18f, 1.8446743e19f,
+                         1.8446744e19f,  1e30f,
+                         -1e30f,         inf,
+                         -inf,           std::numeric_limits<float>::quiet_NaN()};
   for (float x : edges) {
     CAPTURE(x);
     CHECK(glsl::float_to_i8(x) == cast_value<int8_t>(x));

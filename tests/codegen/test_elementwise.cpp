@@ -59,14 +59,14 @@ std::vector<int64_t> words(const std::vector<uint8_t>& bytes, bool w64) {
   return out;
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("elementwise_key picks s/c/g per input, the rank class and the index width") {
   // Contiguous, scalar-broadcast, 0-d.
   CHECK(binary_layout(geom({4, 5}, {{5, 1}, {5, 1}})) == "cc/32");
   CHECK(binary_layout(geom({4, 5}, {{5, 1}, {0, 0}})) == "cs/32");
   CHECK(binary_layout(geom({}, {{}, {}})) == "ss/32");
-  CHECK(binary_layout(geom({0, 3}, {{3, 1}, {1, 0}})) == "ss/32"); // empty: nothing to read
+  CHECK(binary_layout(geom({0, 3}, {{3, 1}, {1, 0}})) == "ss/32");  // empty: nothing to read
   // Transposed and row-broadcast inputs are strided; ranks 1-3 are specialized.
   CHECK(binary_layout(geom({4, 5}, {{1, 4}, {5, 1}})) == "gc/2/32");
   CHECK(binary_layout(geom({4, 5}, {{0, 1}, {5, 1}})) == "gc/2/32");
@@ -86,8 +86,8 @@ TEST_CASE("elementwise_key picks s/c/g per input, the rank class and the index w
   CHECK(binary_layout(geom({3, 2}, {{1073741824, 1}, {2, 1}})) == "gc/2/64");
   CHECK(binary_layout(geom({10}, {{1}, {1}}, {}, 2147483640)) == "cc/64");
 
-  KernelKey k = elementwise_key("select", "Select", {"b", "f16", "f16"}, "f16",
-                                geom({8}, {{1}, {0}, {1}}));
+  KernelKey k =
+      elementwise_key("select", "Select", {"b", "f16", "f16"}, "f16", geom({8}, {{1}, {0}, {1}}));
   CHECK(k.canonical() == "select:idx=32,in=b.f16.f16,layout=csc,op=Select,out=f16");
 }
 
@@ -96,9 +96,9 @@ TEST_CASE("elementwise_key rejects inconsistent descriptions") {
                   std::invalid_argument);
   CHECK_THROWS_AS(elementwise_key("binary", "Add", {"f32", "f32"}, "f32", geom({4}, {{1}})),
                   std::invalid_argument);
-  CHECK_THROWS_AS(elementwise_key("binary", "Add", {"f32", "f32"}, "f32",
-                                  geom({4, 2}, {{1}, {2, 1}})),
-                  std::invalid_argument);
+  CHECK_THROWS_AS(
+      elementwise_key("binary", "Add", {"f32", "f32"}, "f32", geom({4, 2}, {{1}, {2, 1}})),
+      std::invalid_argument);
   CHECK_THROWS_AS(elementwise_key("ternary", "Add", {"f32"}, "f32", geom({4}, {{1}})),
                   std::invalid_argument);
   CHECK_THROWS_AS(elementwise_key("unary", "Exp", {"f32"}, "f32", geom({-1}, {{1}})),
@@ -114,7 +114,7 @@ TEST_CASE("elementwise_launch packs size and offsets for contiguous inputs") {
   CHECK(words(l.push_constants, false) == std::vector<int64_t>{1000, 11, 7, 3});
   CHECK(l.meta.empty());
   CHECK(src.workgroup_size[0] == 256);
-  CHECK(l.groups == std::array<uint32_t, 3>{4, 1, 1}); // ceil(1000 / 256)
+  CHECK(l.groups == std::array<uint32_t, 3>{4, 1, 1});  // ceil(1000 / 256)
 }
 
 TEST_CASE("elementwise_launch packs dims and strides of strided inputs (ranks 1-3)") {
@@ -145,11 +145,10 @@ TEST_CASE("elementwise_launch puts shape and strides of the N-d path in the meta
   auto g = geom({2, 3, 4, 5}, {{60, 20, 5, 1}, {1, 2, 6, 24}}, {0, 1});
   KernelKey key = elementwise_key("binary", "Subtract", {"f32", "f32"}, "f32", g);
   KernelSource src = render(key, full_caps());
-  CHECK(src.num_buffers == 4); // two inputs, output, meta
+  CHECK(src.num_buffers == 4);  // two inputs, output, meta
   Launch l = elementwise_launch(key, src, g);
   CHECK(words(l.push_constants, false) == std::vector<int64_t>{120, 0, 0, 1, 4});
-  CHECK(words(l.meta, false) ==
-        std::vector<int64_t>{2, 3, 4, 5, 60, 20, 5, 1, 1, 2, 6, 24});
+  CHECK(words(l.meta, false) == std::vector<int64_t>{2, 3, 4, 5, 60, 20, 5, 1, 1, 2, 6, 24});
 }
 
 TEST_CASE("large launches split over y (and z) with no dimension above 65535") {
@@ -163,7 +162,7 @@ TEST_CASE("large launches split over y (and z) with no dimension above 65535") {
   CHECK(l.groups[2] == 1);
   uint64_t total = uint64_t(l.groups[0]) * l.groups[1] * l.groups[2];
   CHECK(total >= needed);
-  CHECK(total - needed < l.groups[1]); // at most one partly used row of groups per y
+  CHECK(total - needed < l.groups[1]);  // at most one partly used row of groups per y
   MESSAGE("n = 1e8: groups " << l.groups[0] << " x " << l.groups[1] << " x " << l.groups[2]);
 
   // One invocation per group forces a z split: 2^32 - 1 elements need 4294967295 groups.

@@ -19,11 +19,14 @@ DeviceCaps caps(const std::string& fingerprint = "10de:2330:555.42:uuid:NVIDIA")
 
 KernelKey add_key(const std::string& dtype = "f32") {
   return {"binary",
-          {{"op", "Add"}, {"in", dtype + "." + dtype}, {"out", dtype}, {"layout", "cc"},
+          {{"op", "Add"},
+           {"in", dtype + "." + dtype},
+           {"out", dtype},
+           {"layout", "cc"},
            {"idx", "32"}}};
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("kernel_hash is stable for the same key, source, device and level") {
   KernelKey k = add_key();

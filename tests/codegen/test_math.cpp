@@ -69,8 +69,8 @@ struct Worst {
   float at = 0;
 };
 
-Worst max_error(const std::function<float(float)>& f, const std::function<ld(ld)>& ref,
-                float lo, float hi, int n = 20000) {
+Worst max_error(const std::function<float(float)>& f, const std::function<ld(ld)>& ref, float lo,
+                float hi, int n = 20000) {
   Worst w;
   for (float x : samples(lo, hi, n)) {
     double e = ulp_error(f(x), ref(static_cast<ld>(x)));
@@ -85,7 +85,7 @@ ld erfinv_ref(ld y) {
   return static_cast<ld>(cpu::erfinv_double(static_cast<double>(y)));
 }
 
-} // namespace
+}  // namespace
 
 // Bounds are in f32 ulps. The differential tests compare f32 with rtol 2e-5 (~170 ulp);
 // these much tighter bounds keep the GLSL math honest without a GPU.
@@ -122,8 +122,7 @@ TEST_CASE("GLSL f32 math is within a few ulp of long double references") {
       {"asinh", glsl::m_asinh, [](ld x) { return std::asinh(x); }, -1e30f, 1e30f, 4},
       {"acosh", glsl::m_acosh, [](ld x) { return std::acosh(x); }, 1.0f, 1e30f, 3},
       {"atanh", glsl::m_atanh, [](ld x) { return std::atanh(x); }, -0.9999f, 0.9999f, 4},
-      {"sigmoid", glsl::m_sigmoid, [](ld x) { return 1 / (1 + std::exp(-x)); }, -80.0f, 80.0f,
-       3},
+      {"sigmoid", glsl::m_sigmoid, [](ld x) { return 1 / (1 + std::exp(-x)); }, -80.0f, 80.0f, 3},
       {"erf", glsl::m_erf, [](ld x) { return std::erf(x); }, -5.0f, 5.0f, 3},
       {"erfinv", glsl::m_erfinv, erfinv_ref, -0.9999999f, 0.9999999f, 4},
       {"sqrt", glsl::m_sqrt, [](ld x) { return std::sqrt(x); }, 0.0f, 3e38f, 0.5},
@@ -132,9 +131,8 @@ TEST_CASE("GLSL f32 math is within a few ulp of long double references") {
   for (const auto& c : cases) {
     Worst w = max_error(c.f, c.ref, c.lo, c.hi);
     MESSAGE(c.name << ": max " << w.ulps << " ulp at " << w.at);
-    CHECK_MESSAGE(w.ulps <= c.max_ulps,
-                  c.name << " error " << w.ulps << " ulp at x = " << w.at << " exceeds "
-                         << c.max_ulps);
+    CHECK_MESSAGE(w.ulps <= c.max_ulps, c.name << " error " << w.ulps << " ulp at x = " << w.at
+                                               << " exceeds " << c.max_ulps);
   }
 }
 
@@ -149,7 +147,8 @@ TEST_CASE("GLSL pow, atan2 and logaddexp are accurate on random pairs") {
     // Half the pairs put x near 1 with a large exponent, where y * log2(x) needs the
     // extra precision most.
     bool near_one = i % 2 == 1;
-    float x = static_cast<float>(near_one ? 1 + (next() - 0.5) * 1e-3 : std::exp(-20 + 40 * next()));
+    float x =
+        static_cast<float>(near_one ? 1 + (next() - 0.5) * 1e-3 : std::exp(-20 + 40 * next()));
     float y = static_cast<float>(near_one ? (next() - 0.5) * 4e5 : -30 + 60 * next());
     ld want = std::pow(static_cast<ld>(x), static_cast<ld>(y));
     if (std::fabs(want) < 1e38L && std::fabs(want) > 1e-37L) {
@@ -157,18 +156,18 @@ TEST_CASE("GLSL pow, atan2 and logaddexp are accurate on random pairs") {
     }
     float a = static_cast<float>(-100 + 200 * next());
     float b = static_cast<float>(-100 + 200 * next());
-    atan2_worst = std::max(atan2_worst, ulp_error(glsl::m_atan2(a, b),
-                                                  std::atan2(static_cast<ld>(a),
-                                                             static_cast<ld>(b))));
+    atan2_worst = std::max(
+        atan2_worst,
+        ulp_error(glsl::m_atan2(a, b), std::atan2(static_cast<ld>(a), static_cast<ld>(b))));
     ld hi = std::max<ld>(a, b), lo = std::min<ld>(a, b);
-    lae_worst = std::max(lae_worst, ulp_error(glsl::m_logaddexp(a, b),
-                                              hi + std::log1p(std::exp(lo - hi))));
+    lae_worst =
+        std::max(lae_worst, ulp_error(glsl::m_logaddexp(a, b), hi + std::log1p(std::exp(lo - hi))));
   }
-  MESSAGE("pow " << pow_worst << " ulp, atan2 " << atan2_worst << " ulp, logaddexp "
-                 << lae_worst << " ulp");
+  MESSAGE("pow " << pow_worst << " ulp, atan2 " << atan2_worst << " ulp, logaddexp " << lae_worst
+                 << " ulp");
   CHECK(pow_worst <= 4);
   CHECK(atan2_worst <= 4);
-  CHECK(lae_worst <= 8); // cancels when the result is near 0, as the CPU's float formula does
+  CHECK(lae_worst <= 8);  // cancels when the result is near 0, as the CPU's float formula does
 }
 
 TEST_CASE("GLSL fmod and remainder are exact and follow Python's sign rule") {
@@ -230,9 +229,10 @@ TEST_CASE("GLSL division is correctly rounded, so floor(a / b) matches the CPU")
 // Special values must come out exactly like the CPU reference (same NaN-ness, same value,
 // same sign of zero where the reference defines it).
 TEST_CASE("GLSL math matches the CPU reference on special values") {
-  const float specials[] = {0.0f, -0.0f, 1.0f, -1.0f, 0.5f, -0.5f, 2.0f, -2.0f, 3.0f, -3.0f,
-                            kInf, -kInf, kNaN, 1e-45f, -1e-45f, 1e-38f, 3e38f, -3e38f, 100.0f,
-                            -100.0f, 0.9999999f, -0.9999999f, 1.0000001f, 89.0f, -104.0f};
+  const float specials[] = {0.0f,        -0.0f,      1.0f,  -1.0f,  0.5f,   -0.5f,   2.0f,
+                            -2.0f,       3.0f,       -3.0f, kInf,   -kInf,  kNaN,    1e-45f,
+                            -1e-45f,     1e-38f,     3e38f, -3e38f, 100.0f, -100.0f, 0.9999999f,
+                            -0.9999999f, 1.0000001f, 89.0f, -104.0f};
   auto same = [](float got, float want) {
     if (std::isnan(want)) {
       return std::isnan(got);
@@ -248,18 +248,30 @@ TEST_CASE("GLSL math matches the CPU reference on special values") {
     std::function<float(float)> cpu;
   };
   std::vector<Unary> unary = {
-      {"exp", glsl::m_exp, cpu::Exp{}},       {"expm1", glsl::m_expm1, cpu::Expm1{}},
-      {"log", glsl::m_log, cpu::Log{}},       {"log1p", glsl::m_log1p, cpu::Log1p{}},
-      {"log2", glsl::m_log2, cpu::Log2{}},    {"log10", glsl::m_log10, cpu::Log10{}},
-      {"sin", glsl::m_sin, cpu::Sin{}},       {"cos", glsl::m_cos, cpu::Cos{}},
-      {"tan", glsl::m_tan, cpu::Tan{}},       {"asin", glsl::m_asin, cpu::ArcSin{}},
-      {"acos", glsl::m_acos, cpu::ArcCos{}},  {"atan", glsl::m_atan, cpu::ArcTan{}},
-      {"sinh", glsl::m_sinh, cpu::Sinh{}},    {"cosh", glsl::m_cosh, cpu::Cosh{}},
-      {"tanh", glsl::m_tanh, cpu::Tanh{}},    {"asinh", glsl::m_asinh, cpu::ArcSinh{}},
-      {"acosh", glsl::m_acosh, cpu::ArcCosh{}}, {"atanh", glsl::m_atanh, cpu::ArcTanh{}},
-      {"sigmoid", glsl::m_sigmoid, cpu::Sigmoid{}}, {"erf", glsl::m_erf, cpu::Erf{}},
-      {"erfinv", glsl::m_erfinv, cpu::ErfInv{}}, {"sqrt", glsl::m_sqrt, cpu::Sqrt{}},
-      {"rsqrt", glsl::m_rsqrt, cpu::Rsqrt{}}, {"sign", glsl::m_sign, cpu::Sign{}},
+      {"exp", glsl::m_exp, cpu::Exp{}},
+      {"expm1", glsl::m_expm1, cpu::Expm1{}},
+      {"log", glsl::m_log, cpu::Log{}},
+      {"log1p", glsl::m_log1p, cpu::Log1p{}},
+      {"log2", glsl::m_log2, cpu::Log2{}},
+      {"log10", glsl::m_log10, cpu::Log10{}},
+      {"sin", glsl::m_sin, cpu::Sin{}},
+      {"cos", glsl::m_cos, cpu::Cos{}},
+      {"tan", glsl::m_tan, cpu::Tan{}},
+      {"asin", glsl::m_asin, cpu::ArcSin{}},
+      {"acos", glsl::m_acos, cpu::ArcCos{}},
+      {"atan", glsl::m_atan, cpu::ArcTan{}},
+      {"sinh", glsl::m_sinh, cpu::Sinh{}},
+      {"cosh", glsl::m_cosh, cpu::Cosh{}},
+      {"tanh", glsl::m_tanh, cpu::Tanh{}},
+      {"asinh", glsl::m_asinh, cpu::ArcSinh{}},
+      {"acosh", glsl::m_acosh, cpu::ArcCosh{}},
+      {"atanh", glsl::m_atanh, cpu::ArcTanh{}},
+      {"sigmoid", glsl::m_sigmoid, cpu::Sigmoid{}},
+      {"erf", glsl::m_erf, cpu::Erf{}},
+      {"erfinv", glsl::m_erfinv, cpu::ErfInv{}},
+      {"sqrt", glsl::m_sqrt, cpu::Sqrt{}},
+      {"rsqrt", glsl::m_rsqrt, cpu::Rsqrt{}},
+      {"sign", glsl::m_sign, cpu::Sign{}},
   };
   for (const auto& u : unary) {
     for (float x : specials) {

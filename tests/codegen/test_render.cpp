@@ -88,11 +88,11 @@ struct Sweep {
     }
     CHECK(names == expected_push_members(k));
     CHECK(r.push_bytes == src.push_constant_bytes);
-    CHECK(src.push_constant_bytes <= 128); // the minimum maxPushConstantsSize
+    CHECK(src.push_constant_bytes <= 128);  // the minimum maxPushConstantsSize
   }
 };
 
-} // namespace
+}  // namespace
 
 TEST_CASE("every elementwise op, dtype and layout class renders to valid SPIR-V") {
   Sweep sweep;
@@ -203,12 +203,12 @@ TEST_CASE("render refuses dtypes the GPU or the device cannot store") {
 TEST_CASE("render rejects malformed or unsupported keys with invalid_argument") {
   DeviceCaps caps = full_caps();
   std::vector<KernelKey> bad = {
-      key("unary", "Sqrt", "i32", "i32", "c"),           // float-only op
-      key("unary", "Negative", "b", "b", "c"),           // not for bool
-      key("binary", "LeftShift", "f32.f32", "f32", "cc"), // integer-only op
-      key("binary", "Add", "f32.i32", "f32", "cc"),      // inputs must match
-      key("binary", "Less", "f32.f32", "f32", "cc"),     // predicates output b
-      key("unary", "Exp", "f32", "f16", "c"),            // output dtype is the input's
+      key("unary", "Sqrt", "i32", "i32", "c"),             // float-only op
+      key("unary", "Negative", "b", "b", "c"),             // not for bool
+      key("binary", "LeftShift", "f32.f32", "f32", "cc"),  // integer-only op
+      key("binary", "Add", "f32.i32", "f32", "cc"),        // inputs must match
+      key("binary", "Less", "f32.f32", "f32", "cc"),       // predicates output b
+      key("unary", "Exp", "f32", "f16", "c"),              // output dtype is the input's
       key("select", "Select", "f32.f32.f32", "f32", "ccc"),
       key("unary", "Frobnicate", "f32", "f32", "c"),
       key("unary", "Exp", "f32", "f32", "x"),            // bad layout letter

@@ -20,7 +20,8 @@ namespace {
 // Sets MLX_VK_TEMPLATE_DIR for one scope.
 class TemplateDir {
  public:
-  TemplateDir() : path_(fs::temp_directory_path() / ("mlxvk_templates_" + std::to_string(::getpid()))) {
+  TemplateDir()
+      : path_(fs::temp_directory_path() / ("mlxvk_templates_" + std::to_string(::getpid()))) {
     fs::create_directories(path_ / "include");
     ::setenv("MLX_VK_TEMPLATE_DIR", path_.c_str(), 1);
   }
@@ -43,10 +44,10 @@ DeviceCaps caps() {
   return c;
 }
 
-const KernelKey kExp{"unary",
-                     {{"op", "Exp"}, {"in", "f32"}, {"out", "f32"}, {"layout", "c"}, {"idx", "32"}}};
+const KernelKey kExp{
+    "unary", {{"op", "Exp"}, {"in", "f32"}, {"out", "f32"}, {"layout", "c"}, {"idx", "32"}}};
 
-} // namespace
+}  // namespace
 
 TEST_CASE("every embedded family template compiles on its own with its default macros") {
   int families = 0;
@@ -60,7 +61,7 @@ TEST_CASE("every embedded family template compiles on its own with its default m
     CHECK(validate_spirv(mod.words) == "");
     ++families;
   }
-  CHECK(families >= 4); // unary, binary, select, copy
+  CHECK(families >= 4);  // unary, binary, select, copy
 }
 
 TEST_CASE("includes are expanded once, with #line markers naming the original file") {
@@ -94,7 +95,7 @@ TEST_CASE("MLX_VK_TEMPLATE_DIR overrides templates and includes from disk") {
 
     // An include edited on disk changes the hash of every template that uses it, and a
     // compile error there is reported against the include's own file and line.
-    dir.write("unary.glsl", template_text("unary.glsl")); // back to the original text
+    dir.write("unary.glsl", template_text("unary.glsl"));  // back to the original text
     std::string math = template_text("include/math.glsl");
     size_t pos = math.find("float m_exp(float x) {");
     REQUIRE(pos != std::string::npos);

@@ -14,13 +14,13 @@ TEST_CASE("8 threads compiling different kernels at once get valid, deterministi
   DeviceCaps caps;
   caps.storage_8bit = caps.storage_16bit = caps.shader_int64 = true;
   const std::vector<std::pair<std::string, std::string>> ops = {
-      {"Exp", "f32"},  {"Sin", "f16"},   {"Erf", "bf16"},  {"Abs", "i8"},
+      {"Exp", "f32"},  {"Sin", "f16"},    {"Erf", "bf16"}, {"Abs", "i8"},
       {"Sqrt", "f32"}, {"Square", "u64"}, {"Tanh", "f32"}, {"Negative", "i16"}};
   std::vector<KernelKey> keys;
   for (const auto& [op, dt] : ops) {
-    keys.push_back({"unary",
-                    {{"op", op}, {"in", dt}, {"out", dt}, {"layout", "g"}, {"rank", "2"},
-                     {"idx", "32"}}});
+    keys.push_back(
+        {"unary",
+         {{"op", op}, {"in", dt}, {"out", dt}, {"layout", "g"}, {"rank", "2"}, {"idx", "32"}}});
   }
   std::vector<std::vector<uint32_t>> concurrent(keys.size());
   std::atomic<int> failures{0};
@@ -30,7 +30,7 @@ TEST_CASE("8 threads compiling different kernels at once get valid, deterministi
     threads.emplace_back([&, t] {
       ++ready;
       while (ready.load() < static_cast<int>(keys.size())) {
-        std::this_thread::yield(); // start together
+        std::this_thread::yield();  // start together
       }
       try {
         concurrent[t] = compile(keys[t], render(keys[t], caps)).words;
