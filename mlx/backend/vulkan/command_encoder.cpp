@@ -531,51 +531,74 @@ void commit_stream(int stream_index) {
   e->commit();
 }
 
-void run_one_off(const std::function<void(VkCommandBuffer)>& record) {
-  auto& d = device("vulkan");
-  static std::mutex mtx;
-  std::lock_guard lk(mtx);
-  VkDevice dev = d.handle();
-  auto pci = make_info<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
-  pci.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
-  pci.queueFamilyIndex = d.queue_family();
-  VkCommandPool pool;
-  check(vkCreateCommandPool(dev, &pci, nullptr, &pool), "vkCreateCommandPool");
+namespace {
+
+// One command buffer and fence, reused by every one-off submission (host downloads).
+struct OneOff {
+  std::mutex mtx;
+  VkCommandPool pool = VK_NULL_HANDLE;
+  VkCommandBuffer cb = VK_NULL_HANDLE;
   VkFence fence = VK_NULL_HANDLE;
-  try {
-    auto ai = make_info<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
-    ai.commandPool = pool;
+};
+
+OneOff& one_off_state(Device& d) {
+  static OneOff* o = nullptr;
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    auto* s = new OneOff();
+    VkDevice dev = d.handle();
+    auto pci = make_info<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
+    pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+    pci.queueFamilyIndex = d.queue_family();
+    check(vkCreateCommandPool(dev, &pci, nullptr, &s->pool), "vkCreateCommandPool");
+    auto ai = make_info<VkCommandBufferAllocateInfo>(
+        VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+    ai.commandPool = s->pool;
     ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     ai.commandBufferCount = 1;
-    VkCommandBuffer cb;
-    check(vkAllocateCommandBuffers(dev, &ai, &cb), "vkAllocateCommandBuffers");
-    auto bi = make_info<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
-    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-    check(vkBeginCommandBuffer(cb, &bi), "vkBeginCommandBuffer");
-    full_barrier(cb);
-    record(cb);
-    host_barrier(cb);
-    check(vkEndCommandBuffer(cb), "vkEndCommandBuffer");
+    check(vkAllocateCommandBuffers(dev, &ai, &s->cb), "vkAllocateCommandBuffers");
     auto fi = make_info<VkFenceCreateInfo>(VK_STRUCTURE_TYPE_FENCE_CREATE_INFO);
-    check(vkCreateFence(dev, &fi, nullptr, &fence), "vkCreateFence");
-    auto si = make_info<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
-    si.commandBufferCount = 1;
-    si.pCommandBuffers = &cb;
-    {
-      std::lock_guard qlk(d.queue_mutex());
-      check(vkQueueSubmit(d.queue(), 1, &si, fence), "vkQueueSubmit");
-    }
-    g_submissions++;
-    wait_fence(dev, fence);
-  } catch (...) {
-    if (fence) {
-      vkDestroyFence(dev, fence, nullptr);
-    }
-    vkDestroyCommandPool(dev, pool, nullptr);
-    throw;
+    check(vkCreateFence(dev, &fi, nullptr, &s->fence), "vkCreateFence");
+    d.on_teardown([s, dev] {
+      std::lock_guard lk(s->mtx);
+      vkDestroyFence(dev, s->fence, nullptr);
+      vkDestroyCommandPool(dev, s->pool, nullptr);
+      s->fence = VK_NULL_HANDLE;
+      s->pool = VK_NULL_HANDLE;
+    });
+    o = s;
+  });
+  return *o;
+}
+
+} // namespace
+
+void run_one_off(const std::function<void(VkCommandBuffer)>& record) {
+  auto& d = device("vulkan");
+  auto& o = one_off_state(d);
+  std::lock_guard lk(o.mtx);
+  if (!o.pool) {
+    throw std::runtime_error("[vulkan] the device has been destroyed (process exit).");
   }
-  vkDestroyFence(dev, fence, nullptr);
-  vkDestroyCommandPool(dev, pool, nullptr);
+  VkDevice dev = d.handle();
+  check(vkResetCommandBuffer(o.cb, 0), "vkResetCommandBuffer");
+  auto bi = make_info<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  check(vkBeginCommandBuffer(o.cb, &bi), "vkBeginCommandBuffer");
+  full_barrier(o.cb);
+  record(o.cb);
+  host_barrier(o.cb);
+  check(vkEndCommandBuffer(o.cb), "vkEndCommandBuffer");
+  check(vkResetFences(dev, 1, &o.fence), "vkResetFences");
+  auto si = make_info<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
+  si.commandBufferCount = 1;
+  si.pCommandBuffers = &o.cb;
+  {
+    std::lock_guard qlk(d.queue_mutex());
+    check(vkQueueSubmit(d.queue(), 1, &si, o.fence), "vkQueueSubmit");
+  }
+  g_submissions++;
+  wait_fence(dev, o.fence);
 }
 
 EncoderStats encoder_stats() {

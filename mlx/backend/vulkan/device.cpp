@@ -552,17 +552,25 @@ struct DeviceFactory {
     choose_memory(dev, p);
   }
 
-  // Arrays go to device-local memory. When a device-local type is also host-visible and
-  // its heap is large (UMA, lavapipe, resizable BAR), arrays are mapped there; otherwise
-  // (a 256 MiB BAR window) host access stages through host memory.
+  // Arrays go to device-local memory. They are mapped for host access only where the
+  // CPU reads that memory through its caches: a device-local, host-visible, coherent and
+  // *cached* type with a large heap (lavapipe, integrated GPUs). A discrete GPU's BAR
+  // window, even a resizable one covering all of VRAM, is uncached for the CPU: reading it
+  // runs at PCIe round-trip speed (the GPU-vs-CPU test suite took 411 s on an H200 mapped
+  // that way), so there arrays stay unmapped and host access stages through cached host
+  // memory. MLX_VK_STAGING=1 forces staging; MLX_VK_STAGING=0 maps whatever large
+  // host-visible device memory exists (else host memory).
   static void choose_memory(Device& dev, const Probe& p) {
     const auto& mem = p.memory;
     constexpr auto device_local = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
     constexpr auto host =
         VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    constexpr auto cached = VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
+    const uint64_t large = p.device_local_bytes / 2;
     int local = find_type(mem, device_local);
-    int mapped_local = find_type(mem, device_local | host, p.device_local_bytes / 2);
-    int staging = find_type(mem, host | VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+    int cached_local = find_type(mem, device_local | host | cached, large);
+    int mapped_local = find_type(mem, device_local | host, large);
+    int staging = find_type(mem, host | cached);
     if (staging < 0) {
       staging = find_type(mem, host);
     }
@@ -573,20 +581,20 @@ struct DeviceFactory {
     bool force_staging = forced && env_flag("MLX_VK_STAGING", false);
     bool forbid_staging = forced && !env_flag("MLX_VK_STAGING", true);
     dev.staging_type_ = static_cast<uint32_t>(staging);
-    if (mapped_local >= 0 && !force_staging) {
-      dev.array_type_ = static_cast<uint32_t>(mapped_local);
-      dev.arrays_mapped_ = true;
-    } else if (local >= 0 && !forbid_staging) {
-      dev.array_type_ = static_cast<uint32_t>(local);
-      dev.arrays_mapped_ = false;
-    } else if (mapped_local >= 0) {
-      dev.array_type_ = static_cast<uint32_t>(mapped_local);
-      dev.arrays_mapped_ = true;
+    auto use = [&](int type, bool mapped) {
+      dev.array_type_ = static_cast<uint32_t>(type);
+      dev.arrays_mapped_ = mapped;
+    };
+    if (force_staging) {
+      use(local >= 0 ? local : staging, false);
+    } else if (forbid_staging) {
+      use(cached_local >= 0 ? cached_local : (mapped_local >= 0 ? mapped_local : staging), true);
+    } else if (cached_local >= 0) {
+      use(cached_local, true);
+    } else if (local >= 0) {
+      use(local, false);
     } else {
-      // MLX_VK_STAGING=0 on a device without large mapped device memory: arrays live in
-      // host memory the GPU reads over the bus.
-      dev.array_type_ = static_cast<uint32_t>(staging);
-      dev.arrays_mapped_ = true;
+      use(staging, true); // no device-local memory at all: arrays live in host memory
     }
   }
 };
