@@ -8,6 +8,8 @@
 #include "mlx/backend/vulkan/allocator.h"
 #include "mlx/backend/vulkan/command_encoder.h"
 #include "mlx/backend/vulkan/device.h"
+#include "mlx/backend/vulkan/serials.h"
+#include "mlx/backend/vulkan/utils.h"
 
 namespace mx = mlx::core;
 namespace vk = mlx::core::vulkan;
@@ -181,4 +183,23 @@ TEST_CASE("under MLX_VK_VALIDATION=1 a validation error makes synchronize throw"
                        std::runtime_error);
   mx::allocator::free(b);
   mx::synchronize(); // the error was reported once; later work is clean again
+}
+
+TEST_CASE("a signaled fence completes its serial even if its stream never polls again") {
+  VK_REQUIRE_DEVICE();
+  // A side stream used once is never polled again; its finished batch must not hold back
+  // the reuse of every buffer freed afterwards.
+  VkDevice dev = vk::device().handle();
+  auto fi = vk::make_info<VkFenceCreateInfo>(VK_STRUCTURE_TYPE_FENCE_CREATE_INFO);
+  fi.flags = VK_FENCE_CREATE_SIGNALED_BIT;
+  VkFence fence;
+  REQUIRE(vk::vkCreateFence(dev, &fi, nullptr, &fence) == VK_SUCCESS);
+  mx::synchronize();
+  uint64_t s = vk::begin_serial();
+  CHECK(vk::completed_watermark() < s); // recording: outstanding
+  vk::submitted_serial(s, dev, fence);
+  CHECK(vk::completed_watermark() >= s); // its fence says it is done
+  vk::end_serial(s);                     // the stream's own (late) poll is harmless
+  CHECK(vk::completed_watermark() >= s);
+  vk::vkDestroyFence(dev, fence, nullptr);
 }

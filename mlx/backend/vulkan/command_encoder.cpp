@@ -371,6 +371,7 @@ void CommandEncoder::commit_locked() {
     throw;
   }
   g_submissions++;
+  submitted_serial(b->serial, dev_.handle(), b->fence);
   in_flight_.push_back(std::move(*b));
   // Bounded run-ahead: a host that records faster than the device runs would otherwise
   // pile up batches and the memory they retain.
@@ -497,6 +498,24 @@ void commit_all_streams() {
   }
   for (auto* e : all) {
     e->commit();
+  }
+}
+
+void poll_all_streams() {
+  std::vector<CommandEncoder*> all;
+  {
+    auto& s = streams();
+    std::lock_guard lk(s.mtx);
+    for (auto& [i, e] : s.encoders) {
+      all.push_back(e.get());
+    }
+  }
+  for (auto* e : all) {
+    e->poll();
+  }
+  // Buffers freed while a now-finished batch was outstanding become reusable.
+  if (auto* a = vulkan_allocator()) {
+    a->collect();
   }
 }
 

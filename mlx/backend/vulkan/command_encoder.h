@@ -111,6 +111,9 @@ CommandEncoder& encoder(int stream_index);
 void create_encoder(int stream_index);
 // Submits the open batch of every stream (before a host download or a cross-stream read).
 void commit_all_streams();
+// Releases what every stream's completed batches hold (never blocks). Call with no
+// stream lock held.
+void poll_all_streams();
 // Submits every stream's open batch and waits for all of them.
 void synchronize_all_streams();
 // Submits the open batch of a stream if it has one (unknown streams are ignored).

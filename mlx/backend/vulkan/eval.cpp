@@ -81,6 +81,8 @@ void finalize(Stream s) {
 
 void synchronize(Stream s) {
   vulkan::encoder(s.index).synchronize();
+  // Other streams' finished batches may still hold arrays (nobody has polled them).
+  vulkan::poll_all_streams();
   // Under MLX_VK_VALIDATION=1 a validation error is a failure of the work that caused it.
   auto& dev = vulkan::device("synchronize");
   static std::atomic<size_t> reported{0};

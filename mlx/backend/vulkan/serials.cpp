@@ -1,15 +1,19 @@
 #include "mlx/backend/vulkan/serials.h"
 
+#include <map>
 #include <mutex>
-#include <set>
 
 namespace mlx::core::vulkan {
 
 namespace {
+struct Outstanding {
+  VkDevice device = VK_NULL_HANDLE;
+  VkFence fence = VK_NULL_HANDLE; // null while the batch is still recording
+};
 struct Serials {
   std::mutex mtx;
   uint64_t next = 1;
-  std::set<uint64_t> outstanding;
+  std::map<uint64_t, Outstanding> outstanding;
 };
 Serials& serials() {
   static Serials* s = new Serials(); // used by late frees at exit: never destroyed
@@ -21,8 +25,17 @@ uint64_t begin_serial() {
   auto& s = serials();
   std::lock_guard lk(s.mtx);
   uint64_t v = s.next++;
-  s.outstanding.insert(v);
+  s.outstanding.emplace(v, Outstanding{});
   return v;
+}
+
+void submitted_serial(uint64_t serial, VkDevice device, VkFence fence) {
+  auto& s = serials();
+  std::lock_guard lk(s.mtx);
+  auto it = s.outstanding.find(serial);
+  if (it != s.outstanding.end()) {
+    it->second = {device, fence};
+  }
 }
 
 void end_serial(uint64_t serial) {
@@ -34,7 +47,16 @@ void end_serial(uint64_t serial) {
 uint64_t completed_watermark() {
   auto& s = serials();
   std::lock_guard lk(s.mtx);
-  return s.outstanding.empty() ? s.next - 1 : *s.outstanding.begin() - 1;
+  // A fence is only queried while registered, and a stream unregisters (end_serial)
+  // before it resets the fence for another batch, so the two never race.
+  while (!s.outstanding.empty()) {
+    auto it = s.outstanding.begin();
+    if (!it->second.fence || vkGetFenceStatus(it->second.device, it->second.fence) != VK_SUCCESS) {
+      break;
+    }
+    s.outstanding.erase(it);
+  }
+  return s.outstanding.empty() ? s.next - 1 : s.outstanding.begin()->first - 1;
 }
 
 } // namespace mlx::core::vulkan
