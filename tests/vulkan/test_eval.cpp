@@ -298,3 +298,28 @@ TEST_CASE("10,000 evals in a loop keep active memory flat") {
   CHECK(last == doctest::Approx(9999.0 + 0.0)); // element 3 of iota is 3 - 3 = 0
   CHECK(mx::get_active_memory() == base);
 }
+
+TEST_CASE("two threads evaluate on their own GPU streams at the same time") {
+  VK_REQUIRE_DEVICE();
+  auto a = iota_f32({300});
+  a.eval();
+  std::vector<mx::Stream> streams{mx::new_stream(gpu), mx::new_stream(gpu)};
+  std::vector<int> bad(2, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 50; ++i) {
+        auto y = mx::add(mx::multiply(a, mx::array(static_cast<float>(t + 1)), streams[t]), a,
+                         streams[t]);
+        y.eval();
+        // (t + 2) * a, exact for these small integers.
+        if (y.data<float>()[7] != (t + 2) * (7.0f - 3.0f)) {
+          bad[t]++;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(bad[0] == 0);
+  CHECK(bad[1] == 0);
+}

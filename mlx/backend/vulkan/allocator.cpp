@@ -251,6 +251,7 @@ allocator::Buffer VulkanAllocator::malloc(size_t size) {
     cached_ -= cap;
     a->host_dirty = false;
     a->device_newer = false;
+    a->upload_serial = 0;
   } else {
     std::pair<Block*, VkDeviceSize> got;
     try {
@@ -402,11 +403,14 @@ bool VulkanAllocator::prepare_gpu_use(Allocation* a, uint64_t serial, bool write
   std::lock_guard lk(mtx_);
   a->last_use = std::max(a->last_use, serial);
   bool need = false;
-  if (a->host_dirty && a->shadow && a->size > 0) {
+  bool pending_elsewhere = a->upload_serial && a->upload_serial != serial &&
+                           !serial_submitted(a->upload_serial);
+  if (a->shadow && a->size > 0 && (a->host_dirty || pending_elsewhere)) {
     upload.src = a->shadow->buffer;
     upload.dst = a->buffer;
     upload.region = VkBufferCopy{a->shadow->offset, a->offset, a->capacity};
     a->host_dirty = false;
+    a->upload_serial = serial;
     need = true;
   }
   if (write && !mapped_) {

@@ -37,6 +37,9 @@ struct Allocation {
   Allocation* shadow = nullptr;
   bool host_dirty = false;   // the host may have written the shadow since the last upload
   bool device_newer = false; // the GPU wrote the buffer after the last download
+  // The batch that records the latest upload. Until it is submitted, a batch of another
+  // stream may be submitted first, so such a batch records its own (identical) upload.
+  uint64_t upload_serial = 0;
 
   uint64_t last_use = 0; // serial of the last command buffer that referenced this buffer
   // The stream whose command buffer last wrote the buffer (-1: none), so a reader on

@@ -44,6 +44,13 @@ void end_serial(uint64_t serial) {
   s.outstanding.erase(serial);
 }
 
+bool serial_submitted(uint64_t serial) {
+  auto& s = serials();
+  std::lock_guard lk(s.mtx);
+  auto it = s.outstanding.find(serial);
+  return it == s.outstanding.end() || it->second.fence != VK_NULL_HANDLE;
+}
+
 uint64_t completed_watermark() {
   auto& s = serials();
   std::lock_guard lk(s.mtx);

@@ -20,6 +20,8 @@ void submitted_serial(uint64_t serial, VkDevice device, VkFence fence);
 // Marks a serial complete (its command buffer finished, or was never submitted). Must be
 // called before the batch's fence is reset for reuse.
 void end_serial(uint64_t serial);
+// True once the serial's batch has been submitted (or completed).
+bool serial_submitted(uint64_t serial);
 // Every serial <= the watermark has completed (checks the fences of the oldest ones).
 uint64_t completed_watermark();
 
