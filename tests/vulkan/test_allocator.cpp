@@ -23,7 +23,7 @@ void settle() {
   mx::clear_cache();
   mx::reset_peak_memory();
 }
-} // namespace
+}  // namespace
 
 TEST_CASE("a thousand small arrays share a few device-memory blocks") {
   VK_REQUIRE_DEVICE();
@@ -63,7 +63,7 @@ TEST_CASE("freed buffers go to the size-class cache and are reused") {
   auto b = mx::allocator::malloc(3000);
   size_t cap = vk::allocation(b)->capacity;
   CHECK(cap >= 3000);
-  CHECK(cap <= 3000 * 5 / 4 + 256); // size classes waste at most a quarter
+  CHECK(cap <= 3000 * 5 / 4 + 256);  // size classes waste at most a quarter
   CHECK(mx::get_active_memory() == active0 + cap);
   CHECK(mx::get_peak_memory() >= active0 + cap);
   void* handle = b.ptr();
@@ -97,7 +97,7 @@ TEST_CASE("the memory limit makes an oversized allocation fail with a clear erro
   size_t old = mx::set_memory_limit(mx::get_active_memory() + (1 << 20));
   CHECK_THROWS_WITH_AS(mx::allocator::malloc(8 << 20), doctest::Contains("memory limit"),
                        std::runtime_error);
-  auto ok = mx::allocator::malloc(1 << 16); // still fine under the limit
+  auto ok = mx::allocator::malloc(1 << 16);  // still fine under the limit
   mx::allocator::free(ok);
   mx::set_memory_limit(old);
 }
@@ -178,11 +178,11 @@ TEST_CASE("under MLX_VK_VALIDATION=1 a validation error makes synchronize throw"
   MESSAGE("the validation error printed next is expected (a misaligned vkCmdFillBuffer)");
   auto s = mx::default_stream(mx::Device::gpu);
   auto b = mx::allocator::malloc(64);
-  vk::encoder(s.index).fill({vk::allocation(b), 2, 4, true}, 0); // offset must be 4-aligned
+  vk::encoder(s.index).fill({vk::allocation(b), 2, 4, true}, 0);  // offset must be 4-aligned
   CHECK_THROWS_WITH_AS(mx::synchronize(), doctest::Contains("validation layer reported"),
                        std::runtime_error);
   mx::allocator::free(b);
-  mx::synchronize(); // the error was reported once; later work is clean again
+  mx::synchronize();  // the error was reported once; later work is clean again
 }
 
 TEST_CASE("a signaled fence completes its serial even if its stream never polls again") {
@@ -196,10 +196,10 @@ TEST_CASE("a signaled fence completes its serial even if its stream never polls 
   REQUIRE(vk::vkCreateFence(dev, &fi, nullptr, &fence) == VK_SUCCESS);
   mx::synchronize();
   uint64_t s = vk::begin_serial();
-  CHECK(vk::completed_watermark() < s); // recording: outstanding
+  CHECK(vk::completed_watermark() < s);  // recording: outstanding
   vk::submitted_serial(s, dev, fence);
-  CHECK(vk::completed_watermark() >= s); // its fence says it is done
-  vk::end_serial(s);                     // the stream's own (late) poll is harmless
+  CHECK(vk::completed_watermark() >= s);  // its fence says it is done
+  vk::end_serial(s);                      // the stream's own (late) poll is harmless
   CHECK(vk::completed_watermark() >= s);
   vk::vkDestroyFence(dev, fence, nullptr);
 }

@@ -12,24 +12,38 @@ TEST_CASE("device_info reports the probed device and its capabilities") {
   VK_REQUIRE_DEVICE();
   REQUIRE(mx::gpu::device_count() >= 1);
   auto& info = mx::gpu::device_info(0);
-  for (const char* key :
-       {"device_name", "vendor", "driver", "memory_size", "subgroup_size", "device_type",
-        "api_version", "shader_float16", "shader_int8", "shader_int16", "shader_int64",
-        "storage_8bit", "storage_16bit", "push_descriptors", "max_storage_buffer_range",
-        "max_compute_shared_memory_size", "cooperative_matrix", "fingerprint", "memory_path",
-        "pipeline_cache_uuid", "memory_types"}) {
+  for (const char* key : {"device_name",
+                          "vendor",
+                          "driver",
+                          "memory_size",
+                          "subgroup_size",
+                          "device_type",
+                          "api_version",
+                          "shader_float16",
+                          "shader_int8",
+                          "shader_int16",
+                          "shader_int64",
+                          "storage_8bit",
+                          "storage_16bit",
+                          "push_descriptors",
+                          "max_storage_buffer_range",
+                          "max_compute_shared_memory_size",
+                          "cooperative_matrix",
+                          "fingerprint",
+                          "memory_path",
+                          "pipeline_cache_uuid",
+                          "memory_types"}) {
     CHECK_MESSAGE(info.count(key) == 1, "missing key " << std::string(key));
   }
   CHECK_FALSE(info_string("device_name").empty());
   CHECK(info_size("subgroup_size") >= 1);
-  CHECK(info_size("max_storage_buffer_range") >= (size_t(1) << 27)); // spec minimum: 2^27
+  CHECK(info_size("max_storage_buffer_range") >= (size_t(1) << 27));  // spec minimum: 2^27
   CHECK(info_size("memory_size") > 0);
   CHECK(info_size("selected") == 1);
   auto path = info_string("memory_path");
   CHECK((path == "mapped device-local" || path == "mapped host" || path == "staged"));
   // The fingerprint carries the pipeline-cache UUID, so kernel caches never cross drivers.
-  CHECK(info_string("fingerprint").find(info_string("pipeline_cache_uuid")) !=
-        std::string::npos);
+  CHECK(info_string("fingerprint").find(info_string("pipeline_cache_uuid")) != std::string::npos);
 
   // codegen sees exactly what device_info reports.
   auto& caps = mx::vulkan::device().caps();
@@ -43,9 +57,9 @@ TEST_CASE("device_info reports the probed device and its capabilities") {
     std::visit([&](auto& x) { all << x; }, v);
   }
   MESSAGE("device_info(0):" << all.str());
-  MESSAGE("device: " << info_string("device_name") << " (" << info_string("device_type")
-                     << ", " << info_string("driver") << "), memory path " << path
-                     << ", memory types " << info_string("memory_types"));
+  MESSAGE("device: " << info_string("device_name") << " (" << info_string("device_type") << ", "
+                     << info_string("driver") << "), memory path " << path << ", memory types "
+                     << info_string("memory_types"));
 }
 
 TEST_CASE("lavapipe is a CPU device whose arrays are mapped unless staging is forced") {
@@ -86,7 +100,7 @@ TEST_CASE("validation is on exactly when MLX_VK_VALIDATION=1 asks for it") {
 
 TEST_CASE("without a Vulkan device the library runs on the CPU and the GPU errors clearly") {
   if (!expect_no_device()) {
-    return; // the vulkan_no_device ctest runs this with no driver installed
+    return;  // the vulkan_no_device ctest runs this with no driver installed
   }
   CHECK_FALSE(mx::gpu::is_available());
   CHECK(mx::gpu::device_count() == 0);

@@ -25,9 +25,11 @@ const mx::Device cpu = mx::Device::cpu;
 
 mx::array iota_f32(const mx::Shape& shape, float scale = 1.0f) {
   size_t n = 1;
-  for (auto d : shape) n *= static_cast<size_t>(d);
+  for (auto d : shape)
+    n *= static_cast<size_t>(d);
   std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>(i % 1000) * scale - 3.0f;
+  for (size_t i = 0; i < n; ++i)
+    v[i] = static_cast<float>(i % 1000) * scale - 3.0f;
   return mx::array(v.begin(), shape, mx::float32);
 }
 
@@ -36,11 +38,10 @@ mx::array iota_f32(const mx::Shape& shape, float scale = 1.0f) {
 void check_same(mx::array got, mx::array want, const std::string& label, double rtol = 0) {
   REQUIRE(got.shape() == want.shape());
   REQUIRE(got.dtype() == want.dtype());
-  mlx_test::check_all_close(mlx_test::to_doubles(got), mlx_test::to_doubles(want), rtol, 0,
-                            label);
+  mlx_test::check_all_close(mlx_test::to_doubles(got), mlx_test::to_doubles(want), rtol, 0, label);
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("binary ops on the GPU match the CPU for contiguous f32, f16 and i32") {
   VK_REQUIRE_DEVICE();
@@ -74,17 +75,17 @@ TEST_CASE("strided, transposed, broadcast and reversed views match the CPU") {
   auto row = iota_f32({10}, 3.0f);
   auto ops = [&](mx::Device d) {
     std::vector<mx::array> r;
-    auto bt = mx::transpose(b, d);                                      // strided 2-d
-    r.push_back(mx::add(a, bt, d));                                     // general strided
-    r.push_back(mx::add(a, row, d));                                    // broadcast row
-    r.push_back(mx::add(a, mx::array(2.5f), d));                        // scalar
-    auto rev = mx::slice(a, {5, 9}, {-7, -11}, {-1, -1}, d);            // negative strides
+    auto bt = mx::transpose(b, d);                            // strided 2-d
+    r.push_back(mx::add(a, bt, d));                           // general strided
+    r.push_back(mx::add(a, row, d));                          // broadcast row
+    r.push_back(mx::add(a, mx::array(2.5f), d));              // scalar
+    auto rev = mx::slice(a, {5, 9}, {-7, -11}, {-1, -1}, d);  // negative strides
     r.push_back(mx::add(rev, a, d));
-    auto stepped = mx::slice(iota_f32({6, 30}), {0, 1}, {6, 30}, {1, 3}, d); // step 3
+    auto stepped = mx::slice(iota_f32({6, 30}), {0, 1}, {6, 30}, {1, 3}, d);  // step 3
     r.push_back(mx::add(stepped, a, d));
     auto x5 = mx::reshape(iota_f32({2, 3, 2, 5, 2}), {2, 3, 2, 5, 2}, d);
     r.push_back(mx::add(mx::transpose(x5, {4, 3, 2, 1, 0}, d),
-                        mx::transpose(x5, {4, 3, 2, 1, 0}, d), d)); // 5-d general path
+                        mx::transpose(x5, {4, 3, 2, 1, 0}, d), d));  // 5-d general path
     r.push_back(mx::exp(mx::divide(bt, mx::array(100.0f), d), d));
     return r;
   };
@@ -152,8 +153,7 @@ TEST_CASE("a view no chunking can bring under maxStorageBufferRange fails with a
   int cols = static_cast<int>(range / 4 / rows + 16);
   auto m = mx::add(mx::full({rows, cols}, 1.0f, gpu), mx::array(0.0f), gpu);
   auto t = mx::add(mx::transpose(m, gpu), mx::array(1.0f), gpu);
-  CHECK_THROWS_WITH_AS(t.eval(), doctest::Contains("maxStorageBufferRange"),
-                       std::runtime_error);
+  CHECK_THROWS_WITH_AS(t.eval(), doctest::Contains("maxStorageBufferRange"), std::runtime_error);
   mx::synchronize();
 }
 
@@ -161,7 +161,7 @@ TEST_CASE("donation reuses a dead intermediate's buffer") {
   VK_REQUIRE_DEVICE();
   mx::synchronize();
   mx::clear_cache();
-  auto x = iota_f32({1 << 18}); // 1 MiB
+  auto x = iota_f32({1 << 18});  // 1 MiB
   x.eval();
   mx::reset_peak_memory();
   size_t base = mx::get_active_memory();
@@ -186,9 +186,9 @@ TEST_CASE("async_eval returns and reading the result waits for it") {
 TEST_CASE("mixed CPU/GPU graphs evaluate in order") {
   VK_REQUIRE_DEVICE();
   auto a = iota_f32({257});
-  auto g1 = mx::add(a, a, gpu);                        // GPU
-  auto c1 = mx::multiply(g1, mx::array(2.0f), cpu);    // CPU reads a GPU result
-  auto g2 = mx::add(c1, g1, gpu);                      // GPU reads a CPU result
+  auto g1 = mx::add(a, a, gpu);                      // GPU
+  auto c1 = mx::multiply(g1, mx::array(2.0f), cpu);  // CPU reads a GPU result
+  auto g2 = mx::add(c1, g1, gpu);                    // GPU reads a CPU result
   auto c2 = mx::add(g2, mx::array(1.0f), cpu);
   auto want = mx::add(mx::multiply(a, mx::array(6.0f), cpu), mx::array(1.0f), cpu);
   check_same(c2, want, "mixed");
@@ -208,9 +208,9 @@ TEST_CASE("ops without a GPU kernel take the counted CPU route") {
   VK_REQUIRE_DEVICE();
   vk::reset_fallback_counts();
   auto a = iota_f32({5, 7});
-  auto s = mx::sum(mx::add(a, a, gpu), 1, false, gpu); // Sum has no GPU kernel yet
+  auto s = mx::sum(mx::add(a, a, gpu), 1, false, gpu);  // Sum has no GPU kernel yet
   check_same(s, mx::sum(mx::add(a, a, cpu), 1, false, cpu), "sum", 1e-6);
-  auto d = mx::exp(mx::astype(a, mx::float64, cpu), gpu); // float64 is CPU-only
+  auto d = mx::exp(mx::astype(a, mx::float64, cpu), gpu);  // float64 is CPU-only
   d.eval();
   auto counts = vk::fallback_counts();
   CHECK(counts["Sum"] == 1);
@@ -221,16 +221,16 @@ TEST_CASE("ops without a GPU kernel take the counted CPU route") {
 TEST_CASE("barriers separate dependent dispatches and only those") {
   VK_REQUIRE_DEVICE();
   auto a = iota_f32({64});
-  mx::add(a, a, gpu).eval(); // on the staged path this uploads `a` (a transfer write)
+  mx::add(a, a, gpu).eval();  // on the staged path this uploads `a` (a transfer write)
   mx::synchronize();
   auto before = vk::encoder_stats();
   auto x = mx::add(a, a, gpu);
   auto y = mx::multiply(a, a, gpu);
-  mx::eval({x, y}); // independent: no barrier between them
+  mx::eval({x, y});  // independent: no barrier between them
   auto mid = vk::encoder_stats();
   CHECK(mid.barriers == before.barriers);
   CHECK(mid.dispatches == before.dispatches + 2);
-  auto z = mx::multiply(mx::add(a, a, gpu), a, gpu); // reads what the batch wrote
+  auto z = mx::multiply(mx::add(a, a, gpu), a, gpu);  // reads what the batch wrote
   z.eval();
   auto after = vk::encoder_stats();
   CHECK(after.barriers >= mid.barriers + 1);
@@ -239,7 +239,7 @@ TEST_CASE("barriers separate dependent dispatches and only those") {
 TEST_CASE("a stream commits its batch every MLX_VK_MAX_OPS_PER_BUFFER ops") {
   VK_REQUIRE_DEVICE();
   setenv("MLX_VK_MAX_OPS_PER_BUFFER", "2", 1);
-  auto s = mx::new_stream(gpu); // the limit is read when the stream is created
+  auto s = mx::new_stream(gpu);  // the limit is read when the stream is created
   unsetenv("MLX_VK_MAX_OPS_PER_BUFFER");
   auto a = iota_f32({64});
   a.eval();
@@ -270,7 +270,8 @@ TEST_CASE("the kernel library builds a key once when many threads ask at the sam
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&, t] { got[t] = &lib.get(key); });
   }
-  for (auto& th : threads) th.join();
+  for (auto& th : threads)
+    th.join();
   CHECK(lib.builds() == builds + 1);
   for (auto* k : got) {
     CHECK(k == got[0]);
@@ -287,7 +288,8 @@ TEST_CASE("10,000 evals in a loop keep active memory flat") {
     y.eval();
     return y.data<float>()[3];
   };
-  for (int i = 0; i < 100; ++i) step(i); // warm up kernels and the cache
+  for (int i = 0; i < 100; ++i)
+    step(i);  // warm up kernels and the cache
   mx::synchronize();
   size_t base = mx::get_active_memory();
   float last = 0;
@@ -295,7 +297,7 @@ TEST_CASE("10,000 evals in a loop keep active memory flat") {
     last = step(i);
   }
   mx::synchronize();
-  CHECK(last == doctest::Approx(9999.0 + 0.0)); // element 3 of iota is 3 - 3 = 0
+  CHECK(last == doctest::Approx(9999.0 + 0.0));  // element 3 of iota is 3 - 3 = 0
   CHECK(mx::get_active_memory() == base);
 }
 
@@ -319,7 +321,8 @@ TEST_CASE("two threads evaluate on their own GPU streams at the same time") {
       }
     });
   }
-  for (auto& th : threads) th.join();
+  for (auto& th : threads)
+    th.join();
   CHECK(bad[0] == 0);
   CHECK(bad[1] == 0);
 }

@@ -22,12 +22,12 @@ inline bool expect_no_device() {
 }
 
 // Tests that need a device return early without one (the no-device run checks the rest).
-#define VK_REQUIRE_DEVICE()              \
-  do {                                   \
-    if (vk_test::expect_no_device()) {   \
-      return;                            \
-    }                                    \
-    REQUIRE(mx::gpu::is_available());    \
+#define VK_REQUIRE_DEVICE()            \
+  do {                                 \
+    if (vk_test::expect_no_device()) { \
+      return;                          \
+    }                                  \
+    REQUIRE(mx::gpu::is_available());  \
   } while (0)
 
 inline std::string info_string(const char* key) {
@@ -37,4 +37,4 @@ inline size_t info_size(const char* key) {
   return std::get<size_t>(mx::gpu::device_info(0).at(key));
 }
 
-} // namespace vk_test
+}  // namespace vk_test

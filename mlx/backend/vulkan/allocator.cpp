@@ -19,7 +19,7 @@ struct Block {
   VkDeviceSize size = 0;
   char* mapped = nullptr;
   bool dedicated = false;
-  std::map<VkDeviceSize, VkDeviceSize> free; // offset -> size, coalesced
+  std::map<VkDeviceSize, VkDeviceSize> free;  // offset -> size, coalesced
   VkDeviceSize used = 0;
 };
 
@@ -113,9 +113,15 @@ class Pool {
     }
   }
 
-  size_t block_count() const { return blocks_.size(); }
-  size_t vk_allocations() const { return vk_allocations_; }
-  VkDeviceSize alignment() const { return alignment_; }
+  size_t block_count() const {
+    return blocks_.size();
+  }
+  size_t vk_allocations() const {
+    return vk_allocations_;
+  }
+  VkDeviceSize alignment() const {
+    return alignment_;
+  }
 
  private:
   Block* create(VkDeviceSize size, bool dedicated) {
@@ -147,8 +153,8 @@ class Pool {
     VkResult r = vkAllocateMemory(d, &mai, nullptr, &b->memory);
     if (r != VK_SUCCESS) {
       vkDestroyBuffer(d, b->buffer, nullptr);
-      throw std::runtime_error("[malloc] the device could not allocate " +
-                               std::to_string(size) + " bytes (" + result_name(r) + ").");
+      throw std::runtime_error("[malloc] the device could not allocate " + std::to_string(size) +
+                               " bytes (" + result_name(r) + ").");
     }
     ++vk_allocations_;
     check(vkBindBufferMemory(d, b->buffer, b->memory, 0), "vkBindBufferMemory");
@@ -165,7 +171,7 @@ class Pool {
   void destroy(Block* b) {
     VkDevice d = dev_.handle();
     vkDestroyBuffer(d, b->buffer, nullptr);
-    vkFreeMemory(d, b->memory, nullptr); // unmaps implicitly
+    vkFreeMemory(d, b->memory, nullptr);  // unmaps implicitly
     delete b;
   }
 
@@ -191,7 +197,7 @@ size_t size_class(size_t n) {
   return (n + step - 1) / step * step;
 }
 
-} // namespace
+}  // namespace
 
 VulkanAllocator::VulkanAllocator(Device& d) : dev_(d), mapped_(d.arrays_mapped()) {
   size_t mb = env_size("MLX_VK_BLOCK_MB", 64);
@@ -393,18 +399,16 @@ void VulkanAllocator::download(Allocation* a) {
   if (region.size == 0) {
     return;
   }
-  run_one_off([&](VkCommandBuffer cb) {
-    vkCmdCopyBuffer(cb, a->buffer, a->shadow->buffer, 1, &region);
-  });
+  run_one_off(
+      [&](VkCommandBuffer cb) { vkCmdCopyBuffer(cb, a->buffer, a->shadow->buffer, 1, &region); });
 }
 
-bool VulkanAllocator::prepare_gpu_use(Allocation* a, uint64_t serial, bool write,
-                                      Upload& upload) {
+bool VulkanAllocator::prepare_gpu_use(Allocation* a, uint64_t serial, bool write, Upload& upload) {
   std::lock_guard lk(mtx_);
   a->last_use = std::max(a->last_use, serial);
   bool need = false;
-  bool pending_elsewhere = a->upload_serial && a->upload_serial != serial &&
-                           !serial_submitted(a->upload_serial);
+  bool pending_elsewhere =
+      a->upload_serial && a->upload_serial != serial && !serial_submitted(a->upload_serial);
   if (a->shadow && a->size > 0 && (a->host_dirty || pending_elsewhere)) {
     upload.src = a->shadow->buffer;
     upload.dst = a->buffer;
@@ -502,7 +506,7 @@ struct AllocatorHolder {
 };
 
 AllocatorHolder& holder() {
-  static AllocatorHolder* h = new AllocatorHolder(); // outlives late frees at exit
+  static AllocatorHolder* h = new AllocatorHolder();  // outlives late frees at exit
   return *h;
 }
 
@@ -517,7 +521,7 @@ bool gpu_mode() {
   return gpu;
 }
 
-} // namespace
+}  // namespace
 
 VulkanAllocator* vulkan_allocator() {
   auto& h = holder();
@@ -544,7 +548,7 @@ VulkanAllocator* vulkan_allocator() {
   return h.alloc;
 }
 
-} // namespace mlx::core::vulkan
+}  // namespace mlx::core::vulkan
 
 namespace mlx::core {
 
@@ -558,9 +562,11 @@ class GoneAllocator : public Allocator {
     throw std::runtime_error("[malloc] the Vulkan device has been destroyed (process exit).");
   }
   void free(Buffer) override {}
-  size_t size(Buffer) const override { return 0; }
+  size_t size(Buffer) const override {
+    return 0;
+  }
 };
-} // namespace
+}  // namespace
 
 void* Buffer::raw_ptr() {
   if (!handle_ || !vulkan::gpu_mode()) {
@@ -592,7 +598,7 @@ void free(Buffer buffer) {
   allocator().free(buffer);
 }
 
-} // namespace allocator
+}  // namespace allocator
 
 namespace {
 template <typename F, typename G>
@@ -605,7 +611,7 @@ auto with_allocator(F&& gpu, G&& cpu) {
   }
   return cpu(vulkan::cpu_allocator());
 }
-} // namespace
+}  // namespace
 
 size_t get_active_memory() {
   return with_allocator([](auto& a) { return a.active_memory(); },
@@ -620,8 +626,7 @@ void reset_peak_memory() {
                  [](auto& c) { return (c.reset_peak(), 0); });
 }
 size_t get_cache_memory() {
-  return with_allocator([](auto& a) { return a.cache_memory(); },
-                        [](auto&) { return size_t(0); });
+  return with_allocator([](auto& a) { return a.cache_memory(); }, [](auto&) { return size_t(0); });
 }
 size_t set_memory_limit(size_t limit) {
   return with_allocator([&](auto& a) { return a.set_memory_limit(limit); },
@@ -635,4 +640,4 @@ void clear_cache() {
   with_allocator([](auto& a) { return (a.clear_cache(), 0); }, [](auto&) { return 0; });
 }
 
-} // namespace mlx::core
+}  // namespace mlx::core

@@ -13,8 +13,8 @@
 #include <list>
 #include <map>
 #include <memory>
-#include <unordered_set>
 #include <mutex>
+#include <unordered_set>
 #include <vector>
 
 #include "mlx/allocator.h"
@@ -27,21 +27,21 @@ struct Block;
 // What an allocator::Buffer's handle points to on the Vulkan backend.
 struct Allocation {
   Block* block = nullptr;
-  VkBuffer buffer = VK_NULL_HANDLE; // the block's buffer
-  VkDeviceSize offset = 0;          // byte offset inside `buffer`
-  size_t size = 0;                  // bytes asked for
-  size_t capacity = 0;              // bytes reserved (the size class)
-  char* mapped = nullptr;           // host pointer when the block is mapped
+  VkBuffer buffer = VK_NULL_HANDLE;  // the block's buffer
+  VkDeviceSize offset = 0;           // byte offset inside `buffer`
+  size_t size = 0;                   // bytes asked for
+  size_t capacity = 0;               // bytes reserved (the size class)
+  char* mapped = nullptr;            // host pointer when the block is mapped
 
   // Staged path only: the host copy and which side is newer.
   Allocation* shadow = nullptr;
-  bool host_dirty = false;   // the host may have written the shadow since the last upload
-  bool device_newer = false; // the GPU wrote the buffer after the last download
+  bool host_dirty = false;    // the host may have written the shadow since the last upload
+  bool device_newer = false;  // the GPU wrote the buffer after the last download
   // The batch that records the latest upload. Until it is submitted, a batch of another
   // stream may be submitted first, so such a batch records its own (identical) upload.
   uint64_t upload_serial = 0;
 
-  uint64_t last_use = 0; // serial of the last command buffer that referenced this buffer
+  uint64_t last_use = 0;  // serial of the last command buffer that referenced this buffer
   // The stream whose command buffer last wrote the buffer (-1: none), so a reader on
   // another stream can submit that stream's open batch first.
   std::atomic<int> writer_stream{-1};
@@ -91,7 +91,9 @@ class VulkanAllocator : public allocator::Allocator {
   // For tests and stats: Vulkan memory objects currently held, and ever allocated.
   size_t block_count();
   size_t vk_allocation_count();
-  size_t block_size() const { return block_size_; }
+  size_t block_size() const {
+    return block_size_;
+  }
 
   // Debug hooks (mlx/backend/gpu/debug.h): while poisoning, new buffers are filled with
   // kPoison and followed by a guard region of kGuardByte that check_guards() verifies.
@@ -101,22 +103,24 @@ class VulkanAllocator : public allocator::Allocator {
   void set_poison(bool enabled);
   bool poison_enabled();
   size_t check_guards();
-  bool mapped() const { return mapped_; }
+  bool mapped() const {
+    return mapped_;
+  }
 
  private:
-  void release_locked(Allocation* a); // back to the cache (or the pool)
-  void evict_locked(size_t target);   // shrinks the cache to at most `target` bytes
-  void destroy_locked(Allocation* a); // back to the pool, shadow too
+  void release_locked(Allocation* a);  // back to the cache (or the pool)
+  void evict_locked(size_t target);    // shrinks the cache to at most `target` bytes
+  void destroy_locked(Allocation* a);  // back to the pool, shadow too
   void download(Allocation* a);
 
   Device& dev_;
   bool mapped_;
   size_t block_size_;
-  std::unique_ptr<Pool> pool_;    // array memory
-  std::unique_ptr<Pool> staging_; // shadows (staged path only)
+  std::unique_ptr<Pool> pool_;     // array memory
+  std::unique_ptr<Pool> staging_;  // shadows (staged path only)
   std::mutex mtx_;
   std::multimap<size_t, Allocation*> cache_;
-  std::list<Allocation*> lru_; // front: least recently freed
+  std::list<Allocation*> lru_;  // front: least recently freed
   std::vector<Allocation*> deferred_;
   bool poison_ = false;
   std::unordered_set<Allocation*> poisoned_;
@@ -134,4 +138,4 @@ inline Allocation* allocation(const allocator::Buffer& b) {
   return static_cast<Allocation*>(b.ptr());
 }
 
-} // namespace mlx::core::vulkan
+}  // namespace mlx::core::vulkan

@@ -27,4 +27,4 @@ void DivMod::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outp
   vulkan::launch_elementwise(name(), "binary", "Remainder", inputs, outputs[1]);
 }
 
-} // namespace mlx::core
+}  // namespace mlx::core

@@ -30,8 +30,8 @@ void full_barrier(VkCommandBuffer cb) {
   auto mb = make_info<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
   mb.srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT;
   mb.dstAccessMask = VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT;
-  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
-                       VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
+  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+                       0, 1, &mb, 0, nullptr, 0, nullptr);
 }
 
 // Makes device writes visible to host reads after the fence.
@@ -56,7 +56,7 @@ void wait_fence(VkDevice d, VkFence f) {
   }
 }
 
-} // namespace
+}  // namespace
 
 CommandEncoder::CommandEncoder(Device& d, int stream_index)
     : dev_(d),
@@ -92,7 +92,7 @@ CommandEncoder::~CommandEncoder() {
   for (auto p : spare_pools_) {
     vkDestroyDescriptorPool(d, p, nullptr);
   }
-  vkDestroyCommandPool(d, pool_, nullptr); // frees its command buffers
+  vkDestroyCommandPool(d, pool_, nullptr);  // frees its command buffers
 }
 
 CommandEncoder::Batch& CommandEncoder::open_locked() {
@@ -106,7 +106,8 @@ CommandEncoder::Batch& CommandEncoder::open_locked() {
     spare_.pop_back();
     check(vkResetCommandBuffer(b->cb, 0), "vkResetCommandBuffer");
   } else {
-    auto ai = make_info<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+    auto ai =
+        make_info<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
     ai.commandPool = pool_;
     ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     ai.commandBufferCount = 1;
@@ -178,7 +179,8 @@ VkDescriptorSet CommandEncoder::allocate_set_locked(Batch& b, VkDescriptorSetLay
   VkDevice d = dev_.handle();
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (!b.pools.empty()) {
-      auto ai = make_info<VkDescriptorSetAllocateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO);
+      auto ai =
+          make_info<VkDescriptorSetAllocateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO);
       ai.descriptorPool = b.pools.back();
       ai.descriptorSetCount = 1;
       ai.pSetLayouts = &layout;
@@ -197,7 +199,8 @@ VkDescriptorSet CommandEncoder::allocate_set_locked(Batch& b, VkDescriptorSetLay
       spare_pools_.pop_back();
     } else {
       VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1024};
-      auto ci = make_info<VkDescriptorPoolCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO);
+      auto ci =
+          make_info<VkDescriptorPoolCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO);
       ci.maxSets = 128;
       ci.poolSizeCount = 1;
       ci.pPoolSizes = &size;
@@ -219,16 +222,15 @@ void CommandEncoder::dispatch(const Kernel& k, const std::vector<Binding>& bindi
   if (push.size() != k.push_constant_bytes) {
     throw std::runtime_error("[vulkan] kernel " + k.key.canonical() + " takes " +
                              std::to_string(k.push_constant_bytes) +
-                             " bytes of push constants, got " + std::to_string(push.size()) +
-                             ".");
+                             " bytes of push constants, got " + std::to_string(push.size()) + ".");
   }
   const auto& lim = dev_.limits().maxComputeWorkGroupCount;
   for (int i = 0; i < 3; ++i) {
     if (groups[i] > lim[i]) {
       throw std::runtime_error("[vulkan] kernel " + k.key.canonical() + " asks for " +
                                std::to_string(groups[i]) + " workgroups in dimension " +
-                               std::to_string(i) + "; the device allows " +
-                               std::to_string(lim[i]) + ".");
+                               std::to_string(i) + "; the device allows " + std::to_string(lim[i]) +
+                               ".");
     }
   }
   std::lock_guard lk(mtx_);
@@ -256,8 +258,7 @@ void CommandEncoder::dispatch(const Kernel& k, const std::vector<Binding>& bindi
     }
     vkUpdateDescriptorSets(dev_.handle(), static_cast<uint32_t>(writes.size()), writes.data(), 0,
                            nullptr);
-    vkCmdBindDescriptorSets(b.cb, VK_PIPELINE_BIND_POINT_COMPUTE, k.layout, 0, 1, &set, 0,
-                            nullptr);
+    vkCmdBindDescriptorSets(b.cb, VK_PIPELINE_BIND_POINT_COMPUTE, k.layout, 0, 1, &set, 0, nullptr);
   }
   if (!push.empty()) {
     vkCmdPushConstants(b.cb, k.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
@@ -283,8 +284,7 @@ void CommandEncoder::copy(const Binding& src, const Binding& dst) {
   bs[0].write = false;
   bs[1].write = true;
   prepare_locked(b, bs, 2);
-  VkBufferCopy region{src.alloc->offset + src.offset, dst.alloc->offset + dst.offset,
-                      src.range};
+  VkBufferCopy region{src.alloc->offset + src.offset, dst.alloc->offset + dst.offset, src.range};
   vkCmdCopyBuffer(b.cb, src.alloc->buffer, dst.alloc->buffer, 1, &region);
 }
 
@@ -297,7 +297,7 @@ void CommandEncoder::write(const Binding& dst, const void* data, size_t bytes) {
     auto& b = open_locked();
     Binding w = dst;
     w.write = false;
-    prepare_locked(b, &w, 1); // stamp its serial; it is only read from here on
+    prepare_locked(b, &w, 1);  // stamp its serial; it is only read from here on
     return;
   }
   auto& b = open_locked();
@@ -444,11 +444,11 @@ struct Streams {
 };
 
 Streams& streams() {
-  static Streams* s = new Streams(); // reached during teardown: never destroyed
+  static Streams* s = new Streams();  // reached during teardown: never destroyed
   return *s;
 }
 
-} // namespace
+}  // namespace
 
 void create_encoder(int stream_index) {
   auto& s = streams();
@@ -570,8 +570,8 @@ OneOff& one_off_state(Device& d) {
     pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
     pci.queueFamilyIndex = d.queue_family();
     check(vkCreateCommandPool(dev, &pci, nullptr, &s->pool), "vkCreateCommandPool");
-    auto ai = make_info<VkCommandBufferAllocateInfo>(
-        VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+    auto ai =
+        make_info<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
     ai.commandPool = s->pool;
     ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     ai.commandBufferCount = 1;
@@ -590,7 +590,7 @@ OneOff& one_off_state(Device& d) {
   return *o;
 }
 
-} // namespace
+}  // namespace
 
 void run_one_off(const std::function<void(VkCommandBuffer)>& record) {
   auto& d = device("vulkan");
@@ -624,4 +624,4 @@ EncoderStats encoder_stats() {
   return {g_submissions.load(), g_barriers.load(), g_dispatches.load()};
 }
 
-} // namespace mlx::core::vulkan
+}  // namespace mlx::core::vulkan

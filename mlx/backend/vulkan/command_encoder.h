@@ -43,7 +43,9 @@ class CommandEncoder {
   CommandEncoder(const CommandEncoder&) = delete;
   CommandEncoder& operator=(const CommandEncoder&) = delete;
 
-  int index() const { return index_; }
+  int index() const {
+    return index_;
+  }
 
   // Records a dispatch: bindings go to slots 0..n-1 of set 0 (n == kernel.num_buffers).
   void dispatch(const Kernel& kernel, const std::vector<Binding>& bindings,
@@ -131,4 +133,4 @@ struct EncoderStats {
 };
 EncoderStats encoder_stats();
 
-} // namespace mlx::core::vulkan
+}  // namespace mlx::core::vulkan

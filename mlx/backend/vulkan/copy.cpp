@@ -19,7 +19,7 @@ void copy_eval(Primitive& p, const std::vector<array>& inputs, array& out, bool 
   vulkan::launch_elementwise(p.name(), "copy", "Copy", inputs, out);
 }
 
-} // namespace
+}  // namespace
 
 void AsType::eval_gpu(const std::vector<array>& inputs, array& out) {
   copy_eval(*this, inputs, out, true);
@@ -39,4 +39,4 @@ void Contiguous::eval_gpu(const std::vector<array>& inputs, array& out) {
   copy_eval(*this, inputs, out, false);
 }
 
-} // namespace mlx::core
+}  // namespace mlx::core

@@ -33,7 +33,7 @@ void note(const char* name, const std::string& reason) {
   }
 }
 
-} // namespace
+}  // namespace
 
 void cpu_fallback(Primitive& p, const std::vector<array>& inputs, std::vector<array>& outputs,
                   const std::string& reason) {
@@ -63,13 +63,13 @@ void reset_fallback_counts() {
   l.counts.clear();
 }
 
-} // namespace mlx::core::vulkan
+}  // namespace mlx::core::vulkan
 
 namespace mlx::core {
 
 // Primitives without a GPU kernel yet: every call goes through the logged CPU route.
-#define MLX_VK_CPU_ROUTE(P)                                                         \
-  void P::eval_gpu(const std::vector<array>& inputs, array& out) {                \
+#define MLX_VK_CPU_ROUTE(P)                                                           \
+  void P::eval_gpu(const std::vector<array>& inputs, array& out) {                    \
     vulkan::cpu_fallback(*this, inputs, out, "no GPU kernel for this primitive yet"); \
   }
 
@@ -84,4 +84,4 @@ MLX_VK_CPU_ROUTE(Matmul)
 
 #undef MLX_VK_CPU_ROUTE
 
-} // namespace mlx::core
+}  // namespace mlx::core

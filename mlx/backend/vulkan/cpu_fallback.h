@@ -25,4 +25,4 @@ void cpu_fallback(Primitive& p, const std::vector<array>& inputs, array& out,
 std::map<std::string, size_t> fallback_counts();
 void reset_fallback_counts();
 
-} // namespace mlx::core::vulkan
+}  // namespace mlx::core::vulkan

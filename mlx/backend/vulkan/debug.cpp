@@ -21,4 +21,4 @@ size_t check_guards() {
   return a ? a->check_guards() : 0;
 }
 
-} // namespace mlx::core::gpu::debug
+}  // namespace mlx::core::gpu::debug

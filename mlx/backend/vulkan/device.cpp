@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iomanip>
 #include <memory>
@@ -118,8 +119,12 @@ struct Probe {
   int queue_family = -1;
   uint64_t device_local_bytes = 0;
 
-  bool has(const char* ext) const { return extensions.count(ext) > 0; }
-  bool is_13() const { return props.apiVersion >= VK_API_VERSION_1_3; }
+  bool has(const char* ext) const {
+    return extensions.count(ext) > 0;
+  }
+  bool is_13() const {
+    return props.apiVersion >= VK_API_VERSION_1_3;
+  }
 
   void run(VkPhysicalDevice pd, uint32_t index) {
     handle = pd;
@@ -172,20 +177,22 @@ struct Probe {
     }
   }
 
-  bool usable() const { return props.apiVersion >= required_api && queue_family >= 0; }
+  bool usable() const {
+    return props.apiVersion >= required_api && queue_family >= 0;
+  }
 
   std::string fingerprint() const {
     std::ostringstream os;
-    os << std::hex << props.vendorID << ":" << props.deviceID << ":" << props.driverVersion
-       << ":" << hex_bytes(props.pipelineCacheUUID, VK_UUID_SIZE) << ":" << props12.driverName
-       << "/" << props12.driverInfo;
+    os << std::hex << props.vendorID << ":" << props.deviceID << ":" << props.driverVersion << ":"
+       << hex_bytes(props.pipelineCacheUUID, VK_UUID_SIZE) << ":" << props12.driverName << "/"
+       << props12.driverInfo;
     return os.str();
   }
 
   std::string cooperative_matrix() const {
     std::string s;
-    for (const char* e : {"VK_KHR_cooperative_matrix", "VK_NV_cooperative_matrix",
-                          "VK_NV_cooperative_matrix2"}) {
+    for (const char* e :
+         {"VK_KHR_cooperative_matrix", "VK_NV_cooperative_matrix", "VK_NV_cooperative_matrix2"}) {
       if (has(e)) {
         s += (s.empty() ? "" : ",");
         s += e;
@@ -211,8 +218,7 @@ struct Probe {
     m["memory_size"] = static_cast<size_t>(device_local_bytes);
     m["subgroup_size"] = static_cast<size_t>(props11.subgroupSize);
     m["subgroup_operations"] = subgroup_ops_string(props11.subgroupSupportedOperations);
-    m["subgroup_in_compute"] =
-        flag(props11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
+    m["subgroup_in_compute"] = flag(props11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
     m["shader_float16"] = flag(features12.shaderFloat16);
     m["shader_int8"] = flag(features12.shaderInt8);
     m["shader_int16"] = flag(features.shaderInt16);
@@ -265,9 +271,10 @@ struct Registry {
 
 // Counts validation errors (gpu::synchronize turns a new one into an exception) and
 // prints errors and warnings, so a validation run fails loudly and says why.
-VKAPI_ATTR VkBool32 VKAPI_CALL debug_callback_impl(
-    VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT,
-    const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
+VKAPI_ATTR VkBool32 VKAPI_CALL debug_callback_impl(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                                   VkDebugUtilsMessageTypeFlagsEXT,
+                                                   const VkDebugUtilsMessengerCallbackDataEXT* data,
+                                                   void* user) {
   auto* dev = static_cast<Device*>(user);
   if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
     dev->note_validation_error();
@@ -278,7 +285,7 @@ VKAPI_ATTR VkBool32 VKAPI_CALL debug_callback_impl(
   return VK_FALSE;
 }
 
-} // namespace
+}  // namespace
 
 struct DeviceFactory {
   // Creates the device or explains why not. Never throws.
@@ -456,11 +463,10 @@ struct DeviceFactory {
     selected["push_descriptors"] = static_cast<size_t>(dev->push_descriptors_ ? 1 : 0);
     selected["array_memory_type"] = static_cast<size_t>(dev->array_type_);
     auto& flags = p.memory.memoryTypes[dev->array_type_].propertyFlags;
-    selected["memory_path"] =
-        std::string(dev->arrays_mapped_
-                        ? ((flags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) ? "mapped device-local"
-                                                                         : "mapped host")
-                        : "staged");
+    selected["memory_path"] = std::string(
+        dev->arrays_mapped_ ? ((flags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) ? "mapped device-local"
+                                                                             : "mapped host")
+                            : "staged");
     selected["validation"] = static_cast<size_t>(dev->validation_enabled_ ? 1 : 0);
     r.device = std::move(dev);
   }
@@ -477,11 +483,13 @@ struct DeviceFactory {
     VkPhysicalDeviceFeatures features{};
     features.shaderInt64 = p.features.shaderInt64;
     features.shaderInt16 = p.features.shaderInt16;
-    auto f11 = make_info<VkPhysicalDeviceVulkan11Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
+    auto f11 = make_info<VkPhysicalDeviceVulkan11Features>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
     f11.storageBuffer16BitAccess = p.features11.storageBuffer16BitAccess;
     f11.uniformAndStorageBuffer16BitAccess = p.features11.uniformAndStorageBuffer16BitAccess;
     f11.storagePushConstant16 = p.features11.storagePushConstant16;
-    auto f12 = make_info<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
+    auto f12 = make_info<VkPhysicalDeviceVulkan12Features>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
     f12.shaderFloat16 = p.features12.shaderFloat16;
     f12.shaderInt8 = p.features12.shaderInt8;
     f12.storageBuffer8BitAccess = p.features12.storageBuffer8BitAccess;
@@ -492,7 +500,8 @@ struct DeviceFactory {
     f12.vulkanMemoryModel = p.features12.vulkanMemoryModel;
     f12.vulkanMemoryModelDeviceScope = p.features12.vulkanMemoryModelDeviceScope;
     f11.pNext = &f12;
-    auto f13 = make_info<VkPhysicalDeviceVulkan13Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES);
+    auto f13 = make_info<VkPhysicalDeviceVulkan13Features>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES);
     if (p.is_13()) {
       f13.subgroupSizeControl = p.features13.subgroupSizeControl;
       f13.computeFullSubgroups = p.features13.computeFullSubgroups;
@@ -502,8 +511,8 @@ struct DeviceFactory {
     }
 
     std::vector<const char*> exts;
-    bool push = p.has(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME) &&
-                env_flag("MLX_VK_PUSH_DESCRIPTORS", true);
+    bool push =
+        p.has(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME) && env_flag("MLX_VK_PUSH_DESCRIPTORS", true);
     if (push) {
       exts.push_back(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
     }
@@ -594,7 +603,7 @@ struct DeviceFactory {
     } else if (local >= 0) {
       use(local, false);
     } else {
-      use(staging, true); // no device-local memory at all: arrays live in host memory
+      use(staging, true);  // no device-local memory at all: arrays live in host memory
     }
   }
 };
@@ -612,14 +621,18 @@ Registry& registry() {
   // Destroyed at exit in reverse order of construction: after every static constructed
   // later (arrays made after the device), before those constructed earlier.
   struct Reaper {
-    ~Reaper() { registry_ptr()->device.reset(); }
-    static Registry* registry_ptr() { return r; }
+    ~Reaper() {
+      registry_ptr()->device.reset();
+    }
+    static Registry* registry_ptr() {
+      return r;
+    }
   };
   static Reaper reaper;
   return *r;
 }
 
-} // namespace
+}  // namespace
 
 Device::~Device() {
   std::vector<std::function<void()>> fns;
@@ -675,4 +688,4 @@ const std::vector<DeviceInfo>& all_device_info() {
   return registry().infos;
 }
 
-} // namespace mlx::core::vulkan
+}  // namespace mlx::core::vulkan

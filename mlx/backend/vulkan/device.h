@@ -28,41 +28,83 @@ class Device {
   Device& operator=(const Device&) = delete;
   ~Device();
 
-  VkInstance instance() const { return instance_; }
-  VkPhysicalDevice physical_device() const { return physical_; }
-  VkDevice handle() const { return device_; }
-  VkQueue queue() const { return queue_; }
-  uint32_t queue_family() const { return queue_family_; }
+  VkInstance instance() const {
+    return instance_;
+  }
+  VkPhysicalDevice physical_device() const {
+    return physical_;
+  }
+  VkDevice handle() const {
+    return device_;
+  }
+  VkQueue queue() const {
+    return queue_;
+  }
+  uint32_t queue_family() const {
+    return queue_family_;
+  }
   // vkQueueSubmit is externally synchronized: every submission takes this lock.
-  std::mutex& queue_mutex() { return queue_mtx_; }
+  std::mutex& queue_mutex() {
+    return queue_mtx_;
+  }
 
-  const codegen::DeviceCaps& caps() const { return caps_; }
-  const VkPhysicalDeviceLimits& limits() const { return properties_.limits; }
-  const VkPhysicalDeviceMemoryProperties& memory_properties() const { return memory_; }
-  VkDeviceSize max_allocation_size() const { return max_allocation_size_; }
-  bool has_push_descriptors() const { return push_descriptors_; }
-  bool is_cpu() const { return properties_.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU; }
-  const std::string& name() const { return name_; }
-  PFN_vkCmdPushDescriptorSetKHR push_descriptor_fn() const { return push_descriptor_fn_; }
+  const codegen::DeviceCaps& caps() const {
+    return caps_;
+  }
+  const VkPhysicalDeviceLimits& limits() const {
+    return properties_.limits;
+  }
+  const VkPhysicalDeviceMemoryProperties& memory_properties() const {
+    return memory_;
+  }
+  VkDeviceSize max_allocation_size() const {
+    return max_allocation_size_;
+  }
+  bool has_push_descriptors() const {
+    return push_descriptors_;
+  }
+  bool is_cpu() const {
+    return properties_.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+  }
+  const std::string& name() const {
+    return name_;
+  }
+  PFN_vkCmdPushDescriptorSetKHR push_descriptor_fn() const {
+    return push_descriptor_fn_;
+  }
 
   // Subsystems (streams, kernels, memory) register their cleanup when they are created;
   // the device runs them in reverse order before it destroys itself, so no Vulkan object
   // outlives the VkDevice it belongs to.
   void on_teardown(std::function<void()> fn);
-  bool torn_down() const { return torn_down_.load(); }
+  bool torn_down() const {
+    return torn_down_.load();
+  }
 
   // Validation (MLX_VK_VALIDATION=1): number of error messages the layer has reported.
-  size_t validation_errors() const { return validation_errors_.load(); }
-  bool validation_enabled() const { return validation_enabled_; }
-  void note_validation_error() { validation_errors_++; }
+  size_t validation_errors() const {
+    return validation_errors_.load();
+  }
+  bool validation_enabled() const {
+    return validation_enabled_;
+  }
+  void note_validation_error() {
+    validation_errors_++;
+  }
 
   // Where arrays live. `array_memory_type` is device-local where the device has such
   // memory; it is mapped for host access when `arrays_mapped` (lavapipe, iGPUs, resizable
   // BAR), else host access stages through `staging_memory_type` (host-visible, coherent).
   // MLX_VK_STAGING=1 forces the staged path (to test it), =0 forbids it.
-  uint32_t array_memory_type() const { return array_type_; }
-  bool arrays_mapped() const { return arrays_mapped_; }
-  uint32_t staging_memory_type() const { return staging_type_; }
+  uint32_t array_memory_type() const {
+    return array_type_;
+  }
+  bool arrays_mapped() const {
+    return arrays_mapped_;
+  }
+  uint32_t staging_memory_type() const {
+    return staging_type_;
+  }
 
  private:
   Device() = default;
@@ -104,4 +146,4 @@ std::string unavailable_reason();
 // enumeration order. Empty when no device is usable.
 const std::vector<DeviceInfo>& all_device_info();
 
-} // namespace mlx::core::vulkan
+}  // namespace mlx::core::vulkan

@@ -40,7 +40,7 @@ const char* gpu_dtype_name(Dtype dt) {
     case int64:
       return caps.shader_int64 ? "i64" : nullptr;
     default:
-      return nullptr; // float64, complex64: CPU only, as in MLX
+      return nullptr;  // float64, complex64: CPU only, as in MLX
   }
 }
 
@@ -71,8 +71,8 @@ namespace {
 
 struct Chunkable {
   Allocation* alloc;
-  int64_t base;     // byte offset of element 0 of the (chunk 0) view in the allocation
-  int64_t itemsize; // bytes
+  int64_t base;      // byte offset of element 0 of the (chunk 0) view in the allocation
+  int64_t itemsize;  // bytes
   std::vector<int64_t> strides;
 };
 
@@ -80,7 +80,7 @@ int64_t align_down(int64_t v, int64_t a) {
   return v / a * a;
 }
 
-} // namespace
+}  // namespace
 
 View view_of(const array& a) {
   return {a.buffer(), static_cast<int64_t>(a.offset()), a.dtype(), a.strides()};
@@ -192,19 +192,18 @@ void launch_elementwise(int stream, const char* name, const std::string& family,
     std::vector<Binding> bindings;
     for (size_t k = 0; k < arrays.size(); ++k) {
       auto& c = arrays[k];
-      int64_t origin = c.base + (nd ? r0 * c.strides[0] : 0) * c.itemsize; // bytes
+      int64_t origin = c.base + (nd ? r0 * c.strides[0] : 0) * c.itemsize;  // bytes
       auto [lo, hi] = reach(c, m);
       int64_t align = std::max(min_align, c.itemsize);
       int64_t bind = align_down(origin + lo * c.itemsize, align);
       int64_t need = origin + (hi + 1) * c.itemsize - bind;
       // Bind to the end of the allocation where the limit allows: a stray write then lands
       // in the (debug) guard region instead of going unnoticed.
-      int64_t range =
-          std::max(need, std::min<int64_t>(static_cast<int64_t>(c.alloc->capacity) - bind,
-                                           max_range));
+      int64_t range = std::max(
+          need, std::min<int64_t>(static_cast<int64_t>(c.alloc->capacity) - bind, max_range));
       bool is_out = k + 1 == arrays.size();
-      bindings.push_back({c.alloc, static_cast<VkDeviceSize>(bind),
-                          static_cast<VkDeviceSize>(range), is_out});
+      bindings.push_back(
+          {c.alloc, static_cast<VkDeviceSize>(bind), static_cast<VkDeviceSize>(range), is_out});
       uint64_t elem_offset = static_cast<uint64_t>((origin - bind) / c.itemsize);
       if (is_out) {
         g.out_offset = elem_offset;
@@ -227,4 +226,4 @@ void launch_elementwise(int stream, const char* name, const std::string& family,
   }
 }
 
-} // namespace mlx::core::vulkan
+}  // namespace mlx::core::vulkan

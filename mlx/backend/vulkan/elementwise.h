@@ -25,9 +25,9 @@ void allocate_or_donate(const std::vector<array>& inputs, array& out, bool allow
 // A strided view of a buffer: the operand of one elementwise launch.
 struct View {
   allocator::Buffer buffer{nullptr};
-  int64_t offset = 0; // bytes from the buffer's start to element 0
+  int64_t offset = 0;  // bytes from the buffer's start to element 0
   Dtype dtype = float32;
-  Strides strides;    // elements, one per dim of the launch shape
+  Strides strides;  // elements, one per dim of the launch shape
 };
 View view_of(const array& a);
 
@@ -45,4 +45,4 @@ void launch_elementwise(const char* name, const std::string& family, const std::
 // `out` must have data and the same number of elements (its shape may differ: reshape).
 void copy_gpu(int stream, const array& in, array& out);
 
-} // namespace mlx::core::vulkan
+}  // namespace mlx::core::vulkan

@@ -95,4 +95,4 @@ void synchronize(Stream s) {
   }
 }
 
-} // namespace mlx::core::gpu
+}  // namespace mlx::core::gpu

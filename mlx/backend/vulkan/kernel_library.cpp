@@ -3,14 +3,24 @@
 #include <chrono>
 #include <vector>
 
+#include "cache/hash.h"
+#include "cache/warn.h"
+#include "mlx/backend/vulkan/kernel_cache.h"
 #include "mlx/backend/vulkan/utils.h"
 
 namespace mlx::core::vulkan {
 
-KernelLibrary::KernelLibrary(Device& d) : dev_(d) {
-  auto ci = make_info<VkPipelineCacheCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO);
-  check(vkCreatePipelineCache(d.handle(), &ci, nullptr, &pipeline_cache_),
-        "vkCreatePipelineCache");
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+} // namespace
+
+KernelLibrary::KernelLibrary(Device& d)
+    : dev_(d), cache_(std::make_unique<KernelCache>(d)) {
+  pipeline_cache_ = cache_->create_pipeline_cache();
 }
 
 KernelLibrary::~KernelLibrary() {
@@ -34,7 +44,12 @@ KernelLibrary::~KernelLibrary() {
   for (auto& [n, l] : set_layouts_) {
     vkDestroyDescriptorSetLayout(d, l, nullptr);
   }
+  cache_->save_pipeline_cache(pipeline_cache_);
   vkDestroyPipelineCache(d, pipeline_cache_, nullptr);
+}
+
+bool KernelLibrary::save_pipeline_cache() {
+  return cache_->save_pipeline_cache(pipeline_cache_);
 }
 
 const Kernel& KernelLibrary::get(const codegen::KernelKey& key) {
@@ -47,6 +62,7 @@ const Kernel& KernelLibrary::get(const codegen::KernelKey& key) {
     auto it = kernels_.find(name);
     if (it != kernels_.end()) {
       fut = it->second;
+      count_memory_hit();
     } else {
       fut = promise.get_future().share();
       kernels_.emplace(name, fut);
@@ -63,7 +79,7 @@ const Kernel& KernelLibrary::get(const codegen::KernelKey& key) {
       kernels_.erase(name);
     }
   }
-  return *fut.get(); // rethrows a failed build; Kernels live as long as the library
+  return *fut.get();  // rethrows a failed build; Kernels live as long as the library
 }
 
 size_t KernelLibrary::size() {
@@ -71,42 +87,45 @@ size_t KernelLibrary::size() {
   return kernels_.size();
 }
 
-codegen::SpirvModule KernelLibrary::spirv_for(const codegen::KernelKey& key,
-                                              const codegen::KernelSource& source) {
-  return codegen::compile(key, source);
+codegen::SpirvModule KernelLibrary::spirv_for(Kernel& k, bool allow_disk) {
+  int level = codegen::optimizer_level_for(k.key.family);
+  k.hash = codegen::kernel_hash(k.key, k.source, dev_.caps(), level);
+  codegen::SpirvModule spirv;
+  if (allow_disk) {
+    auto t0 = std::chrono::steady_clock::now();
+    if (auto entry = cache_->load(k.hash, k.key.canonical())) {
+      spirv.words = std::move(entry->spirv);
+      spirv.optimizer_level = entry->optimizer_level;
+      k.origin = KernelOrigin::Disk;
+      k.disk_load_ms = ms_since(t0);
+      k.glslang_ms = k.optimize_ms = 0;
+      k.spirv_bytes = spirv.words.size() * 4;
+      return spirv;
+    }
+  }
+  spirv = codegen::compile(k.key, k.source, level);
+  k.origin = KernelOrigin::Compiled;
+  k.disk_load_ms = 0;
+  k.glslang_ms = spirv.glslang_ms;
+  k.optimize_ms = spirv.optimize_ms;
+  k.spirv_bytes = spirv.words.size() * 4;
+  return spirv;
 }
 
-std::shared_ptr<Kernel> KernelLibrary::build(const codegen::KernelKey& key) {
-  auto k = std::make_shared<Kernel>();
-  k->key = key;
-  k->source = codegen::render(key, dev_.caps());
-  auto spirv = spirv_for(key, k->source);
-  k->glslang_ms = spirv.glslang_ms;
-  k->optimize_ms = spirv.optimize_ms;
-  k->spirv_bytes = spirv.words.size() * 4;
-  k->hash = codegen::kernel_hash(key, k->source, dev_.caps(), spirv.optimizer_level);
-  k->num_buffers = k->source.num_buffers;
-  k->push_constant_bytes = k->source.push_constant_bytes;
-  if (k->push_constant_bytes > dev_.limits().maxPushConstantsSize) {
-    throw std::runtime_error("[vulkan] kernel " + key.canonical() + " needs " +
-                             std::to_string(k->push_constant_bytes) +
-                             " bytes of push constants; the device allows " +
-                             std::to_string(dev_.limits().maxPushConstantsSize) + ".");
-  }
-  k->set_layout = set_layout_for(k->num_buffers);
-  k->layout = pipeline_layout_for(k->num_buffers, k->push_constant_bytes);
-
-  auto t0 = std::chrono::steady_clock::now();
+VkPipeline KernelLibrary::create_pipeline(const Kernel& k, const std::vector<uint32_t>& words,
+                                          VkResult& result) {
   VkDevice d = dev_.handle();
   auto smi = make_info<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
-  smi.codeSize = spirv.words.size() * sizeof(uint32_t);
-  smi.pCode = spirv.words.data();
+  smi.codeSize = words.size() * sizeof(uint32_t);
+  smi.pCode = words.data();
   VkShaderModule module;
-  check(vkCreateShaderModule(d, &smi, nullptr, &module), "vkCreateShaderModule");
-
+  result = vkCreateShaderModule(d, &smi, nullptr, &module);
+  if (result != VK_SUCCESS) {
+    return VK_NULL_HANDLE;
+  }
   std::vector<VkSpecializationMapEntry> entries;
   std::vector<uint32_t> values;
-  for (auto& [id, value] : k->source.spec_constants) {
+  for (auto& [id, value] : k.source.spec_constants) {
     entries.push_back({id, static_cast<uint32_t>(values.size() * sizeof(uint32_t)),
                        sizeof(uint32_t)});
     values.push_back(value);
@@ -119,16 +138,80 @@ std::shared_ptr<Kernel> KernelLibrary::build(const codegen::KernelKey& key) {
   pci.stage.module = module;
   pci.stage.pName = "main";
   pci.stage.pSpecializationInfo = entries.empty() ? nullptr : &spec;
-  pci.layout = k->layout;
-  VkResult r = vkCreateComputePipelines(d, pipeline_cache_, 1, &pci, nullptr, &k->pipeline);
+  pci.layout = k.layout;
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  result = vkCreateComputePipelines(d, pipeline_cache_, 1, &pci, nullptr, &pipeline);
   vkDestroyShaderModule(d, module, nullptr);
-  if (r != VK_SUCCESS) {
-    throw std::runtime_error("[vulkan] vkCreateComputePipelines failed for kernel " +
-                             key.canonical() + ": " + result_name(r) + ".");
+  return result == VK_SUCCESS ? pipeline : VK_NULL_HANDLE;
+}
+
+void KernelLibrary::store(const Kernel& k, const codegen::SpirvModule& spirv) {
+  cache::KernelEntry e;
+  e.hash = k.hash;
+  e.key = k.key.canonical();
+  e.template_name = k.source.template_name;
+  e.template_hash = k.source.template_hash;
+  e.defines = k.source.defines;
+  e.glsl = k.source.glsl;
+  e.compiler_version = codegen::compiler_version();
+  e.optimizer_level = spirv.optimizer_level;
+  e.glslang_ms = k.glslang_ms;
+  e.optimize_ms = k.optimize_ms;
+  e.pipeline_ms = k.pipeline_ms;
+  e.spirv = spirv.words;
+  cache_->store(e);
+}
+
+std::shared_ptr<Kernel> KernelLibrary::build(const codegen::KernelKey& key) {
+  auto k = std::make_shared<Kernel>();
+  k->key = key;
+  codegen::SpirvModule spirv;
+  try {
+    k->source = codegen::render(key, dev_.caps());
+    k->num_buffers = k->source.num_buffers;
+    k->push_constant_bytes = k->source.push_constant_bytes;
+    if (k->push_constant_bytes > dev_.limits().maxPushConstantsSize) {
+      throw std::runtime_error("[vulkan] kernel " + key.canonical() + " needs " +
+                               std::to_string(k->push_constant_bytes) +
+                               " bytes of push constants; the device allows " +
+                               std::to_string(dev_.limits().maxPushConstantsSize) + ".");
+    }
+    k->set_layout = set_layout_for(k->num_buffers);
+    k->layout = pipeline_layout_for(k->num_buffers, k->push_constant_bytes);
+
+    spirv = spirv_for(*k, true);
+    auto t0 = std::chrono::steady_clock::now();
+    VkResult r = VK_SUCCESS;
+    k->pipeline = create_pipeline(*k, spirv.words, r);
+    if (r != VK_SUCCESS && k->origin == KernelOrigin::Disk) {
+      // The entry passed validation yet the driver refused it: treat it as a miss, and the
+      // store below replaces it.
+      cache::warn_once("driver-rejected:" + cache::to_hex(k->hash),
+                       "the driver rejected cached kernel " + key.canonical() + " (" +
+                           result_name(r) + "); compiling it again");
+      spirv = spirv_for(*k, false);
+      t0 = std::chrono::steady_clock::now();
+      k->pipeline = create_pipeline(*k, spirv.words, r);
+    }
+    if (r != VK_SUCCESS) {
+      throw std::runtime_error("[vulkan] creating the pipeline of kernel " + key.canonical() +
+                               " failed: " + result_name(r) + ".");
+    }
+    k->pipeline_ms = ms_since(t0);
+  } catch (...) {
+    count_failure();
+    throw;
   }
-  k->pipeline_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   builds_++;
+  std::string name = key.canonical();
+  if (k->origin == KernelOrigin::Compiled) {
+    store(*k, spirv);
+    count_compile(k->glslang_ms, k->optimize_ms, k->pipeline_ms);
+  } else {
+    count_disk_hit(k->disk_load_ms, k->pipeline_ms);
+  }
+  cache_->record(name);
+  cache_->pipeline_created(pipeline_cache_);
   return k;
 }
 
@@ -140,13 +223,12 @@ VkDescriptorSetLayout KernelLibrary::set_layout_for(uint32_t num_buffers) {
   }
   std::vector<VkDescriptorSetLayoutBinding> bindings(num_buffers);
   for (uint32_t i = 0; i < num_buffers; ++i) {
-    bindings[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT,
-                   nullptr};
+    bindings[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
   }
-  auto ci = make_info<VkDescriptorSetLayoutCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO);
-  ci.flags = dev_.has_push_descriptors()
-                 ? VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR
-                 : 0;
+  auto ci = make_info<VkDescriptorSetLayoutCreateInfo>(
+      VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO);
+  ci.flags =
+      dev_.has_push_descriptors() ? VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR : 0;
   ci.bindingCount = num_buffers;
   ci.pBindings = bindings.data();
   VkDescriptorSetLayout l;
@@ -184,12 +266,15 @@ KernelLibrary& kernel_library() {
     auto& d = device("kernel_library");
     lib = new KernelLibrary(d);
     d.on_teardown([] {
-      std::lock_guard lk2(mtx);
-      delete lib;
-      lib = nullptr;
+      {
+        std::lock_guard lk2(mtx);
+        delete lib; // saves the pipeline cache
+        lib = nullptr;
+      }
+      print_stats_if_requested();
     });
   }
   return *lib;
 }
 
-} // namespace mlx::core::vulkan
+}  // namespace mlx::core::vulkan

@@ -37,11 +37,11 @@ bool load_vulkan(std::string& error) {
       load_error = "libvulkan.so.1 has no vkGetInstanceProcAddr";
       return;
     }
-#define MLX_VK_LOAD(name)                                                              \
-  name = reinterpret_cast<PFN_##name>(get_instance_proc(VK_NULL_HANDLE, #name));       \
-  if (!name) {                                                                         \
-    load_error = "the Vulkan loader lacks " #name " (it predates Vulkan 1.1)";         \
-    return;                                                                            \
+#define MLX_VK_LOAD(name)                                                        \
+  name = reinterpret_cast<PFN_##name>(get_instance_proc(VK_NULL_HANDLE, #name)); \
+  if (!name) {                                                                   \
+    load_error = "the Vulkan loader lacks " #name " (it predates Vulkan 1.1)";   \
+    return;                                                                      \
   }
     MLX_VK_GLOBAL_FUNCTIONS(MLX_VK_LOAD)
 #undef MLX_VK_LOAD
@@ -51,11 +51,11 @@ bool load_vulkan(std::string& error) {
 }
 
 bool load_instance_functions(VkInstance instance, std::string& error) {
-#define MLX_VK_LOAD(name)                                                       \
-  name = reinterpret_cast<PFN_##name>(get_instance_proc(instance, #name));      \
-  if (!name) {                                                                  \
-    error = "the Vulkan instance lacks " #name;                                 \
-    return false;                                                               \
+#define MLX_VK_LOAD(name)                                                  \
+  name = reinterpret_cast<PFN_##name>(get_instance_proc(instance, #name)); \
+  if (!name) {                                                             \
+    error = "the Vulkan instance lacks " #name;                            \
+    return false;                                                          \
   }
   MLX_VK_INSTANCE_FUNCTIONS(MLX_VK_LOAD)
 #undef MLX_VK_LOAD
@@ -67,11 +67,11 @@ bool load_instance_functions(VkInstance instance, std::string& error) {
 }
 
 bool load_device_functions(VkDevice device, std::string& error) {
-#define MLX_VK_LOAD(name)                                                   \
-  name = reinterpret_cast<PFN_##name>(vkGetDeviceProcAddr(device, #name));  \
-  if (!name) {                                                              \
-    error = "the Vulkan device lacks " #name;                               \
-    return false;                                                           \
+#define MLX_VK_LOAD(name)                                                  \
+  name = reinterpret_cast<PFN_##name>(vkGetDeviceProcAddr(device, #name)); \
+  if (!name) {                                                             \
+    error = "the Vulkan device lacks " #name;                              \
+    return false;                                                          \
   }
   MLX_VK_DEVICE_FUNCTIONS(MLX_VK_LOAD)
 #undef MLX_VK_LOAD
@@ -82,4 +82,4 @@ bool load_device_functions(VkDevice device, std::string& error) {
   return true;
 }
 
-} // namespace mlx::core::vulkan
+}  // namespace mlx::core::vulkan

@@ -14,23 +14,23 @@
 #include <string>
 
 // Functions that need no instance.
-#define MLX_VK_GLOBAL_FUNCTIONS(X)       \
-  X(vkCreateInstance)                    \
-  X(vkEnumerateInstanceVersion)          \
-  X(vkEnumerateInstanceLayerProperties)  \
+#define MLX_VK_GLOBAL_FUNCTIONS(X)      \
+  X(vkCreateInstance)                   \
+  X(vkEnumerateInstanceVersion)         \
+  X(vkEnumerateInstanceLayerProperties) \
   X(vkEnumerateInstanceExtensionProperties)
 
-#define MLX_VK_INSTANCE_FUNCTIONS(X)            \
-  X(vkDestroyInstance)                          \
-  X(vkEnumeratePhysicalDevices)                 \
-  X(vkGetPhysicalDeviceProperties)              \
-  X(vkGetPhysicalDeviceProperties2)             \
-  X(vkGetPhysicalDeviceFeatures)                \
-  X(vkGetPhysicalDeviceFeatures2)               \
-  X(vkGetPhysicalDeviceMemoryProperties)        \
-  X(vkGetPhysicalDeviceQueueFamilyProperties)   \
-  X(vkEnumerateDeviceExtensionProperties)       \
-  X(vkCreateDevice)                             \
+#define MLX_VK_INSTANCE_FUNCTIONS(X)          \
+  X(vkDestroyInstance)                        \
+  X(vkEnumeratePhysicalDevices)               \
+  X(vkGetPhysicalDeviceProperties)            \
+  X(vkGetPhysicalDeviceProperties2)           \
+  X(vkGetPhysicalDeviceFeatures)              \
+  X(vkGetPhysicalDeviceFeatures2)             \
+  X(vkGetPhysicalDeviceMemoryProperties)      \
+  X(vkGetPhysicalDeviceQueueFamilyProperties) \
+  X(vkEnumerateDeviceExtensionProperties)     \
+  X(vkCreateDevice)                           \
   X(vkGetDeviceProcAddr)
 
 // Instance functions of extensions that may be missing (null then).
@@ -38,55 +38,55 @@
   X(vkCreateDebugUtilsMessengerEXT)           \
   X(vkDestroyDebugUtilsMessengerEXT)
 
-#define MLX_VK_DEVICE_FUNCTIONS(X)      \
-  X(vkDestroyDevice)                    \
-  X(vkGetDeviceQueue)                   \
-  X(vkDeviceWaitIdle)                   \
-  X(vkQueueSubmit)                      \
-  X(vkQueueWaitIdle)                    \
-  X(vkAllocateMemory)                   \
-  X(vkFreeMemory)                       \
-  X(vkMapMemory)                        \
-  X(vkUnmapMemory)                      \
-  X(vkCreateBuffer)                     \
-  X(vkDestroyBuffer)                    \
-  X(vkGetBufferMemoryRequirements)      \
-  X(vkBindBufferMemory)                 \
-  X(vkCreateCommandPool)                \
-  X(vkDestroyCommandPool)               \
-  X(vkAllocateCommandBuffers)           \
-  X(vkFreeCommandBuffers)               \
-  X(vkBeginCommandBuffer)               \
-  X(vkEndCommandBuffer)                 \
-  X(vkResetCommandBuffer)               \
-  X(vkCreateFence)                      \
-  X(vkDestroyFence)                     \
-  X(vkResetFences)                      \
-  X(vkWaitForFences)                    \
-  X(vkGetFenceStatus)                   \
-  X(vkCmdPipelineBarrier)               \
-  X(vkCmdBindPipeline)                  \
-  X(vkCmdBindDescriptorSets)            \
-  X(vkCmdPushConstants)                 \
-  X(vkCmdDispatch)                      \
-  X(vkCmdCopyBuffer)                    \
-  X(vkCmdFillBuffer)                    \
-  X(vkCmdUpdateBuffer)                  \
-  X(vkCreateDescriptorSetLayout)        \
-  X(vkDestroyDescriptorSetLayout)       \
-  X(vkCreatePipelineLayout)             \
-  X(vkDestroyPipelineLayout)            \
-  X(vkCreateShaderModule)               \
-  X(vkDestroyShaderModule)              \
-  X(vkCreateComputePipelines)           \
-  X(vkDestroyPipeline)                  \
-  X(vkCreatePipelineCache)              \
-  X(vkDestroyPipelineCache)             \
-  X(vkGetPipelineCacheData)             \
-  X(vkCreateDescriptorPool)             \
-  X(vkDestroyDescriptorPool)            \
-  X(vkResetDescriptorPool)              \
-  X(vkAllocateDescriptorSets)           \
+#define MLX_VK_DEVICE_FUNCTIONS(X) \
+  X(vkDestroyDevice)               \
+  X(vkGetDeviceQueue)              \
+  X(vkDeviceWaitIdle)              \
+  X(vkQueueSubmit)                 \
+  X(vkQueueWaitIdle)               \
+  X(vkAllocateMemory)              \
+  X(vkFreeMemory)                  \
+  X(vkMapMemory)                   \
+  X(vkUnmapMemory)                 \
+  X(vkCreateBuffer)                \
+  X(vkDestroyBuffer)               \
+  X(vkGetBufferMemoryRequirements) \
+  X(vkBindBufferMemory)            \
+  X(vkCreateCommandPool)           \
+  X(vkDestroyCommandPool)          \
+  X(vkAllocateCommandBuffers)      \
+  X(vkFreeCommandBuffers)          \
+  X(vkBeginCommandBuffer)          \
+  X(vkEndCommandBuffer)            \
+  X(vkResetCommandBuffer)          \
+  X(vkCreateFence)                 \
+  X(vkDestroyFence)                \
+  X(vkResetFences)                 \
+  X(vkWaitForFences)               \
+  X(vkGetFenceStatus)              \
+  X(vkCmdPipelineBarrier)          \
+  X(vkCmdBindPipeline)             \
+  X(vkCmdBindDescriptorSets)       \
+  X(vkCmdPushConstants)            \
+  X(vkCmdDispatch)                 \
+  X(vkCmdCopyBuffer)               \
+  X(vkCmdFillBuffer)               \
+  X(vkCmdUpdateBuffer)             \
+  X(vkCreateDescriptorSetLayout)   \
+  X(vkDestroyDescriptorSetLayout)  \
+  X(vkCreatePipelineLayout)        \
+  X(vkDestroyPipelineLayout)       \
+  X(vkCreateShaderModule)          \
+  X(vkDestroyShaderModule)         \
+  X(vkCreateComputePipelines)      \
+  X(vkDestroyPipeline)             \
+  X(vkCreatePipelineCache)         \
+  X(vkDestroyPipelineCache)        \
+  X(vkGetPipelineCacheData)        \
+  X(vkCreateDescriptorPool)        \
+  X(vkDestroyDescriptorPool)       \
+  X(vkResetDescriptorPool)         \
+  X(vkAllocateDescriptorSets)      \
   X(vkUpdateDescriptorSets)
 
 #define MLX_VK_OPTIONAL_DEVICE_FUNCTIONS(X) X(vkCmdPushDescriptorSetKHR)
@@ -109,4 +109,4 @@ bool load_instance_functions(VkInstance instance, std::string& error);
 // Resolves device functions through vkGetDeviceProcAddr; false if a required one is missing.
 bool load_device_functions(VkDevice device, std::string& error);
 
-} // namespace mlx::core::vulkan
+}  // namespace mlx::core::vulkan

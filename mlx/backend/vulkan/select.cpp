@@ -15,4 +15,4 @@ void Select::eval_gpu(const std::vector<array>& inputs, array& out) {
   vulkan::launch_elementwise(name(), "select", "Select", inputs, out);
 }
 
-} // namespace mlx::core
+}  // namespace mlx::core

@@ -8,7 +8,7 @@ namespace mlx::core::vulkan {
 namespace {
 struct Outstanding {
   VkDevice device = VK_NULL_HANDLE;
-  VkFence fence = VK_NULL_HANDLE; // null while the batch is still recording
+  VkFence fence = VK_NULL_HANDLE;  // null while the batch is still recording
 };
 struct Serials {
   std::mutex mtx;
@@ -16,10 +16,10 @@ struct Serials {
   std::map<uint64_t, Outstanding> outstanding;
 };
 Serials& serials() {
-  static Serials* s = new Serials(); // used by late frees at exit: never destroyed
+  static Serials* s = new Serials();  // used by late frees at exit: never destroyed
   return *s;
 }
-} // namespace
+}  // namespace
 
 uint64_t begin_serial() {
   auto& s = serials();
@@ -66,4 +66,4 @@ uint64_t completed_watermark() {
   return s.outstanding.empty() ? s.next - 1 : s.outstanding.begin()->first - 1;
 }
 
-} // namespace mlx::core::vulkan
+}  // namespace mlx::core::vulkan

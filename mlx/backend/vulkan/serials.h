@@ -25,4 +25,4 @@ bool serial_submitted(uint64_t serial);
 // Every serial <= the watermark has completed (checks the fences of the oldest ones).
 uint64_t completed_watermark();
 
-} // namespace mlx::core::vulkan
+}  // namespace mlx::core::vulkan

@@ -93,7 +93,7 @@ bool fits(const std::vector<WindowCopy>& plans) {
                      [](const WindowCopy& w) { return w.pieces <= max_pieces(); });
 }
 
-} // namespace
+}  // namespace
 
 void SliceUpdate::eval_gpu(const std::vector<array>& inputs, array& out) {
   auto& src = inputs[0];
@@ -117,7 +117,7 @@ void SliceUpdate::eval_gpu(const std::vector<array>& inputs, array& out) {
     return;
   }
   if (src.is_donatable() && src.flags().row_contiguous && src.data_size() == src.size()) {
-    out.copy_shared_buffer(src); // update in place
+    out.copy_shared_buffer(src);  // update in place
   } else {
     out.set_data(allocator::malloc(out.nbytes()));
     vulkan::copy_gpu(stream().index, src, out);
@@ -148,4 +148,4 @@ void Concatenate::eval_gpu(const std::vector<array>& inputs, array& out) {
   }
 }
 
-} // namespace mlx::core
+}  // namespace mlx::core

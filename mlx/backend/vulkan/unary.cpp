@@ -14,4 +14,4 @@ void Unary::eval_gpu(const std::vector<array>& inputs, array& out) {
   vulkan::launch_elementwise(name(), "unary", name(), inputs, out);
 }
 
-} // namespace mlx::core
+}  // namespace mlx::core

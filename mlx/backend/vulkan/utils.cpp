@@ -37,8 +37,8 @@ const char* result_name(VkResult r) {
 
 void check(VkResult r, const char* what) {
   if (r != VK_SUCCESS) {
-    throw std::runtime_error(std::string("[vulkan] ") + what + " failed: " + result_name(r) +
-                             " (" + std::to_string(static_cast<int>(r)) + ").");
+    throw std::runtime_error(std::string("[vulkan] ") + what + " failed: " + result_name(r) + " (" +
+                             std::to_string(static_cast<int>(r)) + ").");
   }
 }
 
@@ -69,4 +69,4 @@ std::string env_string(const char* name, const std::string& default_value) {
   return (v && *v) ? std::string(v) : default_value;
 }
 
-} // namespace mlx::core::vulkan
+}  // namespace mlx::core::vulkan

@@ -27,4 +27,4 @@ size_t env_size(const char* name, size_t default_value);
 bool env_flag(const char* name, bool default_value);
 std::string env_string(const char* name, const std::string& default_value = "");
 
-} // namespace mlx::core::vulkan
+}  // namespace mlx::core::vulkan

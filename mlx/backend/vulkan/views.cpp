@@ -39,4 +39,4 @@ void AsStrided::eval_gpu(const std::vector<array>& inputs, array& out) {
   eval_cpu(inputs, out);
 }
 
-} // namespace mlx::core
+}  // namespace mlx::core
