@@ -146,10 +146,12 @@ FileHeader finish_header(FileKind kind, std::span<const uint8_t> payload, uint64
 std::vector<uint8_t> seal(FileKind kind, std::vector<uint8_t> payload, uint64_t fingerprint_hash,
                           uint64_t key_hash) {
   auto header = encode_header(finish_header(kind, payload, fingerprint_hash, key_hash));
-  std::vector<uint8_t> file;
-  file.reserve(kHeaderSize + payload.size());
-  file.insert(file.end(), header.begin(), header.end());
-  file.insert(file.end(), payload.begin(), payload.end());
+  // Sized once and filled by memcpy: GCC 12 misreports insert-after-reserve as an overflow.
+  std::vector<uint8_t> file(header.size() + payload.size());
+  std::memcpy(file.data(), header.data(), header.size());
+  if (!payload.empty()) {
+    std::memcpy(file.data() + header.size(), payload.data(), payload.size());
+  }
   return file;
 }
 
