@@ -67,7 +67,7 @@
 #undef MLX_MATH_EXP
 #define MLX_MATH_EXP 1
 #endif
-#if MLX_MATH_POW || MLX_MATH_DIV
+#if MLX_MATH_POW
 #undef MLX_MATH_FF
 #define MLX_MATH_FF 1
 #endif
@@ -164,7 +164,7 @@ float m_minimum(float a, float b) {
 }
 
 #if MLX_MATH_FF
-// ---- float-float arithmetic (pow, exact division) -----------------------------------------
+// ---- float-float arithmetic (pow) --------------------------------------------------------
 // Error-free transformations; `precise` forbids the reassociation and contraction that
 // would break them. Splitting into 12-bit halves makes products exact without fma.
 
@@ -192,41 +192,65 @@ vec2 m_two_sum(float a, float b) {
   return vec2(s, e);
 }
 
-// a / b correctly rounded. Vulkan's division is only within 2.5 ulp (NVIDIA's is not
-// correctly rounded), and floor(a / b) turns one ulp into a whole unit. One correction step
-// from the residual a - q b (exact through m_two_prod), then the nearest of q and its two
-// neighbours; a quotient of floats is never exactly halfway, so "nearest" is unambiguous.
-float m_residual(float a, float b, float q) {
-  vec2 p = m_two_prod(q, b);
-  precise float r = (a - p.x) - p.y;
-  return r;
-}
-
-float m_div(float a, float b) {
-  float q = a / b;
-  float aq = abs(q);
-  float ab = abs(b);
-  // Outside this range the residual is not exact (or q is 0, inf or NaN): keep q.
-  if (!(aq > 1e-30f && aq < 1e30f && ab > 1e-30f && ab < 1e30f)) {
-    return q;
-  }
-  q = q + m_residual(a, b, q) / b;
-  float best = q;
-  float best_r = abs(m_residual(a, b, q));
-  float down = uintBitsToFloat(floatBitsToUint(q) - 1u);
-  float up = uintBitsToFloat(floatBitsToUint(q) + 1u);
-  float r_down = abs(m_residual(a, b, down));
-  float r_up = abs(m_residual(a, b, up));
-  if (r_down < best_r) {
-    best = down;
-    best_r = r_down;
-  }
-  if (r_up < best_r) {
-    best = up;
-  }
-  return best;
-}
 #endif // MLX_MATH_FF
+
+#if MLX_MATH_DIV
+// ---- division -----------------------------------------------------------------------------
+
+// a / b correctly rounded, by long division of the significands in integers. Vulkan's
+// division is only within 2.5 ulp (NVIDIA's is not correctly rounded, and gives 0 for
+// |b| > 2^126), and floor(a / b) turns one ulp into a whole unit. Float tricks that correct
+// the quotient with an exact residual do not survive the drivers' algebraic simplification
+// (measured on NVIDIA); integer arithmetic does. Zero, infinite, NaN and subnormal operands,
+// and subnormal results, go to the hardware division (GPUs flush subnormals anyway).
+float m_div(float a, float b) {
+  uint ua = floatBitsToUint(a);
+  uint ub = floatBitsToUint(b);
+  int ea = int((ua >> 23) & 0xffu);
+  int eb = int((ub >> 23) & 0xffu);
+  if (ea == 0 || ea == 255 || eb == 0 || eb == 255) {
+    if (eb >= 253 && eb < 255) { // keep the divisor below 2^126 (inf / 3e38 must stay inf)
+      a *= 0.25f;
+      b *= 0.25f;
+    }
+    return a / b;
+  }
+  uint sign = (ua ^ ub) & 0x80000000u;
+  uint ma = (ua & 0x007fffffu) | 0x00800000u;
+  uint mb = (ub & 0x007fffffu) | 0x00800000u;
+  int e = ea - eb + 127; // biased exponent of the quotient
+  uint r = ma;
+  if (r < mb) {
+    r = r << 1;
+    e -= 1;
+  }
+  // 25 quotient bits (24 + a guard bit); r stays below 2 mb < 2^25.
+  uint q = 0u;
+  for (int i = 0; i < 25; ++i) {
+    q = q << 1;
+    if (r >= mb) {
+      r -= mb;
+      q = q | 1u;
+    }
+    r = r << 1;
+  }
+  uint mant = q >> 1;
+  if ((q & 1u) != 0u && (r != 0u || (mant & 1u) != 0u)) { // round to nearest, ties to even
+    mant += 1u;
+    if (mant == 0x01000000u) {
+      mant = mant >> 1;
+      e += 1;
+    }
+  }
+  if (e >= 255) {
+    return uintBitsToFloat(sign | 0x7f800000u);
+  }
+  if (e <= 0) {
+    return a / b;
+  }
+  return uintBitsToFloat(sign | (uint(e) << 23) | (mant & 0x007fffffu));
+}
+#endif // MLX_MATH_DIV
 
 // ---- exp ------------------------------------------------------------------------------
 
@@ -380,6 +404,9 @@ float m_log1p(float x) {
   }
   if (x == -1.0f) {
     return -m_inf();
+  }
+  if (x >= 16777216.0f) { // 1 + x == x; also keeps x / (u - 1) away from huge divisors
+    return m_log(x);
   }
   float u = 1.0f + x;
   if (u == 1.0f) {
@@ -571,6 +598,10 @@ float m_atan2(float y, float x) {
   } else if (m_isinf(ay)) {
     r = MLX_PI_2;
   } else {
+    if (ax > 1e30f || ay > 1e30f) { // NVIDIA's division returns 0 for divisors above 2^126
+      ax *= 5.42101086e-20f;         // 2^-64, exact for the larger operand
+      ay *= 5.42101086e-20f;
+    }
     float a = ay > ax ? MLX_PI_2 - m_atan01(ax / ay) : m_atan01(ay / ax);
     r = x_neg ? MLX_PI - a : a;
   }
