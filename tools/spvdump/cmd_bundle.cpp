@@ -1,7 +1,6 @@
-// export, import, prewarm: moving a warm cache between machines.
+// export, import: moving a warm cache between machines.
 #include <iostream>
 
-#include "cache/recorder.h"
 #include "commands.h"
 #include "json.h"
 #include "lookup.h"
@@ -73,17 +72,6 @@ int run_import(const Args& args) {
   return report.bad.empty() ? 0 : 1;
 }
 
-int run_prewarm(const Args& args) {
-  // Reading the file first gives a clear error for a bad path even before the runtime
-  // exists.
-  auto keys = cache::read_recorded_keys(args.positional()[0]);
-  throw ToolError(
-      "prewarm needs the Vulkan runtime to build pipelines, and this spvdump "
-      "is not built with it yet (" +
-      std::to_string(keys.size()) +
-      " keys read). Until then, run the workload once to fill the cache.");
-}
-
 }  // namespace
 
 std::vector<Command> bundle_commands() {
@@ -118,20 +106,7 @@ std::vector<Command> bundle_commands() {
                   kDirHelp,
               {{"--json"}, {"--fingerprint"}, 1, 1},
               run_import};
-  Command pre{"prewarm",
-              "build every kernel of a recorded key file (not yet available)",
-              std::string("usage: spvdump prewarm <keys-file> [options]\n"
-                          "\n"
-                          "Compiles every key recorded with MLX_VK_RECORD_KERNELS=<file> "
-                          "into the cache,\nSPIR-V and pipeline cache. Needs the Vulkan "
-                          "runtime, which this build of spvdump\ndoes not include yet: it "
-                          "exits with code 1.\n"
-                          "\n"
-                          "options:\n") +
-                  kDirHelp,
-              {{}, {}, 1, 1},
-              run_prewarm};
-  for (Command* c : {&exp, &imp, &pre}) {
+  for (Command* c : {&exp, &imp}) {
     add_common(c->spec);
     out.push_back(std::move(*c));
   }

@@ -12,7 +12,8 @@ namespace {
 
 std::vector<Command> all_commands() {
   std::vector<Command> all;
-  for (auto group : {cache_commands(), spirv_commands(), gen_commands(), bundle_commands()}) {
+  for (auto group : {cache_commands(), spirv_commands(), gen_commands(), bundle_commands(),
+                     prewarm_commands()}) {
     all.insert(all.end(), group.begin(), group.end());
   }
   return all;

@@ -35,7 +35,7 @@ std::vector<uint8_t> pipeline_cache_data(VkDevice d, VkPipelineCache c) {
   return {};
 }
 
-} // namespace
+}  // namespace
 
 KernelCache::KernelCache(Device& d)
     : dev_(d),
@@ -59,9 +59,9 @@ std::optional<cache::KernelEntry> KernelCache::load(uint64_t hash,
   if (entry && entry->key != canonical_key) {
     // The hash covers the key, so this is a hash collision or a foreign writer: a miss,
     // and the store after the compile replaces the entry.
-    cache::warn_once("key:" + cache::to_hex(hash),
-                     "ignoring cached kernel " + cache::to_hex(hash) + ": it is '" + entry->key +
-                         "', not '" + canonical_key + "'");
+    cache::warn_once("key:" + cache::to_hex(hash), "ignoring cached kernel " + cache::to_hex(hash) +
+                                                       ": it is '" + entry->key + "', not '" +
+                                                       canonical_key + "'");
     return std::nullopt;
   }
   return entry;
@@ -99,9 +99,9 @@ std::optional<std::vector<uint8_t>> KernelCache::matching_blob(std::vector<uint8
     return data;
   }
   if (warn) {
-    cache::warn_once("pipeline-header:" + disk_.config().dir.string(),
-                     "ignoring the saved pipeline cache: " + why +
-                         "; it will be replaced by this device's");
+    cache::warn_once(
+        "pipeline-header:" + disk_.config().dir.string(),
+        "ignoring the saved pipeline cache: " + why + "; it will be replaced by this device's");
   }
   return std::nullopt;
 }
@@ -150,8 +150,9 @@ bool KernelCache::save_pipeline_cache(VkPipelineCache live) {
   try {
     VkDevice d = dev_.handle();
     std::vector<uint8_t> data = pipeline_cache_data(d, live);
-    if (data.empty()) {
-      return false;
+    if (data.empty() || data == last_blob_) {
+      return false;  // nothing new since the load or the last save: a warm process writes
+                     // (and reads) nothing
     }
     // Another process may have saved since we loaded: merge its pipelines with ours, so
     // that processes sharing a cache add up rather than overwrite each other.
@@ -171,8 +172,9 @@ bool KernelCache::save_pipeline_cache(VkPipelineCache live) {
       }
       vkDestroyPipelineCache(d, merged, nullptr);
     }
-    if (data == last_blob_ || (on_disk && data == *on_disk)) {
-      return false; // nothing new: a warm process writes nothing
+    if (on_disk && data == *on_disk) {
+      last_blob_ = std::move(data);
+      return false;
     }
     disk_.store_pipeline_cache(data);
     last_blob_ = std::move(data);
@@ -187,7 +189,7 @@ void KernelCache::pipeline_created(VkPipelineCache live) {
   {
     std::unique_lock lk(save_mtx_, std::try_to_lock);
     if (!lk.owns_lock()) {
-      return; // a save is running right now; it covers this pipeline or the next one will
+      return;  // a save is running right now; it covers this pipeline or the next one will
     }
     ++unsaved_pipelines_;
     bool due = unsaved_pipelines_ >= kSaveEveryPipelines ||
@@ -203,4 +205,4 @@ cache::CacheStats KernelCache::disk_stats() const {
   return disk_.stats();
 }
 
-} // namespace mlx::core::vulkan
+}  // namespace mlx::core::vulkan

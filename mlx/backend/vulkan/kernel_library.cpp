@@ -16,10 +16,9 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-} // namespace
+}  // namespace
 
-KernelLibrary::KernelLibrary(Device& d)
-    : dev_(d), cache_(std::make_unique<KernelCache>(d)) {
+KernelLibrary::KernelLibrary(Device& d) : dev_(d), cache_(std::make_unique<KernelCache>(d)) {
   pipeline_cache_ = cache_->create_pipeline_cache();
 }
 
@@ -126,8 +125,8 @@ VkPipeline KernelLibrary::create_pipeline(const Kernel& k, const std::vector<uin
   std::vector<VkSpecializationMapEntry> entries;
   std::vector<uint32_t> values;
   for (auto& [id, value] : k.source.spec_constants) {
-    entries.push_back({id, static_cast<uint32_t>(values.size() * sizeof(uint32_t)),
-                       sizeof(uint32_t)});
+    entries.push_back(
+        {id, static_cast<uint32_t>(values.size() * sizeof(uint32_t)), sizeof(uint32_t)});
     values.push_back(value);
   }
   VkSpecializationInfo spec{static_cast<uint32_t>(entries.size()), entries.data(),
@@ -167,7 +166,9 @@ std::shared_ptr<Kernel> KernelLibrary::build(const codegen::KernelKey& key) {
   k->key = key;
   codegen::SpirvModule spirv;
   try {
+    auto t_render = std::chrono::steady_clock::now();
     k->source = codegen::render(key, dev_.caps());
+    k->render_ms = ms_since(t_render);
     k->num_buffers = k->source.num_buffers;
     k->push_constant_bytes = k->source.push_constant_bytes;
     if (k->push_constant_bytes > dev_.limits().maxPushConstantsSize) {
@@ -268,7 +269,7 @@ KernelLibrary& kernel_library() {
     d.on_teardown([] {
       {
         std::lock_guard lk2(mtx);
-        delete lib; // saves the pipeline cache
+        delete lib;  // saves the pipeline cache
         lib = nullptr;
       }
       print_stats_if_requested();

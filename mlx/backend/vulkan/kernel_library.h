@@ -39,9 +39,9 @@ struct Kernel {
   uint32_t push_constant_bytes = 0;
   uint64_t hash = 0;
   size_t spirv_bytes = 0;
-  double glslang_ms = 0, optimize_ms = 0, pipeline_ms = 0;
+  double render_ms = 0, glslang_ms = 0, optimize_ms = 0, pipeline_ms = 0;
   KernelOrigin origin = KernelOrigin::Compiled;
-  double disk_load_ms = 0; // reading + validating the entry (disk hits)
+  double disk_load_ms = 0;  // reading + validating the entry (disk hits)
 };
 
 class KernelCache;
@@ -58,21 +58,23 @@ class KernelLibrary {
   const Kernel& get(const codegen::KernelKey& key);
 
   size_t size();
-  // Pipelines built so far (a cache hit does not count).
+  // Pipelines built so far (a memory hit does not count; a disk hit does).
   size_t builds() const {
     return builds_.load();
   }
   VkPipelineCache pipeline_cache() const {
     return pipeline_cache_;
   }
+  // Writes the pipeline-cache data now (merged with what is on disk) when it changed;
+  // teardown does the same. Returns true when it wrote.
+  bool save_pipeline_cache();
 
  private:
   std::shared_ptr<Kernel> build(const codegen::KernelKey& key);
   // The one place that turns a rendered kernel into SPIR-V: the disk entry's on a hit
   // (k.origin = Disk), else a fresh compile. Fills k's hash, sizes and times.
   codegen::SpirvModule spirv_for(Kernel& k, bool allow_disk);
-  VkPipeline create_pipeline(const Kernel& k, const std::vector<uint32_t>& words,
-                             VkResult& result);
+  VkPipeline create_pipeline(const Kernel& k, const std::vector<uint32_t>& words, VkResult& result);
   void store(const Kernel& k, const codegen::SpirvModule& spirv);
   VkDescriptorSetLayout set_layout_for(uint32_t num_buffers);
   VkPipelineLayout pipeline_layout_for(uint32_t num_buffers, uint32_t push_bytes);

@@ -16,7 +16,7 @@ namespace {
 
 struct Counters {
   std::atomic<uint64_t> memory_hits{0};
-  std::mutex mtx; // the rest change on the miss path only
+  std::mutex mtx;  // the rest change on the miss path only
   KernelStats misses;
   const KernelCache* source = nullptr;
   cache::CacheStats last_disk;
@@ -44,7 +44,7 @@ void fill_disk(KernelStats& out, const cache::CacheStats& d, const cache::CacheC
   out.kernel_files = d.kernel_files;
 }
 
-} // namespace
+}  // namespace
 
 void count_memory_hit() {
   counters().memory_hits.fetch_add(1, std::memory_order_relaxed);
@@ -80,7 +80,7 @@ void set_stats_source(const KernelCache* cache) {
     // Keep the final disk counters of the cache that goes away.
     c.last_config = c.source->config();
     c.last_disk = c.source->config().mode == cache::CacheMode::Off ? cache::CacheStats{}
-                                                                    : c.source->disk_stats();
+                                                                   : c.source->disk_stats();
     c.have_config = true;
   }
   c.source = cache;
@@ -96,8 +96,7 @@ KernelStats kernel_stats() {
     if (c.source) {
       const auto& config = c.source->config();
       fill_disk(out,
-                config.mode == cache::CacheMode::Off ? cache::CacheStats{}
-                                                     : c.source->disk_stats(),
+                config.mode == cache::CacheMode::Off ? cache::CacheStats{} : c.source->disk_stats(),
                 config);
     } else if (c.have_config) {
       fill_disk(out, c.last_disk, c.last_config);
@@ -116,16 +115,14 @@ std::string format_kernel_stats(const KernelStats& s) {
                 "compiles:              %llu (glslang %.1f ms, optimizer %.1f ms, pipelines "
                 "%.1f ms)\n"
                 "failures:              %llu\n",
-                (unsigned long long)s.memory_hits, (unsigned long long)s.disk_hits,
-                s.disk_load_ms, s.disk_pipeline_ms, (unsigned long long)s.compiles,
-                s.glslang_ms, s.optimize_ms, s.compile_pipeline_ms,
-                (unsigned long long)s.failures);
+                (unsigned long long)s.memory_hits, (unsigned long long)s.disk_hits, s.disk_load_ms,
+                s.disk_pipeline_ms, (unsigned long long)s.compiles, s.glslang_ms, s.optimize_ms,
+                s.compile_pipeline_ms, (unsigned long long)s.failures);
   std::ostringstream out;
   out << buf << "disk cache:            " << s.cache_mode
       << (s.cache_dir.empty() ? "" : " (" + s.cache_dir + ")") << "\n";
   if (s.cache_mode != "off") {
-    out << "disk misses:           " << s.disk_misses << " (bad entries " << s.bad_entries
-        << ")\n"
+    out << "disk misses:           " << s.disk_misses << " (bad entries " << s.bad_entries << ")\n"
         << "stores:                " << s.stores << " (failures " << s.store_failures
         << ", evictions " << s.evictions << ")\n"
         << "pipeline cache:        " << s.pipeline_cache_loads << " loads, "
@@ -151,4 +148,4 @@ void print_stats_if_requested() {
   std::fputs(prefixed.c_str(), stderr);
 }
 
-} // namespace mlx::core::vulkan
+}  // namespace mlx::core::vulkan
