@@ -5,6 +5,7 @@
 // MLX_VK_CACHE=off writes nothing. Each workload run is a new process (warm_helpers.h).
 #include "warm/warm_helpers.h"
 
+#include <algorithm>
 #include <memory>
 
 #include "cache/disk_cache.h"
@@ -149,6 +150,63 @@ TEST_CASE("MLX_VK_CACHE=off compiles every kernel and writes no file") {
   CHECK(count_files(filled) == before);
 }
 
+TEST_CASE("pipeline-cache data is saved every N new pipelines, so a killed process keeps it") {
+  if (!have_device()) {
+    return;
+  }
+  TempDir tmp;
+  // Default interval (64 pipelines or 30 s): a process dying after 4 kernels saved none.
+  fs::path late = tmp.path() / "late";
+  Result r = run_workload(late, {{"MLX_WARM_EXIT_EARLY", "1"}});
+  REQUIRE(r.code == 0);
+  CHECK(r["compiles"] == 4);
+  REQUIRE(device_dir(late));
+  CHECK(kernel_files(late).size() == 4);
+  CHECK_FALSE(fs::exists(*device_dir(late) / "pipeline.cache"));
+  // Every 2 new pipelines: saved on the way, without the exit-time save.
+  fs::path often = tmp.path() / "often";
+  r = run_workload(often,
+                   {{"MLX_WARM_EXIT_EARLY", "1"}, {"MLX_VK_PIPELINE_CACHE_SAVE_EVERY", "2"}});
+  REQUIRE(r.code == 0);
+  REQUIRE(device_dir(often));
+  CHECK(fs::exists(*device_dir(often) / "pipeline.cache"));
+}
+
+TEST_CASE("pipeline-cache data of another device is ignored with a warning and replaced") {
+  if (!have_device()) {
+    return;
+  }
+  TempDir tmp;
+  fs::path root = copy_of_cold(tmp.path());
+  auto dir = device_dir(root);
+  REQUIRE(dir);
+  std::string fingerprint = slurp(*dir / "fingerprint.txt");
+  while (!fingerprint.empty() && fingerprint.back() == '\n') {
+    fingerprint.pop_back();
+  }
+  // A well-formed blob (our header and Vulkan's) whose vendor id is not this device's: the
+  // cache library accepts it, the runtime must not hand it to the driver.
+  auto c = cache::DiskCache::open(cache_test::config_for(root), fingerprint);
+  auto real = c.load_pipeline_cache();
+  REQUIRE(real);
+  REQUIRE(real->size() >= 32);
+  std::vector<uint8_t> foreign = *real;
+  foreign[8] ^= 0x5a;  // vendorID, little-endian
+  c.store_pipeline_cache(foreign);
+  REQUIRE(c.load_pipeline_cache() == foreign);
+
+  Result r = run_workload(root);
+  REQUIRE(r.code == 0);
+  CHECK(r["values_ok"] == 1);
+  CHECK(r["compiles"] == 0);  // the kernels themselves are still hits
+  CHECK(has(r.err, "ignoring the saved pipeline cache: made for another device"));
+  auto after =
+      cache::DiskCache::open(cache_test::config_for(root), fingerprint).load_pipeline_cache();
+  REQUIRE(after);
+  CHECK(*after != foreign);
+  CHECK(std::equal(after->begin() + 8, after->begin() + 32, real->begin() + 8));
+}
+
 #ifdef SPVDUMP_PATH
 
 TEST_CASE("export, clear and import of the cache give a warm start") {
@@ -166,13 +224,14 @@ TEST_CASE("export, clear and import of the cache give a warm start") {
   }
 
   Run exp = spvdump({"export", bundle.string(), "--dir", root.string()});
-  REQUIRE(exp.code == 0);
+  REQUIRE_MESSAGE(exp.code == 0, exp.out << exp.err);
   CHECK(has(exp.out, "exported 4 kernels and 1 pipeline caches"));
-  REQUIRE(spvdump({"clear", "--dir", root.string()}).code == 0);
+  Run clear = spvdump({"clear", "--dir", root.string()});
+  REQUIRE_MESSAGE(clear.code == 0, clear.out << clear.err);
   CHECK(kernel_files(root).empty());
   Run imp =
       spvdump({"import", bundle.string(), "--fingerprint", fingerprint, "--dir", root.string()});
-  REQUIRE(imp.code == 0);
+  REQUIRE_MESSAGE(imp.code == 0, imp.out << imp.err);
   CHECK(has(imp.out, "imported 4 kernels"));
   CHECK(has(imp.out, "and 1 pipeline caches"));
 
@@ -191,7 +250,7 @@ TEST_CASE("prewarm of the recorded keys fills an empty cache so the workload com
   fs::path root = tmp.path() / "prewarmed";
   fs::path keys = cold_cache().keys;
   Run pre = spvdump({"prewarm", keys.string(), "--dir", root.string()});
-  REQUIRE(pre.code == 0);
+  REQUIRE_MESSAGE(pre.code == 0, pre.out << pre.err);
   CHECK(has(pre.out, "prewarm: 4 compiled, 0 already cached, 0 failed"));
   CHECK(has(pre.out, "pipeline cache written"));
   // stderr is not a terminal here: one plain progress line per key.
@@ -210,7 +269,7 @@ TEST_CASE("prewarm of the recorded keys fills an empty cache so the workload com
 
   // A second prewarm finds everything cached.
   Run again = spvdump({"prewarm", keys.string(), "--dir", root.string(), "--json"});
-  REQUIRE(again.code == 0);
+  REQUIRE_MESSAGE(again.code == 0, again.out << again.err);
   CHECK(has(again.out, "\"compiled\":0"));
   CHECK(has(again.out, "\"cached\":4"));
 }
@@ -235,7 +294,7 @@ TEST_CASE("prewarm counts bad lines and unbuildable keys as failed, builds the r
         << good[0] << "\n";                                      // a duplicate: built once
   }
   Run r = spvdump({"prewarm", keys.string(), "--dir", root.string()});
-  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.code == 1, r.out << r.err);
   CHECK(has(r.out, "prewarm: 1 compiled, 0 already cached, 3 failed"));
   CHECK(has(r.out, "failed: line 4: binary:op: not a kernel key"));
   CHECK(has(r.out, "failed: line 5: nosuchfamily:op=Add"));

@@ -1,7 +1,8 @@
 // The workload that the warm-start tests run in child processes (see warm_helpers.h): four
 // distinct kernels (f32 Add, f32 Multiply, f32 Exp, f32 -> i32 copy), checked against the
 // CPU, then the kernel statistics written to $MLX_WARM_RESULT. Without that variable (an
-// ordinary test run) the case does nothing.
+// ordinary test run) the case does nothing. MLX_WARM_EXIT_EARLY=1 ends the process right
+// after, skipping the teardown (which saves the pipeline cache), as a kill would.
 #include <cstdio>
 #include <cstdlib>
 
@@ -73,4 +74,7 @@ TEST_CASE("warm workload child") {
                (unsigned long long)s.pipeline_cache_loads, (unsigned long long)s.kernel_files,
                (unsigned long long)s.bytes_on_disk);
   std::fclose(f);
+  if (std::getenv("MLX_WARM_EXIT_EARLY")) {
+    std::_Exit(0);  // like a killed process: no static destructors, no device teardown
+  }
 }

@@ -75,13 +75,16 @@ class Progress {
  public:
   explicit Progress(size_t total) : total_(total), tty_(::isatty(2) == 1) {}
 
+  // On a terminal, shows the key being built (a compile can take a while).
+  void start(size_t index, const std::string& key) {
+    if (tty_) {
+      draw(index, key);
+    }
+  }
+
   void update(size_t done, const std::string& what, const std::string& key, double ms) {
     if (tty_) {
-      constexpr size_t kWidth = 30;
-      size_t filled = total_ ? done * kWidth / total_ : kWidth;
-      std::string shown = key.size() > 50 ? key.substr(0, 47) + "..." : key;
-      std::fprintf(stderr, "\r\033[K[%s%s] %zu/%zu %s", std::string(filled, '#').c_str(),
-                   std::string(kWidth - filled, '.').c_str(), done, total_, shown.c_str());
+      draw(done, key);
     } else {
       std::fprintf(stderr, "[%zu/%zu] %s %s (%s ms)\n", done, total_, what.c_str(), key.c_str(),
                    format_ms(ms).c_str());
@@ -104,6 +107,15 @@ class Progress {
   }
 
  private:
+  void draw(size_t done, const std::string& key) {
+    constexpr size_t kWidth = 30;
+    size_t filled = total_ ? done * kWidth / total_ : kWidth;
+    std::string shown = key.size() > 50 ? key.substr(0, 47) + "..." : key;
+    std::fprintf(stderr, "\r\033[K[%s%s] %zu/%zu %s", std::string(filled, '#').c_str(),
+                 std::string(kWidth - filled, '.').c_str(), done, total_, shown.c_str());
+    std::fflush(stderr);
+  }
+
   size_t total_;
   bool tty_;
 };
@@ -151,6 +163,7 @@ int run_prewarm(const Args& args) {
   double total_ms = 0;
   for (size_t i = 0; i < keys.size(); ++i) {
     const auto& [line, key] = keys[i];
+    progress.start(i, key.canonical());
     auto t0 = std::chrono::steady_clock::now();
     std::string what;
     try {
@@ -211,6 +224,11 @@ int run_prewarm(const Args& args) {
               << failures.size() << " failed (" << lines.size() << " key lines, "
               << format_ms(total_ms) << " ms); pipeline cache " << (saved ? "written" : "unchanged")
               << "\n";
+  }
+  if (stats.store_failures > 0) {
+    std::cerr << "spvdump prewarm: " << stats.store_failures << " kernels could not be written to "
+              << config.dir.string() << " (see the warning above)\n";
+    return 1;
   }
   return failures.empty() ? 0 : 1;
 }

@@ -1,5 +1,6 @@
 #include "mlx/backend/vulkan/kernel_cache.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "cache/hash.h"
@@ -41,6 +42,8 @@ KernelCache::KernelCache(Device& d)
     : dev_(d),
       disk_(cache::DiskCache::open(d.caps().fingerprint)),
       recorder_(cache::recorder_from_env()),
+      save_every_pipelines_(std::max<size_t>(
+          1, env_size("MLX_VK_PIPELINE_CACHE_SAVE_EVERY", kDefaultSaveEveryPipelines))),
       last_save_(std::chrono::steady_clock::now()) {
   vkGetPhysicalDeviceProperties(d.physical_device(), &props_);
   set_stats_source(this);
@@ -192,7 +195,7 @@ void KernelCache::pipeline_created(VkPipelineCache live) {
       return;  // a save is running right now; it covers this pipeline or the next one will
     }
     ++unsaved_pipelines_;
-    bool due = unsaved_pipelines_ >= kSaveEveryPipelines ||
+    bool due = unsaved_pipelines_ >= save_every_pipelines_ ||
                std::chrono::steady_clock::now() - last_save_ >= kSaveEvery;
     if (!due) {
       return;

@@ -43,10 +43,10 @@ class KernelCache {
   // writes the result when it differs from what this process last loaded or saved.
   // Returns true when it wrote. Thread-safe; never throws.
   bool save_pipeline_cache(VkPipelineCache live);
-  // Called after each pipeline built on a memory miss: saves at a bounded interval (when
-  // kSaveEveryPipelines new pipelines accumulated, or kSaveEvery passed since the last
-  // save) so a process that is killed keeps most of its work. Never waits for another
-  // thread's save.
+  // Called after each pipeline built on a memory miss: saves at a bounded interval (every
+  // MLX_VK_PIPELINE_CACHE_SAVE_EVERY new pipelines, default 64, or when kSaveEvery passed
+  // since the last save) so that a process that is killed keeps most of its work. Never
+  // waits for another thread's save; a memory hit never comes here.
   void pipeline_created(VkPipelineCache live);
 
   cache::CacheStats disk_stats() const;
@@ -54,7 +54,7 @@ class KernelCache {
     return disk_.config();
   }
 
-  static constexpr size_t kSaveEveryPipelines = 64;
+  static constexpr size_t kDefaultSaveEveryPipelines = 64;
   static constexpr std::chrono::seconds kSaveEvery{30};
 
  private:
@@ -69,6 +69,7 @@ class KernelCache {
   std::mutex save_mtx_;
   std::vector<uint8_t> last_blob_;  // what this process loaded or last wrote
   size_t unsaved_pipelines_ = 0;
+  size_t save_every_pipelines_;
   std::chrono::steady_clock::time_point last_save_;
 };
 
