@@ -1,5 +1,7 @@
 #include "mlx/backend/vulkan/command_encoder.h"
 
+#include <array>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -236,9 +238,15 @@ void CommandEncoder::dispatch(const Kernel& k, const std::vector<Binding>& bindi
   std::lock_guard lk(mtx_);
   auto& b = open_locked();
   prepare_locked(b, bindings.data(), bindings.size());
-  std::vector<VkDescriptorBufferInfo> infos(bindings.size());
-  std::vector<VkWriteDescriptorSet> writes(bindings.size());
-  for (size_t i = 0; i < bindings.size(); ++i) {
+  // Kernels bind at most a handful of buffers: stack arrays keep the hot path allocation-free.
+  constexpr size_t max_bindings = 16;
+  if (bindings.size() > max_bindings) {
+    throw std::runtime_error("[vulkan] a dispatch binds more than 16 buffers.");
+  }
+  std::array<VkDescriptorBufferInfo, max_bindings> infos;
+  std::array<VkWriteDescriptorSet, max_bindings> writes;
+  const size_t nb = bindings.size();
+  for (size_t i = 0; i < nb; ++i) {
     infos[i] = {bindings[i].alloc->buffer, bindings[i].alloc->offset + bindings[i].offset,
                 bindings[i].range};
     writes[i] = make_info<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
@@ -250,14 +258,13 @@ void CommandEncoder::dispatch(const Kernel& k, const std::vector<Binding>& bindi
   vkCmdBindPipeline(b.cb, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline);
   if (dev_.has_push_descriptors()) {
     dev_.push_descriptor_fn()(b.cb, VK_PIPELINE_BIND_POINT_COMPUTE, k.layout, 0,
-                              static_cast<uint32_t>(writes.size()), writes.data());
+                              static_cast<uint32_t>(nb), writes.data());
   } else {
     VkDescriptorSet set = allocate_set_locked(b, k.set_layout);
-    for (auto& w : writes) {
-      w.dstSet = set;
+    for (size_t i = 0; i < nb; ++i) {
+      writes[i].dstSet = set;
     }
-    vkUpdateDescriptorSets(dev_.handle(), static_cast<uint32_t>(writes.size()), writes.data(), 0,
-                           nullptr);
+    vkUpdateDescriptorSets(dev_.handle(), static_cast<uint32_t>(nb), writes.data(), 0, nullptr);
     vkCmdBindDescriptorSets(b.cb, VK_PIPELINE_BIND_POINT_COMPUTE, k.layout, 0, 1, &set, 0, nullptr);
   }
   if (!push.empty()) {

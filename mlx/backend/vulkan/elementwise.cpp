@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
+#include <string>
 #include <stdexcept>
 
 #include "codegen/elementwise.h"
 #include "mlx/backend/common/utils.h"
 #include "mlx/backend/vulkan/command_encoder.h"
 #include "mlx/backend/vulkan/kernel_library.h"
+#include "mlx/backend/vulkan/launch_memo.h"
 #include "mlx/primitives.h"
 
 namespace mlx::core::vulkan {
@@ -123,14 +126,14 @@ void launch_elementwise(int stream, const char* name, const std::string& family,
 
   // Collapse dims over the output (row-major) and every input's strides together.
   std::vector<Strides> all_strides{row_major_strides(out_shape)};
-  std::vector<std::string> in_dtypes;
+  std::vector<const char*> in_dtype_ptrs;
   for (auto& in : inputs) {
     auto* dt = gpu_dtype_name(in.dtype);
+    in_dtype_ptrs.push_back(dt);
     if (!dt || in.strides.size() != out_shape.size()) {
       throw std::runtime_error(std::string("[") + name + "] internal: bad GPU operand.");
     }
     all_strides.push_back(in.strides);
-    in_dtypes.push_back(dt);
   }
   const char* out_dtype = gpu_dtype_name(out.dtype);
   if (!out_dtype) {
@@ -212,9 +215,33 @@ void launch_elementwise(int stream, const char* name, const std::string& family,
         g.in_offsets.push_back(elem_offset);
       }
     }
-    auto key = codegen::elementwise_key(family, op, in_dtypes, out_dtype, g);
-    const Kernel& kernel = kernel_library().get(key);
-    auto launch = codegen::elementwise_launch(key, kernel.source, g);
+    // The key and launch depend only on (family, op, dtypes, g): memoize on exactly that.
+    thread_local std::vector<int64_t> sig;
+    sig.clear();
+    sig.push_back(static_cast<int64_t>(std::hash<std::string>{}(family)));
+    sig.push_back(static_cast<int64_t>(std::hash<std::string>{}(op)));
+    for (auto* dt : in_dtype_ptrs) {
+      sig.push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(dt)));
+    }
+    sig.push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(out_dtype)));
+    sig.push_back(static_cast<int64_t>(g.shape.size()));
+    sig.insert(sig.end(), g.shape.begin(), g.shape.end());
+    for (size_t k = 0; k < g.in_strides.size(); ++k) {
+      sig.insert(sig.end(), g.in_strides[k].begin(), g.in_strides[k].end());
+      sig.push_back(static_cast<int64_t>(g.in_offsets[k]));
+    }
+    sig.push_back(static_cast<int64_t>(g.out_offset));
+    auto& memo = launch_memo();
+    uint64_t sig_hash = LaunchMemo::hash_words(sig);
+    const MemoEntry* entry = memo.find(sig, sig_hash);
+    if (!entry) {
+      std::vector<std::string> in_dtypes(in_dtype_ptrs.begin(), in_dtype_ptrs.end());
+      auto key = codegen::elementwise_key(family, op, in_dtypes, out_dtype, g);
+      const Kernel& built = kernel_library().get(key);
+      entry = &memo.insert(sig, sig_hash, {&built, codegen::elementwise_launch(key, built.source, g)});
+    }
+    const Kernel& kernel = *entry->kernel;
+    const codegen::Launch& launch = entry->launch;
     if (!launch.meta.empty()) {
       auto meta = allocator::malloc(launch.meta.size());
       Binding mb{allocation(meta), 0, (launch.meta.size() + 3) / 4 * 4, false};

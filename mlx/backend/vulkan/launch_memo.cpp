@@ -1,0 +1,41 @@
+#include "mlx/backend/vulkan/launch_memo.h"
+
+namespace mlx::core::vulkan {
+
+uint64_t LaunchMemo::hash_words(const std::vector<int64_t>& words) {
+  // FNV-1a over 64-bit words with a final avalanche; the map only needs a good spread.
+  uint64_t h = 1469598103934665603ULL;
+  for (int64_t w : words) {
+    h = (h ^ static_cast<uint64_t>(w)) * 1099511628211ULL;
+  }
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  return h;
+}
+
+const MemoEntry* LaunchMemo::find(const std::vector<int64_t>& signature, uint64_t hash) const {
+  auto [begin, end] = slots_.equal_range(hash);
+  for (auto it = begin; it != end; ++it) {
+    if (it->second.signature == signature) {
+      return &it->second.entry;
+    }
+  }
+  return nullptr;
+}
+
+const MemoEntry& LaunchMemo::insert(const std::vector<int64_t>& signature, uint64_t hash,
+                                    MemoEntry entry) {
+  if (slots_.size() >= max_entries) {
+    slots_.clear();
+  }
+  auto it = slots_.emplace(hash, Slot{signature, std::move(entry)});
+  return it->second.entry;
+}
+
+LaunchMemo& launch_memo() {
+  thread_local LaunchMemo memo;
+  return memo;
+}
+
+} // namespace mlx::core::vulkan

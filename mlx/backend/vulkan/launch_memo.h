@@ -1,0 +1,45 @@
+// Remembers the kernel and packed launch numbers of recent elementwise launches, keyed by
+// their exact signature (family, op, dtypes, collapsed shape, strides, offsets). A repeated
+// geometry, such as every layer of a decode step, then skips key building, the kernel
+// library lookup and launch packing, which are most of the host cost of a dispatch.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "codegen/codegen.h"
+#include "codegen/elementwise.h"
+
+namespace mlx::core::vulkan {
+
+struct Kernel;
+
+struct MemoEntry {
+  const Kernel* kernel = nullptr;
+  codegen::Launch launch;
+};
+
+class LaunchMemo {
+ public:
+  // The signature is compared word for word, so a hash collision can never pick a wrong
+  // kernel. Returns nullptr on a miss.
+  const MemoEntry* find(const std::vector<int64_t>& signature, uint64_t hash) const;
+  const MemoEntry& insert(const std::vector<int64_t>& signature, uint64_t hash, MemoEntry entry);
+
+  static uint64_t hash_words(const std::vector<int64_t>& words);
+
+ private:
+  struct Slot {
+    std::vector<int64_t> signature;
+    MemoEntry entry;
+  };
+  // Bounded: cleared when full, which costs one rebuild per live geometry.
+  static constexpr size_t max_entries = 4096;
+  std::unordered_multimap<uint64_t, Slot> slots_;
+};
+
+// The calling thread's memo (no locking: each thread records its own launches).
+LaunchMemo& launch_memo();
+
+} // namespace mlx::core::vulkan
