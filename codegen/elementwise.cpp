@@ -220,14 +220,15 @@ uint32_t push_constant_fields(const ElementwiseSpec& s) {
   return fields;
 }
 
-// Elements per invocation: narrow types do more per invocation so each one moves at least
-// about 4 bytes per operand.
+// Elements per invocation: about 16 bytes per operand in flight per invocation. Measured
+// on an H200 (docs/codegen.md): f32 add goes from 3.3 to 3.66 TB/s at 4, bf16 from 1.9 to
+// 2.4 TB/s at 8, u8 from 1.0 to 1.5 TB/s at 16; 64-bit types gain little past 2.
 uint32_t elements_per_invocation(const std::vector<const DtypeInfo*>& dts) {
   int narrowest = 64;
   for (const auto* d : dts) {
     narrowest = std::min(narrowest, d->bits);
   }
-  return narrowest == 8 ? 4 : narrowest == 16 ? 2 : 1;
+  return narrowest == 8 ? 16 : narrowest == 16 ? 8 : narrowest == 32 ? 4 : 2;
 }
 
 void put(std::vector<uint8_t>& out, int64_t v, bool idx64) {

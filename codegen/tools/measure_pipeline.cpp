@@ -4,141 +4,20 @@
 //   cmake --build <build> --target mlxvk_codegen_measure_pipeline
 //   <build>/codegen/mlxvk_codegen_measure_pipeline
 // Not part of the library: codegen itself knows nothing about Vulkan.
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <stdexcept>
-#include <string>
-#include <vector>
 
-#include <vulkan/vulkan.h>
+#include "codegen/tools/vk_min.h"
 
-#include "codegen/codegen.h"
-
-using namespace mlx::core::vulkan::codegen;
+using namespace mlxvk_tools;
 
 namespace {
 
-void check(VkResult r, const char* what) {
-  if (r != VK_SUCCESS) {
-    throw std::runtime_error(std::string(what) + " failed: " + std::to_string(r));
-  }
+double pipeline_ms(Vk& vk, const KernelSource& src, const std::vector<uint32_t>& words) {
+  Pipeline p = vk.pipeline(src, words);
+  vk.destroy(p);
+  return p.create_ms;
 }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-struct Vk {
-  VkInstance instance = VK_NULL_HANDLE;
-  VkPhysicalDevice physical = VK_NULL_HANDLE;
-  VkDevice device = VK_NULL_HANDLE;
-  DeviceCaps caps;
-  std::string name;
-
-  Vk() {
-    VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
-    app.apiVersion = VK_API_VERSION_1_2;
-    VkInstanceCreateInfo ici{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
-    ici.pApplicationInfo = &app;
-    check(vkCreateInstance(&ici, nullptr, &instance), "vkCreateInstance");
-    uint32_t n = 0;
-    vkEnumeratePhysicalDevices(instance, &n, nullptr);
-    std::vector<VkPhysicalDevice> devs(n);
-    vkEnumeratePhysicalDevices(instance, &n, devs.data());
-    if (devs.empty()) {
-      throw std::runtime_error("no Vulkan device");
-    }
-    physical = devs[0];
-    for (auto d : devs) {  // prefer a real GPU
-      VkPhysicalDeviceProperties p;
-      vkGetPhysicalDeviceProperties(d, &p);
-      if (p.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU) {
-        physical = d;
-      }
-    }
-    VkPhysicalDeviceProperties props;
-    vkGetPhysicalDeviceProperties(physical, &props);
-    name = props.deviceName;
-    VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
-    VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
-    f11.pNext = &f12;
-    VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-    f2.pNext = &f11;
-    vkGetPhysicalDeviceFeatures2(physical, &f2);
-    caps.storage_8bit = f12.storageBuffer8BitAccess;
-    caps.storage_16bit = f11.storageBuffer16BitAccess;
-    caps.shader_int64 = f2.features.shaderInt64;
-    caps.max_workgroup_invocations = props.limits.maxComputeWorkGroupInvocations;
-    float prio = 1.0f;
-    VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
-    qci.queueCount = 1;
-    qci.pQueuePriorities = &prio;
-    VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
-    dci.pNext = &f2;  // enable what the device has
-    dci.queueCreateInfoCount = 1;
-    dci.pQueueCreateInfos = &qci;
-    check(vkCreateDevice(physical, &dci, nullptr, &device), "vkCreateDevice");
-  }
-  ~Vk() {
-    vkDestroyDevice(device, nullptr);
-    vkDestroyInstance(instance, nullptr);
-  }
-
-  // One vkCreateComputePipelines, timed; everything else is set up and torn down around it.
-  double pipeline_ms(const KernelSource& src, const std::vector<uint32_t>& words) {
-    VkShaderModuleCreateInfo smci{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
-    smci.codeSize = words.size() * 4;
-    smci.pCode = words.data();
-    VkShaderModule module;
-    check(vkCreateShaderModule(device, &smci, nullptr, &module), "vkCreateShaderModule");
-    std::vector<VkDescriptorSetLayoutBinding> bindings(src.num_buffers);
-    for (uint32_t b = 0; b < src.num_buffers; ++b) {
-      bindings[b] = {b, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
-    }
-    VkDescriptorSetLayoutCreateInfo dl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
-    dl.bindingCount = src.num_buffers;
-    dl.pBindings = bindings.data();
-    VkDescriptorSetLayout set_layout;
-    check(vkCreateDescriptorSetLayout(device, &dl, nullptr, &set_layout), "set layout");
-    VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, src.push_constant_bytes};
-    VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
-    pl.setLayoutCount = 1;
-    pl.pSetLayouts = &set_layout;
-    pl.pushConstantRangeCount = src.push_constant_bytes ? 1 : 0;
-    pl.pPushConstantRanges = &range;
-    VkPipelineLayout layout;
-    check(vkCreatePipelineLayout(device, &pl, nullptr, &layout), "pipeline layout");
-    std::vector<VkSpecializationMapEntry> entries;
-    std::vector<uint32_t> values;
-    for (const auto& [id, v] : src.spec_constants) {
-      entries.push_back({id, static_cast<uint32_t>(values.size() * 4), 4});
-      values.push_back(v);
-    }
-    VkSpecializationInfo spec{static_cast<uint32_t>(entries.size()), entries.data(),
-                              values.size() * 4, values.data()};
-    VkComputePipelineCreateInfo cpci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
-    cpci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
-    cpci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-    cpci.stage.module = module;
-    cpci.stage.pName = "main";
-    cpci.stage.pSpecializationInfo = &spec;
-    cpci.layout = layout;
-    VkPipeline pipeline;
-    auto t0 = std::chrono::steady_clock::now();
-    check(vkCreateComputePipelines(device, VK_NULL_HANDLE, 1, &cpci, nullptr, &pipeline),
-          "vkCreateComputePipelines");
-    double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    vkDestroyPipeline(device, pipeline, nullptr);
-    vkDestroyPipelineLayout(device, layout, nullptr);
-    vkDestroyDescriptorSetLayout(device, set_layout, nullptr);
-    vkDestroyShaderModule(device, module, nullptr);
-    return ms;
-  }
-};
 
 }  // namespace
 
@@ -147,7 +26,7 @@ int main() {
   setenv("MESA_SHADER_CACHE_DISABLE", "true", 1);
   setenv("__GL_SHADER_DISK_CACHE", "0", 1);
   Vk vk;
-  std::printf("device: %s\n\n", vk.name.c_str());
+  std::printf("device: %s\n\n", vk.props.deviceName);
   std::printf(
       "| kernel | glslang ms | opt1 ms | opt2 ms | pipeline O0 ms | pipeline O1 ms | "
       "pipeline O2 ms |\n|---|---|---|---|---|---|---|\n");
@@ -173,9 +52,9 @@ int main() {
       g.push_back(m0.glslang_ms);
       o1.push_back(m1.optimize_ms);
       o2.push_back(m2.optimize_ms);
-      p0.push_back(vk.pipeline_ms(src, m0.words));
-      p1.push_back(vk.pipeline_ms(src, m1.words));
-      p2.push_back(vk.pipeline_ms(src, m2.words));
+      p0.push_back(pipeline_ms(vk, src, m0.words));
+      p1.push_back(pipeline_ms(vk, src, m1.words));
+      p2.push_back(pipeline_ms(vk, src, m2.words));
     }
     std::printf("| `%s` | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", text, median(g), median(o1),
                 median(o2), median(p0), median(p1), median(p2));

@@ -114,7 +114,8 @@ TEST_CASE("elementwise_launch packs size and offsets for contiguous inputs") {
   CHECK(words(l.push_constants, false) == std::vector<int64_t>{1000, 11, 7, 3});
   CHECK(l.meta.empty());
   CHECK(src.workgroup_size[0] == 256);
-  CHECK(l.groups == std::array<uint32_t, 3>{4, 1, 1});  // ceil(1000 / 256)
+  CHECK(src.spec_constants.at(1) == 4);                 // elements per invocation for f32
+  CHECK(l.groups == std::array<uint32_t, 3>{1, 1, 1});  // ceil(1000 / (256 * 4))
 }
 
 TEST_CASE("elementwise_launch packs dims and strides of strided inputs (ranks 1-3)") {
@@ -156,7 +157,7 @@ TEST_CASE("large launches split over y (and z) with no dimension above 65535") {
   KernelKey key = elementwise_key("binary", "Add", {"f32", "f32"}, "f32", g);
   KernelSource src = render(key, full_caps());
   Launch l = elementwise_launch(key, src, g);
-  uint64_t needed = (100000000 + 255) / 256;
+  uint64_t needed = (100000000 + 1023) / 1024;  // 256 invocations x 4 elements
   CHECK(l.groups[0] <= 65535);
   CHECK(l.groups[1] > 1);
   CHECK(l.groups[2] == 1);
@@ -165,23 +166,25 @@ TEST_CASE("large launches split over y (and z) with no dimension above 65535") {
   CHECK(total - needed < l.groups[1]);  // at most one partly used row of groups per y
   MESSAGE("n = 1e8: groups " << l.groups[0] << " x " << l.groups[1] << " x " << l.groups[2]);
 
-  // One invocation per group forces a z split: 2^32 - 1 elements need 4294967295 groups.
+  // One element per group forces a z split: 2^32 - 1 elements need 4294967295 groups.
   DeviceCaps tiny = full_caps();
   tiny.max_workgroup_invocations = 1;
   auto huge = geom({4294967295}, {{1}});
   KernelKey hk = elementwise_key("unary", "Negative", {"f32"}, "f32", huge);
-  Launch hl = elementwise_launch(hk, render(hk, tiny), huge);
+  KernelSource hs = render(hk, tiny);
+  hs.spec_constants[1] = 1;  // the launch follows the source's elements per invocation
+  Launch hl = elementwise_launch(hk, hs, huge);
   CHECK(hl.groups[2] == 2);
   CHECK(hl.groups[0] <= 65535);
   CHECK(hl.groups[1] <= 65535);
   CHECK(uint64_t(hl.groups[0]) * hl.groups[1] * hl.groups[2] >= 4294967295ull);
 
-  // Narrow dtypes do several elements per invocation (spec constant 1).
-  auto g8 = geom({4096}, {{1}});
+  // Narrow dtypes do more elements per invocation (spec constant 1).
+  auto g8 = geom({100000}, {{1}});
   KernelKey k8 = elementwise_key("unary", "Negative", {"i8"}, "i8", g8);
   KernelSource s8 = render(k8, full_caps());
-  CHECK(s8.spec_constants.at(1) == 4);
-  CHECK(elementwise_launch(k8, s8, g8).groups == std::array<uint32_t, 3>{4, 1, 1});
+  CHECK(s8.spec_constants.at(1) == 16);
+  CHECK(elementwise_launch(k8, s8, g8).groups == std::array<uint32_t, 3>{25, 1, 1});
 
   // Nothing to do: zero groups.
   auto g0 = geom({0}, {{1}});

@@ -240,7 +240,7 @@ TEST_CASE("render specializes by injected defines and specialization constants")
   KernelSource src = render(k, caps);
   CHECK(src.template_name == "binary.glsl");
   CHECK(src.workgroup_size == std::array<uint32_t, 3>{128, 1, 1});
-  CHECK(src.spec_constants == std::map<uint32_t, uint32_t>{{0, 128}, {1, 2}});
+  CHECK(src.spec_constants == std::map<uint32_t, uint32_t>{{0, 128}, {1, 8}});
   CHECK(src.num_buffers == 3);
   auto has = [&](const std::string& d) {
     return std::find(src.defines.begin(), src.defines.end(), d) != src.defines.end();
