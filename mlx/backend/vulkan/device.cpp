@@ -185,7 +185,7 @@ struct Probe {
     std::ostringstream os;
     os << std::hex << props.vendorID << ":" << props.deviceID << ":" << props.driverVersion << ":"
        << hex_bytes(props.pipelineCacheUUID, VK_UUID_SIZE) << ":" << props12.driverName << "/"
-       << props12.driverInfo;
+       << props12.driverInfo << ":p" << std::dec << sizeof(void*) * 8;  // pointer width
     return os.str();
   }
 
