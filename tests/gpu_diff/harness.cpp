@@ -103,27 +103,34 @@ bool run_case(const Case& c, const Op& op, const std::vector<Domain>& domains, T
     got = op(gpu_in, mx::Device::gpu);
     got.eval();
     auto bad = mx::gpu::debug::check_guards();
+    CHECK_MESSAGE(bad == 0, c.describe() << ": " << bad << " buffer guard region(s) overwritten");
     if (bad != 0) {
-      FAIL_CHECK(c.describe() << ": " << bad << " buffer guard region(s) overwritten");
       return false;
     }
   }
-  if (got.shape() != want.shape() || got.dtype() != want.dtype()) {
-    FAIL_CHECK(c.describe() << ": GPU gave shape " << mx::shape_to_string(got.shape()) << " "
-                            << got.dtype() << ", CPU " << mx::shape_to_string(want.shape())
-                            << " " << want.dtype());
+  bool same_kind = got.shape() == want.shape() && got.dtype() == want.dtype();
+  CHECK_MESSAGE(same_kind, c.describe() << ": GPU gave shape " << mx::shape_to_string(got.shape())
+                                        << " " << got.dtype() << ", CPU "
+                                        << mx::shape_to_string(want.shape()) << " "
+                                        << want.dtype());
+  if (!same_kind) {
     return false;
   }
   auto g = mlx_test::to_doubles(got);
   auto w = mlx_test::to_doubles(want);
-  for (size_t i = 0; i < g.size(); ++i) {
+  size_t first_bad = g.size();
+  for (size_t i = 0; i < g.size() && first_bad == g.size(); ++i) {
     if (!mlx_test::close(g[i], w[i], tol.rtol, tol.atol)) {
-      FAIL_CHECK(c.describe() << ": element " << i << " GPU " << g[i] << " CPU " << w[i]
-                              << " (rtol " << tol.rtol << ", atol " << tol.atol << ")");
-      return false;
+      first_bad = i;
     }
   }
-  return true;
+  // One assertion per case: every element within tolerance (poison shows as a mismatch).
+  CHECK_MESSAGE(first_bad == g.size(),
+                c.describe() << ": element " << first_bad << " GPU "
+                             << (first_bad < g.size() ? g[first_bad] : 0.0) << " CPU "
+                             << (first_bad < g.size() ? w[first_bad] : 0.0) << " (rtol "
+                             << tol.rtol << ", atol " << tol.atol << ")");
+  return first_bad == g.size();
 }
 
 void sweep(const std::string& name, const Op& op, const std::vector<std::vector<mx::Dtype>>& dtypes,
