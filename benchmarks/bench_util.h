@@ -49,7 +49,7 @@ struct Row {
 };
 
 inline void print_table(const std::vector<Row>& rows, double peak_gbs) {
-  std::printf("\n| op | bytes moved | time (us) | GB/s | ratio to copy peak |\n");
+  std::printf("\n| op | bytes moved | time (us) | GB/s | ratio to peak |\n");
   std::printf("|---|---|---|---|---|\n");
   for (auto& r : rows) {
     double gbs = r.bytes / (r.ms * 1e-3) / 1e9;

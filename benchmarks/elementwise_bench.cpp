@@ -1,7 +1,7 @@
 // Elementwise and copy kernels against the device's own measured bandwidth.
 //
-// 1. Peak: vkCmdCopyBuffer and our copy kernel on a large buffer; the faster is the peak.
-//    Also the read bandwidth of a read-dominated kernel (equal on int64 -> bool).
+// 1. Peak: vkCmdCopyBuffer, our copy kernel and a read-dominated kernel (equal on int64 ->
+//    bool) on large buffers; the best of the three is the peak.
 // 2. Large contiguous unary, binary (also broadcast and bf16) and copy/transposed copy:
 //    time, GB/s and the ratio to that peak.
 // 3. CPU cost per recorded dispatch (graph walk + encoding, kernels already built).
@@ -123,19 +123,23 @@ int main(int argc, char** argv) {
   double copy_ms = time_gpu_op([&] { return mx::copy(a_gpu); }, batch, reps);
   double driver_gbs = 2 * bytes / (driver_ms * 1e-3) / 1e9;
   double kernel_gbs = 2 * bytes / (copy_ms * 1e-3) / 1e9;
-  double peak = std::max(driver_gbs, kernel_gbs);
-  std::printf("copy bandwidth: vkCmdCopyBuffer %.0f GB/s, copy kernel %.0f GB/s -> peak %.0f GB/s\n",
-              driver_gbs, kernel_gbs, peak);
+  std::printf("copy bandwidth: vkCmdCopyBuffer %.0f GB/s, copy kernel %.0f GB/s\n", driver_gbs,
+              kernel_gbs);
   // Read bandwidth with our own kernels: equal() on two int64 arrays writes one bool per
   // 16 bytes read, so 94% of the traffic is reads.
+  double read_gbs = 0;
   {
     auto i64a = mx::astype(a_gpu, mx::int64);
     auto i64b = mx::astype(b_gpu, mx::int64);
     mx::eval({i64a, i64b});
     double ms = time_gpu_op([&] { return mx::equal(i64a, i64b); }, batch, reps);
-    std::printf("read bandwidth (equal int64 -> bool, 94%% reads): %.0f GB/s\n",
-                (16.0 + 1.0) * n / (ms * 1e-3) / 1e9);
+    read_gbs = (16.0 + 1.0) * n / (ms * 1e-3) / 1e9;
+    std::printf("read bandwidth (equal int64 -> bool, 94%% reads): %.0f GB/s\n", read_gbs);
   }
+  // The peak is the best bandwidth measured in this run: a slow copy path (vkCmdCopyBuffer
+  // on a compute queue) must not flatter the ratios.
+  double peak = std::max({driver_gbs, kernel_gbs, read_gbs});
+  std::printf("peak (best measured in this run): %.0f GB/s\n", peak);
 
   std::vector<Row> rows;
   rows.push_back({"copy f32 (kernel)", 2 * bytes, copy_ms});
