@@ -11,6 +11,8 @@ namespace mlx::core::vulkan {
 struct KernelStats {
   // Lookups by outcome. A kernel is a memory miss once per process; that miss is then a
   // disk hit or a compile (or a failure, e.g. a key the device cannot run).
+  // Library lookups served from memory. Launches served by the launch memo (a repeated
+  // exact geometry) make no lookup and are not counted.
   uint64_t memory_hits = 0;
   uint64_t disk_hits = 0;
   uint64_t compiles = 0;
