@@ -494,29 +494,31 @@ CommandEncoder& encoder(int stream_index) {
   return *it->second;
 }
 
-void commit_all_streams() {
+namespace {
+
+// The encoders that exist now, collected under the registry lock and used outside it, so
+// committing or waiting never holds the lock.
+std::vector<CommandEncoder*> snapshot_encoders() {
   std::vector<CommandEncoder*> all;
-  {
-    auto& s = streams();
-    std::lock_guard lk(s.mtx);
-    for (auto& [i, e] : s.encoders) {
-      all.push_back(e.get());
-    }
+  auto& s = streams();
+  std::lock_guard lk(s.mtx);
+  for (auto& [i, e] : s.encoders) {
+    all.push_back(e.get());
   }
+  return all;
+}
+
+}  // namespace
+
+void commit_all_streams() {
+  auto all = snapshot_encoders();
   for (auto* e : all) {
     e->commit();
   }
 }
 
 void poll_all_streams() {
-  std::vector<CommandEncoder*> all;
-  {
-    auto& s = streams();
-    std::lock_guard lk(s.mtx);
-    for (auto& [i, e] : s.encoders) {
-      all.push_back(e.get());
-    }
-  }
+  auto all = snapshot_encoders();
   for (auto* e : all) {
     e->poll();
   }
@@ -527,14 +529,7 @@ void poll_all_streams() {
 }
 
 void synchronize_all_streams() {
-  std::vector<CommandEncoder*> all;
-  {
-    auto& s = streams();
-    std::lock_guard lk(s.mtx);
-    for (auto& [i, e] : s.encoders) {
-      all.push_back(e.get());
-    }
-  }
+  auto all = snapshot_encoders();
   for (auto* e : all) {
     e->commit();
   }
