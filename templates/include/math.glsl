@@ -353,43 +353,38 @@ vec2 m_log_parts(float x) {
   return vec2(float(e), 2.0f * s + 2.0f * s * s2 * p);
 }
 
-float m_log(float x) {
-  if (m_isnan(x) || (m_isinf(x) && x > 0.0f)) {
+// The inputs every logarithm answers without m_log_parts: NaN and +inf give themselves,
+// negatives (and -inf) NaN, zero -inf.
+bool m_log_is_edge(float x) {
+  return m_isnan(x) || m_isinf(x) || x <= 0.0f;
+}
+
+float m_log_edge(float x) {
+  if (m_isnan(x) || x > 0.0f) {
     return x;
   }
-  if (x < 0.0f) {
-    return m_nan();
-  }
-  if (x == 0.0f) {
-    return -m_inf();
+  return x < 0.0f ? m_nan() : -m_inf();
+}
+
+float m_log(float x) {
+  if (m_log_is_edge(x)) {
+    return m_log_edge(x);
   }
   vec2 p = m_log_parts(x);
   return p.x * MLX_LN2_HI + (p.y + p.x * MLX_LN2_LO);
 }
 
 float m_log2(float x) {
-  if (m_isnan(x) || (m_isinf(x) && x > 0.0f)) {
-    return x;
-  }
-  if (x < 0.0f) {
-    return m_nan();
-  }
-  if (x == 0.0f) {
-    return -m_inf();
+  if (m_log_is_edge(x)) {
+    return m_log_edge(x);
   }
   vec2 p = m_log_parts(x);
   return p.x + p.y * MLX_LOG2E;
 }
 
 float m_log10(float x) {
-  if (m_isnan(x) || (m_isinf(x) && x > 0.0f)) {
-    return x;
-  }
-  if (x < 0.0f) {
-    return m_nan();
-  }
-  if (x == 0.0f) {
-    return -m_inf();
+  if (m_log_is_edge(x)) {
+    return m_log_edge(x);
   }
   vec2 p = m_log_parts(x);
   return p.x * 0.301029996f + p.y * 0.434294482f;
