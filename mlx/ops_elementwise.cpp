@@ -44,10 +44,8 @@ Dtype integral_result_type(const array& a, const array& b, const char* op) {
 
 array make_unary(const array& a, UnaryOp op, Dtype out_dtype, StreamOrDevice s) {
   auto stream = to_stream(s);
-  array in = a.dtype() == out_dtype || op == UnaryOp::IsNan || op == UnaryOp::IsInf ||
-                     op == UnaryOp::LogicalNot
-                 ? a
-                 : astype(a, out_dtype, stream);
+  // Predicates (bool output) read their input as it is; other ops compute in out_dtype.
+  array in = out_dtype == bool_ ? a : astype(a, out_dtype, stream);
   return array(a.shape(), out_dtype, std::make_shared<Unary>(stream, op), {in});
 }
 
