@@ -1,6 +1,5 @@
 #include "mlx/transforms.h"
 
-#include <deque>
 #include <set>
 #include <unordered_set>
 
@@ -53,16 +52,12 @@ std::vector<array> build_tape(const std::vector<array>& outputs) {
 }
 
 void eval_impl(std::vector<array> outputs, bool wait) {
-  // A detached (already evaluated) output needs no work, only possibly a wait.
-  std::deque<array> tape;
-  for (auto& a : build_tape(outputs)) {
-    tape.push_back(std::move(a));
-  }
-
+  // Each entry is moved out of the tape when it runs, so the tape never keeps a finished
+  // node (and the memory behind it) alive.
+  auto tape = build_tape(outputs);
   std::set<int> gpu_streams;
-  while (!tape.empty()) {
-    array arr = std::move(tape.front());
-    tape.pop_front();
+  for (auto& slot : tape) {
+    array arr = std::move(slot);
     if (arr.status() != array::Status::unscheduled) {
       continue; // evaluated as a sibling of an earlier node
     }
