@@ -11,29 +11,41 @@ namespace {
 // nonzero bytes. 8/16-bit integers compute in 32 bits and truncate on store (wraps like
 // C++); f16/bf16 are stored as bits and rounded to nearest-even on store.
 const DtypeInfo kDtypes[] = {
-    {"b", Kind::Bool, 8, "uint8_t", "uint", "min(uint(x), 1u)", "uint8_t((v) != 0u ? 1u : 0u)"},
-    {"u8", Kind::Uint, 8, "uint8_t", "uint", "uint(x)", "uint8_t(v)"},
-    {"u16", Kind::Uint, 16, "uint16_t", "uint", "uint(x)", "uint16_t(v)"},
-    {"u32", Kind::Uint, 32, "uint", "uint", "(x)", "(v)"},
-    {"u64", Kind::Uint, 64, "uint64_t", "uint64_t", "(x)", "(v)"},
-    {"i8", Kind::Int, 8, "int8_t", "int", "int(x)", "int8_t(v)"},
-    {"i16", Kind::Int, 16, "int16_t", "int", "int(x)", "int16_t(v)"},
-    {"i32", Kind::Int, 32, "int", "int", "(x)", "(v)"},
-    {"i64", Kind::Int, 64, "int64_t", "int64_t", "(x)", "(v)"},
+    {"b", Kind::Bool, 8, "uint8_t", "uint", "min(uint(x), 1u)", "uint8_t((v) != 0u ? 1u : 0u)",
+     "min(b, 1u)", "((v) != 0u ? 1u : 0u)"},
+    {"u8", Kind::Uint, 8, "uint8_t", "uint", "uint(x)", "uint8_t(v)", "(b)", "((v) & 0xffu)"},
+    {"u16", Kind::Uint, 16, "uint16_t", "uint", "uint(x)", "uint16_t(v)", "(b)",
+     "((v) & 0xffffu)"},
+    {"u32", Kind::Uint, 32, "uint", "uint", "(x)", "(v)", "(b)", "(v)"},
+    {"u64", Kind::Uint, 64, "uint64_t", "uint64_t", "(x)", "(v)", "", ""},
+    {"i8", Kind::Int, 8, "int8_t", "int", "int(x)", "int8_t(v)", "bitfieldExtract(int(b), 0, 8)",
+     "(uint(v) & 0xffu)"},
+    {"i16", Kind::Int, 16, "int16_t", "int", "int(x)", "int16_t(v)",
+     "bitfieldExtract(int(b), 0, 16)", "(uint(v) & 0xffffu)"},
+    {"i32", Kind::Int, 32, "int", "int", "(x)", "(v)", "int(b)", "uint(v)"},
+    {"i64", Kind::Int, 64, "int64_t", "int64_t", "(x)", "(v)", "", ""},
     {"f16", Kind::Float, 16, "uint16_t", "float", "f16_bits_to_f32(uint(x))",
-     "uint16_t(f32_to_f16_bits(v))"},
+     "uint16_t(f32_to_f16_bits(v))", "f16_bits_to_f32(b)", "f32_to_f16_bits(v)"},
     {"bf16", Kind::Float, 16, "uint16_t", "float", "bf16_bits_to_f32(uint(x))",
-     "uint16_t(f32_to_bf16_bits(v))"},
-    {"f32", Kind::Float, 32, "float", "float", "(x)", "(v)"},
+     "uint16_t(f32_to_bf16_bits(v))", "bf16_bits_to_f32(b)", "f32_to_bf16_bits(v)"},
+    {"f32", Kind::Float, 32, "float", "float", "(x)", "(v)", "uintBitsToFloat(b)",
+     "floatBitsToUint(v)"},
 };
 
 }  // namespace
 
-const DtypeInfo& dtype_info(const std::string& name, const std::string& where) {
+const DtypeInfo* find_dtype(const std::string& name) {
   for (const auto& d : kDtypes) {
     if (name == d.name) {
-      return d;
+      return &d;
     }
+  }
+  return nullptr;
+}
+
+const DtypeInfo& dtype_info(const std::string& name, const std::string& where) {
+  if (const DtypeInfo* d = find_dtype(name)) {
+    return *d;
   }
   if (name == "f64" || name == "float64") {
     throw std::invalid_argument("[render] " + where +

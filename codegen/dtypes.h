@@ -17,7 +17,15 @@ struct DtypeInfo {
   const char* compute;  // GLSL type arithmetic happens in
   const char* load;     // storage value x -> compute value
   const char* store;    // compute value v -> storage value
+  // Vector lanes (<= 32-bit types): zero-extended lane bits b (uint) -> compute value, and
+  // compute value v -> lane bits (only the low `bits` set). Empty for 64-bit types, whose
+  // lanes are whole uint64 components.
+  const char* from_bits;
+  const char* to_bits;
 };
+
+// The info for a dtype name, or nullptr when it is not a GPU dtype.
+const DtypeInfo* find_dtype(const std::string& name);
 
 // The info for a dtype name. Throws std::invalid_argument for float64/complex ("the GPU
 // does not support ...") and unknown names; `where` names the key for the message.

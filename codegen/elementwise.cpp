@@ -3,6 +3,7 @@
 #include "codegen/elementwise.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <set>
@@ -99,9 +100,53 @@ struct Layout {
   std::string letters;  // one of s/c/g per input
   std::string rank;     // "" (no g input), "1", "2", "3" or "n"
   bool idx64 = false;
+  uint32_t vec = 0;  // elements per vector step, 0 for the scalar path
 };
 
-Layout classify(const Normalized& n) {
+// Bytes every binding must start at for the vector path: its widest vector (a u64vec4).
+constexpr uint32_t kVectorAlignment = 32;
+
+// Elements per vector step for these dtype widths (bits): 16 bytes of the widest, but at
+// least 4 bytes of the narrowest, so every lane packs into whole 32-bit words.
+uint32_t vector_width(const std::vector<int>& bits) {
+  int widest = *std::max_element(bits.begin(), bits.end());
+  int narrowest = *std::min_element(bits.begin(), bits.end());
+  return std::max(128 / widest, 32 / narrowest);
+}
+
+// Whether every operand of the normalized geometry can be read as whole `vec`-element
+// vectors (see elementwise_key).
+bool vectorizable(const Normalized& n, const std::string& letters, uint32_t vec,
+                  uint32_t binding_alignment) {
+  if (vec < 2 || binding_alignment % kVectorAlignment != 0 || n.out_offset % vec != 0) {
+    return false;
+  }
+  for (size_t k = 0; k < letters.size(); ++k) {
+    if (letters[k] == 'c' && n.offsets[k] % vec != 0) {
+      return false;
+    }
+    if (letters[k] != 'g') {
+      continue;
+    }
+    const auto& st = n.strides[k];
+    if (n.shape.size() < 2 || n.shape.back() % vec != 0 || (st.back() != 0 && st.back() != 1)) {
+      return false;
+    }
+    if (st.back() == 1) {
+      bool aligned = n.offsets[k] % vec == 0;
+      for (size_t d = 0; d + 1 < st.size(); ++d) {
+        aligned = aligned && st[d] % int64_t(vec) == 0;
+      }
+      if (!aligned) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+// `vec`: the dtypes' vector width (0: never vectorize).
+Layout classify(const Normalized& n, uint32_t vec, uint32_t binding_alignment) {
   Layout l;
   bool any_g = false;
   uint64_t max_index = n.size == 0 ? 0 : n.out_offset + n.size - 1;
@@ -131,7 +176,24 @@ Layout classify(const Normalized& n) {
     l.rank = r <= 3 ? std::to_string(r) : "n";
   }
   l.idx64 = max_index > static_cast<uint64_t>(kMax32);
+  if (vectorizable(n, l.letters, vec, binding_alignment)) {
+    l.vec = vec;
+  }
   return l;
+}
+
+// The vector width for these dtype names, or 0 when one is not a GPU dtype (render then
+// reports it).
+uint32_t vector_width(const std::vector<std::string>& names) {
+  std::vector<int> bits;
+  for (const auto& name : names) {
+    const DtypeInfo* d = find_dtype(name);
+    if (!d) {
+      return 0;
+    }
+    bits.push_back(d->bits);
+  }
+  return vector_width(bits);
 }
 
 std::string join_dtypes(const std::vector<std::string>& dts) {
@@ -169,13 +231,16 @@ struct ElementwiseSpec {
   std::string letters;
   int rank = 0;  // 0 none, 1-3, 4 = "n"
   bool idx64 = false;
+  uint32_t vec = 0;  // 0: scalar path
+  std::vector<std::string> in_dtypes;
+  std::string out_dtype;
 };
 
 ElementwiseSpec parse_spec(const KernelKey& key, const std::string& where) {
   ElementwiseSpec s;
   s.inputs = input_count(key.family);
   for (const auto& [name, value] : key.params) {
-    static const std::set<std::string> known{"op", "in", "out", "layout", "rank", "idx"};
+    static const std::set<std::string> known{"op", "in", "out", "layout", "rank", "idx", "vec"};
     if (!known.count(name)) {
       throw std::invalid_argument("[render] " + where + ": unknown parameter '" + name + "'.");
     }
@@ -206,6 +271,22 @@ ElementwiseSpec parse_spec(const KernelKey& key, const std::string& where) {
     throw std::invalid_argument("[render] " + where + ": idx must be 32 or 64.");
   }
   s.idx64 = idx == "64";
+  s.in_dtypes = split_dtypes(param(key, "in", where));
+  s.out_dtype = param(key, "out", where);
+  if (auto v = key.params.find("vec"); v != key.params.end()) {
+    std::vector<std::string> all = s.in_dtypes;
+    all.push_back(s.out_dtype);
+    uint32_t width = vector_width(all);
+    if (v->second != std::to_string(width) || width == 0) {
+      throw std::invalid_argument("[render] " + where + ": vec must be " +
+                                  std::to_string(width) + " for these dtypes.");
+    }
+    if (s.rank == 1) {
+      throw std::invalid_argument("[render] " + where +
+                                  ": a rank-1 strided input cannot be read as vectors.");
+    }
+    s.vec = width;
+  }
   return s;
 }
 
@@ -229,6 +310,63 @@ uint32_t elements_per_invocation(const std::vector<const DtypeInfo*>& dts) {
     narrowest = std::min(narrowest, d->bits);
   }
   return narrowest == 8 ? 16 : narrowest == 16 ? 8 : narrowest == 32 ? 4 : 2;
+}
+
+// Steps per invocation on the vector path: one vector of up to 16 bytes per operand, so
+// two steps keep as many bytes in flight as the scalar path's choice above (measured on
+// an H200 in docs/performance.md).
+constexpr uint32_t kVectorSteps = 2;
+
+// Elements (vector steps when vec > 0) per invocation; MLX_VK_ELEMENTWISE_EPT overrides it
+// for tuning on a new device (it is part of the kernel hash through the spec constant).
+uint32_t steps_per_invocation(const std::vector<const DtypeInfo*>& dts, uint32_t vec) {
+  uint32_t max = vec ? 8 : 16;  // MLX_MAX_VEPT / MLX_MAX_EPT in elementwise_main.glsl
+  if (const char* env = std::getenv("MLX_VK_ELEMENTWISE_EPT"); env && *env) {
+    char* end = nullptr;
+    unsigned long v = std::strtoul(env, &end, 10);
+    if (*end != '\0' || v < 1 || v > max) {
+      throw std::invalid_argument("[render] MLX_VK_ELEMENTWISE_EPT=" + std::string(env) +
+                                  " must be an integer in 1.." + std::to_string(max) + ".");
+    }
+    return static_cast<uint32_t>(v);
+  }
+  return vec ? kVectorSteps : elements_per_invocation(dts);
+}
+
+// GLSL type holding `vec` lanes of a `bits`-wide dtype: 32-bit words for narrow types,
+// uint64 components for 64-bit ones.
+std::string vector_type(int bits, uint32_t vec) {
+  uint32_t bytes = vec * static_cast<uint32_t>(bits) / 8;
+  if (bits == 64) {
+    return bytes == 16 ? "u64vec2" : "u64vec4";
+  }
+  return bytes == 4 ? "uint" : bytes == 8 ? "uvec2" : "uvec4";
+}
+
+// The vector path's defines: VEC, and per operand its vector type plus how a lane becomes
+// a compute value (inputs) or a compute value becomes a lane (output).
+void add_vector_defines(uint32_t vec, const std::vector<const DtypeInfo*>& in,
+                        const DtypeInfo& out, std::vector<std::string>& defines) {
+  defines.push_back("VEC " + std::to_string(vec));
+  for (size_t k = 0; k < in.size(); ++k) {
+    std::string p = "IN" + std::to_string(k) + "_";
+    defines.push_back(p + "VT " + vector_type(in[k]->bits, vec));
+    if (in[k]->bits == 64) {
+      defines.push_back(p + "VLANE(w, j) " + p + "LOAD(" + p + "ST(w[j]))");
+    } else {
+      defines.push_back(p + "FROM_BITS(b) " + in[k]->from_bits);
+      defines.push_back(p + "VLANE(w, j) " + p + "FROM_BITS(mlx_lane(w, j, " +
+                        std::to_string(in[k]->bits) + "u))");
+    }
+  }
+  defines.push_back("OUT_VT " + vector_type(out.bits, vec));
+  if (out.bits == 64) {
+    defines.push_back("OUT_VSET(w, j, v) w[j] = uint64_t(OUT_STORE(v))");
+  } else {
+    defines.push_back(std::string("OUT_TO_BITS(v) ") + out.to_bits);
+    defines.push_back("OUT_VSET(w, j, v) w = mlx_set_lane(w, j, " + std::to_string(out.bits) +
+                      "u, OUT_TO_BITS(v))");
+  }
 }
 
 void put(std::vector<uint8_t>& out, int64_t v, bool idx64) {
@@ -266,7 +404,10 @@ KernelKey elementwise_key(const std::string& family, const std::string& op,
                                 std::to_string(inputs) + " input dtypes, got " +
                                 std::to_string(in_dtypes.size()) + ".");
   }
-  Layout l = classify(normalize(geometry, inputs));
+  std::vector<std::string> all_dtypes = in_dtypes;
+  all_dtypes.push_back(out_dtype);
+  Layout l = classify(normalize(geometry, inputs), vector_width(all_dtypes),
+                      geometry.binding_alignment);
   KernelKey key;
   key.family = family;
   key.params["op"] = op;
@@ -277,6 +418,9 @@ KernelKey elementwise_key(const std::string& family, const std::string& op,
     key.params["rank"] = l.rank;
   }
   key.params["idx"] = l.idx64 ? "64" : "32";
+  if (l.vec) {
+    key.params["vec"] = std::to_string(l.vec);
+  }
   return key;
 }
 
@@ -338,6 +482,9 @@ KernelSource render_elementwise(const KernelKey& key, const DeviceCaps& caps) {
   defines.push_back(std::string("OUT_ST ") + out.storage);
   defines.push_back(std::string("OUT_CT ") + out.compute);
   defines.push_back(std::string("OUT_STORE(v) ") + out.store);
+  if (spec.vec) {
+    add_vector_defines(spec.vec, in, out, defines);
+  }
   if (key.family != "copy") {
     const DtypeInfo& operand = *in.back();  // select's condition is in[0]; x/y come last
     defines.push_back(std::string("OP_T ") + operand.compute);
@@ -357,7 +504,7 @@ KernelSource render_elementwise(const KernelKey& key, const DeviceCaps& caps) {
   source.push_constant_bytes = push_constant_fields(spec) * (spec.idx64 ? 8 : 4);
   uint32_t wg = std::max(1u, std::min(kWorkgroupSize, caps.max_workgroup_invocations));
   source.workgroup_size = {wg, 1, 1};
-  source.spec_constants = {{0, wg}, {1, elements_per_invocation(all)}};
+  source.spec_constants = {{0, wg}, {1, steps_per_invocation(all, spec.vec)}};
   return source;
 }
 
@@ -366,13 +513,18 @@ Launch elementwise_launch(const KernelKey& key, const KernelSource& source,
   const std::string where = "kernel " + key.canonical();
   ElementwiseSpec spec = parse_spec(key, where);
   Normalized n = normalize(geometry, spec.inputs);
-  Layout l = classify(n);
+  std::vector<std::string> all_dtypes = spec.in_dtypes;
+  all_dtypes.push_back(spec.out_dtype);
+  Layout l = classify(n, vector_width(all_dtypes), geometry.binding_alignment);
   std::string rank = spec.rank == 0 ? "" : spec.rank == 4 ? "n" : std::to_string(spec.rank);
-  if (l.letters != spec.letters || l.rank != rank || l.idx64 != spec.idx64) {
+  // A scalar kernel runs any geometry of its layout; a vector kernel only aligned ones.
+  bool vec_ok = spec.vec == 0 || l.vec == spec.vec;
+  if (l.letters != spec.letters || l.rank != rank || l.idx64 != spec.idx64 || !vec_ok) {
     throw std::invalid_argument("[elementwise_launch] " + where +
                                 " does not match the geometry (which gives layout=" + l.letters +
                                 (l.rank.empty() ? "" : ",rank=" + l.rank) +
-                                ",idx=" + (l.idx64 ? "64" : "32") + ").");
+                                ",idx=" + (l.idx64 ? "64" : "32") +
+                                (l.vec ? ",vec=" + std::to_string(l.vec) : "") + ").");
   }
 
   // Array indices are 32-bit in GLSL: each binding must hold fewer than 2^32 elements
@@ -436,11 +588,13 @@ Launch elementwise_launch(const KernelKey& key, const KernelSource& source,
         std::to_string(source.push_constant_bytes) + "; was the source rendered from another key?");
   }
 
-  // Groups: ceil(size / (WG * EPT)), split over y and z when x would pass 65535.
+  // Groups: ceil(steps / (WG * EPT)), split over y and z when x would pass 65535. A step
+  // is one element, or one vector (the last one possibly partial) on the vector path.
   uint64_t wg = source.workgroup_size[0];
   auto ept_it = source.spec_constants.find(1);
   uint64_t ept = ept_it == source.spec_constants.end() ? 1 : ept_it->second;
-  uint64_t groups = (n.size + wg * ept - 1) / (wg * ept);
+  uint64_t steps = spec.vec ? (n.size + spec.vec - 1) / spec.vec : n.size;
+  uint64_t groups = (steps + wg * ept - 1) / (wg * ept);
   if (groups == 0) {
     launch.groups = {0, 1, 1};
     return launch;

@@ -21,6 +21,9 @@ struct ElementwiseGeometry {
   std::vector<std::vector<int64_t>> in_strides;  // one stride vector per input
   std::vector<uint64_t> in_offsets;              // element offset of each input in its binding
   uint64_t out_offset = 0;                       // element offset of the output in its binding
+  // Every binding starts at a multiple of this many bytes. The vector path needs 32 (its
+  // widest vector); the Vulkan runtime binds at 32, and the default keeps kernels scalar.
+  uint32_t binding_alignment = 1;
   uint64_t size() const;
 };
 
@@ -32,7 +35,12 @@ struct ElementwiseGeometry {
 // dtype, covering astype/copy/contiguous). Picks the layout class from the geometry:
 // per input 's' (a single element), 'c' (contiguous like the output) or 'g' (strided), the
 // strided rank class "1", "2", "3" or "n" (only when some input is 'g'), and 32- or 64-bit
-// indexing (64 when any index or offset can exceed 2^31-1).
+// indexing (64 when any index or offset can exceed 2^31-1). Adds "vec" (elements per
+// vector step: 16 bytes of the widest dtype, at least 4 bytes of the narrowest) when every
+// operand can be read as whole vectors: bindings 32-byte aligned, contiguous operands and
+// the output starting at a multiple of vec, and each strided input having an inner extent
+// that is a multiple of vec and an inner stride of 0 or 1 (1: offset and strides multiples
+// of vec too).
 KernelKey elementwise_key(const std::string& family, const std::string& op,
                           const std::vector<std::string>& in_dtypes, const std::string& out_dtype,
                           const ElementwiseGeometry& geometry);

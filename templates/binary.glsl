@@ -12,8 +12,4 @@
 #include "include/elementwise.glsl"
 #include "include/ops.glsl"
 
-OUT_CT element_value(uint loc[NUM_IN]) {
-  return OP(IN0_LOAD(in0[loc[0]]), IN1_LOAD(in1[loc[1]]));
-}
-
 #include "include/elementwise_main.glsl"

@@ -13,8 +13,4 @@
 
 #include "include/elementwise.glsl"
 
-OUT_CT element_value(uint loc[NUM_IN]) {
-  return OP(IN0_LOAD(in0[loc[0]]));
-}
-
 #include "include/elementwise_main.glsl"

@@ -11,8 +11,4 @@
 
 #include "include/elementwise.glsl"
 
-OUT_CT element_value(uint loc[NUM_IN]) {
-  return OP(IN0_LOAD(in0[loc[0]]), IN1_LOAD(in1[loc[1]]), IN2_LOAD(in2[loc[2]]));
-}
-
 #include "include/elementwise_main.glsl"

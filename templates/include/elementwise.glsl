@@ -6,6 +6,12 @@
 // is computed: 1, 2 or 3 (coordinates from push-constant dims) or 4 = any rank (shape and
 // strides read from the meta buffer). IDX64 switches all index math to 64 bits.
 //
+// VEC > 1 (the vector path): each step covers VEC consecutive output elements, and every
+// operand is read and written as one vector (IN<k>_VT, OUT_VT: 4 to 32 bytes) through a
+// second view of the same binding. Codegen only picks it when each vector starts at a
+// multiple of VEC elements, bindings start 32-byte aligned, and a G input's inner extent is
+// a multiple of VEC with inner stride 1 (a vector load) or 0 (one element for all lanes).
+//
 // Bindings (set 0): inputs at 0..NUM_IN-1, output at NUM_IN, meta (RANK 4 only) at NUM_IN+1.
 // Push constants: every field is IDX_T, in this order: size, out_offset, in<k>_offset for
 // each input, ndim (RANK 4), dim1 (RANK 2, 3), dim2 (RANK 3), then RANK strides for each G
@@ -34,6 +40,9 @@
 #endif
 #ifndef IN2_LAYOUT
 #define IN2_LAYOUT LAYOUT_C
+#endif
+#ifndef VEC
+#define VEC 0
 #endif
 
 // Storage type in the buffer, compute type, and the conversions between them.
@@ -95,6 +104,26 @@ layout(std430, set = 0, binding = 2) readonly buffer In2 {
 layout(std430, set = 0, binding = NUM_IN) writeonly buffer Out {
   OUT_ST outv[];
 };
+#if VEC > 1
+// Vector views of the same bindings: element e of a vectorized operand is lane e % VEC of
+// vector e / VEC.
+layout(std430, set = 0, binding = 0) readonly buffer In0V {
+  IN0_VT in0v[];
+};
+#if NUM_IN >= 2
+layout(std430, set = 0, binding = 1) readonly buffer In1V {
+  IN1_VT in1v[];
+};
+#endif
+#if NUM_IN >= 3
+layout(std430, set = 0, binding = 2) readonly buffer In2V {
+  IN2_VT in2v[];
+};
+#endif
+layout(std430, set = 0, binding = NUM_IN) writeonly buffer OutV {
+  OUT_VT outvv[];
+};
+#endif
 #if RANK == 4
 // shape[ndim], then ndim strides per input (inputs that are not G are ignored).
 layout(std430, set = 0, binding = NUM_IN + 1) readonly buffer Meta {
@@ -220,5 +249,80 @@ void locate(IDX_T i, out uint loc[NUM_IN]) {
   loc[2] = uint(l[2]);
 #endif
 }
+
+#if VEC > 1
+// Lane j (zero-extended bits) of a vector of `bits`-wide lanes packed into 32-bit words,
+// and the vector with lane j replaced.
+uint mlx_lane(uint w, uint j, uint bits) {
+  return bitfieldExtract(w, int(j * bits), int(bits));
+}
+uint mlx_lane(uvec2 w, uint j, uint bits) {
+  uint b = j * bits;
+  return bitfieldExtract(w[b >> 5u], int(b & 31u), int(bits));
+}
+uint mlx_lane(uvec4 w, uint j, uint bits) {
+  uint b = j * bits;
+  return bitfieldExtract(w[b >> 5u], int(b & 31u), int(bits));
+}
+uint mlx_set_lane(uint w, uint j, uint bits, uint v) {
+  return bitfieldInsert(w, v, int(j * bits), int(bits));
+}
+uvec2 mlx_set_lane(uvec2 w, uint j, uint bits, uint v) {
+  uint b = j * bits;
+  w[b >> 5u] = bitfieldInsert(w[b >> 5u], v, int(b & 31u), int(bits));
+  return w;
+}
+uvec4 mlx_set_lane(uvec4 w, uint j, uint bits, uint v) {
+  uint b = j * bits;
+  w[b >> 5u] = bitfieldInsert(w[b >> 5u], v, int(b & 31u), int(bits));
+  return w;
+}
+
+// Inner stride of each input: a G input with inner stride 0 gives all lanes one element.
+#if IN0_LAYOUT == LAYOUT_G && RANK == 4
+#define IN0_INNER meta[2u * uint(pc.ndim) - 1u]
+#elif IN0_LAYOUT == LAYOUT_G
+#define IN0_INNER pc.in0_strides[RANK - 1]
+#else
+#define IN0_INNER 1
+#endif
+#if NUM_IN >= 2 && IN1_LAYOUT == LAYOUT_G && RANK == 4
+#define IN1_INNER meta[3u * uint(pc.ndim) - 1u]
+#elif NUM_IN >= 2 && IN1_LAYOUT == LAYOUT_G
+#define IN1_INNER pc.in1_strides[RANK - 1]
+#else
+#define IN1_INNER 1
+#endif
+#if NUM_IN >= 3 && IN2_LAYOUT == LAYOUT_G && RANK == 4
+#define IN2_INNER meta[4u * uint(pc.ndim) - 1u]
+#elif NUM_IN >= 3 && IN2_LAYOUT == LAYOUT_G
+#define IN2_INNER pc.in2_strides[RANK - 1]
+#else
+#define IN2_INNER 1
+#endif
+
+// vload<K>(l, x): input K's values for the VEC lanes whose first element is at location l.
+#define MLX_DEFINE_VLOAD(K)                                                    \
+  void vload##K(uint l, out IN##K##_CT x[VEC]) {                               \
+    if (IN##K##_LAYOUT == LAYOUT_S || IN##K##_INNER == 0) {                    \
+      IN##K##_CT s = IN##K##_LOAD(in##K[l]);                                   \
+      for (uint j = 0u; j < VEC; ++j) {                                        \
+        x[j] = s;                                                              \
+      }                                                                        \
+    } else {                                                                   \
+      IN##K##_VT w = in##K##v[l / VEC];                                        \
+      for (uint j = 0u; j < VEC; ++j) {                                        \
+        x[j] = IN##K##_VLANE(w, j);                                            \
+      }                                                                        \
+    }                                                                          \
+  }
+MLX_DEFINE_VLOAD(0)
+#if NUM_IN >= 2
+MLX_DEFINE_VLOAD(1)
+#endif
+#if NUM_IN >= 3
+MLX_DEFINE_VLOAD(2)
+#endif
+#endif
 
 #endif

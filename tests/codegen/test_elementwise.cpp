@@ -202,3 +202,74 @@ TEST_CASE("elementwise_launch refuses a geometry that does not match the key") {
   KernelKey bk = elementwise_key("unary", "Exp", {"f32"}, "f32", big);
   CHECK_THROWS_AS(elementwise_launch(bk, render(bk, full_caps()), big), std::invalid_argument);
 }
+
+namespace {
+
+// The "vec" parameter elementwise_key picks ("" for the scalar path), with 32-byte
+// aligned bindings unless `alignment` says otherwise.
+std::string vec_of(const std::string& family, const std::vector<std::string>& in,
+                   const std::string& out, ElementwiseGeometry g, uint32_t alignment = 32) {
+  g.binding_alignment = alignment;
+  std::string op = family == "copy" ? "Copy" : family == "select" ? "Select" : "Add";
+  KernelKey k = elementwise_key(family, op, in, out, g);
+  return k.params.count("vec") ? k.params.at("vec") : "";
+}
+
+}  // namespace
+
+TEST_CASE("elementwise_key picks the vector path only where every operand reads whole vectors") {
+  auto ff = std::vector<std::string>{"f32", "f32"};
+  // Contiguous and scalar operands; the width is 16 bytes of the widest dtype, at least
+  // 4 bytes of the narrowest.
+  CHECK(vec_of("binary", ff, "f32", geom({1000}, {{1}, {0}})) == "4");
+  CHECK(vec_of("binary", {"bf16", "bf16"}, "bf16", geom({1000}, {{1}, {1}})) == "8");
+  CHECK(vec_of("binary", {"u8", "u8"}, "u8", geom({1000}, {{1}, {1}})) == "16");
+  CHECK(vec_of("binary", {"i64", "i64"}, "i64", geom({1000}, {{1}, {1}})) == "2");
+  CHECK(vec_of("binary", {"i64", "i64"}, "b", geom({1000}, {{1}, {1}})) == "4");
+  CHECK(vec_of("copy", {"f32"}, "bf16", geom({1000}, {{1}})) == "4");
+  CHECK(vec_of("select", {"b", "f16", "f16"}, "f16", geom({1000}, {{1}, {1}, {0}})) == "8");
+  CHECK(vec_of("binary", ff, "f32", geom({3}, {{1}, {1}})) == "4");  // only a partial vector
+  // Bindings must start 32-byte aligned; vectors must start at multiples of the width.
+  CHECK(vec_of("binary", ff, "f32", geom({1000}, {{1}, {1}}), 16) == "");
+  CHECK(vec_of("binary", ff, "f32", geom({1000}, {{1}, {1}}, {8, 4})) == "4");
+  CHECK(vec_of("binary", ff, "f32", geom({1000}, {{1}, {1}}, {2, 0})) == "");
+  CHECK(vec_of("binary", ff, "f32", geom({1000}, {{1}, {0}}, {0, 3})) == "4");  // a scalar
+  CHECK(vec_of("binary", ff, "f32", geom({1000}, {{1}, {1}}, {}, 4)) == "4");
+  CHECK(vec_of("binary", ff, "f32", geom({1000}, {{1}, {1}}, {}, 6)) == "");
+  // Strided inputs: inner extent a multiple of the width, inner stride 1 (aligned offset
+  // and outer strides) or 0 (one element for all lanes, any offset).
+  CHECK(vec_of("binary", ff, "f32", geom({8, 64}, {{64, 1}, {0, 1}})) == "4");
+  CHECK(vec_of("binary", ff, "f32", geom({8, 66}, {{66, 1}, {0, 1}})) == "");
+  CHECK(vec_of("binary", ff, "f32", geom({8, 64}, {{64, 1}, {1, 0}}, {0, 3})) == "4");
+  CHECK(vec_of("binary", ff, "f32", geom({8, 64}, {{68, 1}, {64, 1}})) == "4");
+  CHECK(vec_of("binary", ff, "f32", geom({8, 64}, {{66, 1}, {64, 1}})) == "");
+  CHECK(vec_of("binary", ff, "f32", geom({8, 64}, {{68, 1}, {64, 1}}, {2, 0})) == "");
+  CHECK(vec_of("binary", ff, "f32", geom({8, 64}, {{-68, 1}, {64, 1}}, {476, 0})) == "4");
+  CHECK(vec_of("binary", ff, "f32", geom({8, 64}, {{1, 8}, {64, 1}})) == "");  // transposed
+  CHECK(vec_of("binary", ff, "f32", geom({64}, {{2}, {1}})) == "");            // rank-1 g
+  CHECK(vec_of("binary", ff, "f32", geom({2, 3, 4, 8}, {{0, 32, 0, 1}, {96, 32, 8, 1}})) == "4");
+}
+
+TEST_CASE("vector keys launch one step per vector and only on aligned geometries") {
+  auto g = geom({100003}, {{1}, {1}});
+  g.binding_alignment = 32;
+  KernelKey key = elementwise_key("binary", "Add", {"f32", "f32"}, "f32", g);
+  REQUIRE(key.params.at("vec") == "4");
+  KernelSource src = render(key, full_caps());
+  CHECK(src.spec_constants.at(1) == 2);  // vectors per invocation
+  // ceil(100003 / 4) = 25001 steps, 512 per group.
+  CHECK(elementwise_launch(key, src, g).groups == std::array<uint32_t, 3>{49, 1, 1});
+  auto misaligned = g;
+  misaligned.in_offsets = {1, 0};
+  CHECK_THROWS_AS(elementwise_launch(key, src, misaligned), std::invalid_argument);
+  // A scalar kernel still runs an aligned geometry.
+  KernelKey scalar = key;
+  scalar.params.erase("vec");
+  CHECK_NOTHROW(elementwise_launch(scalar, render(scalar, full_caps()), g));
+  // The width is implied by the dtypes, and rank-1 strided inputs never vectorize.
+  KernelKey wrong = KernelKey::parse("binary:idx=32,in=f32.f32,layout=cc,op=Add,out=f32,vec=8");
+  CHECK_THROWS_AS(render(wrong, full_caps()), std::invalid_argument);
+  KernelKey rank1 =
+      KernelKey::parse("binary:idx=32,in=f32.f32,layout=gc,op=Add,out=f32,rank=1,vec=4");
+  CHECK_THROWS_AS(render(rank1, full_caps()), std::invalid_argument);
+}

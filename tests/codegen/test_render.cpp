@@ -92,6 +92,20 @@ struct Sweep {
   }
 };
 
+// The key elementwise_key gives an aligned geometry: the vector path when `vectorized`.
+KernelKey vector_key(const std::string& family, const std::string& op,
+                     const std::vector<std::string>& in, const std::string& out,
+                     std::vector<int64_t> shape, std::vector<std::vector<int64_t>> strides) {
+  ElementwiseGeometry g;
+  g.shape = std::move(shape);
+  g.in_strides = std::move(strides);
+  g.in_offsets.assign(g.in_strides.size(), 0);
+  g.binding_alignment = 32;
+  KernelKey k = elementwise_key(family, op, in, out, g);
+  CHECK_MESSAGE(k.params.count("vec") == 1, k.canonical());
+  return k;
+}
+
 }  // namespace
 
 TEST_CASE("every elementwise op, dtype and layout class renders to valid SPIR-V") {
@@ -139,10 +153,17 @@ TEST_CASE("every elementwise op, dtype and layout class renders to valid SPIR-V"
       sweep.run(key("binary", "RightShift", dt + "." + dt, dt, "cc"));
       sweep.run(key("binary", "LeftShift", dt + "." + dt, dt, "cc"));
     }
-    // Every conversion.
+    // Every conversion, on the N-d path and on the vector path (every pair of lane widths).
     for (const auto& to : kDtypes) {
       sweep.run(key("copy", "Copy", dt, to, "g", "n"));
+      sweep.run(vector_key("copy", "Copy", {dt}, to, {64}, {{1}}));
     }
+    // The vector path with a row-broadcast input (rank 2), and with a lane-splat input
+    // (inner stride 0) beside a scalar on the N-d path.
+    sweep.run(vector_key("binary", "Add", {dt, dt}, dt, {8, 64}, {{64, 1}, {0, 1}}));
+    sweep.run(vector_key("binary", "Less", {dt, dt}, "b", {8, 64}, {{64, 1}, {1, 0}}));
+    sweep.run(vector_key("select", "Select", {"b", dt, dt}, dt, {2, 3, 4, 64},
+                         {{0, 64, 0, 1}, {0, 0, 0, 0}, {0, 0, 1, 0}}));
   }
   // Every layout class and index width.
   const char* letters = "scg";
@@ -273,12 +294,12 @@ TEST_CASE("compile errors name the kernel, glslang's message and the GLSL line")
     std::string msg = e.what();
     CHECK(msg.find(k.canonical()) != std::string::npos);
     CHECK(msg.find("no_such_function") != std::string::npos);
-    CHECK(msg.find("unary.glsl:") != std::string::npos);
-    CHECK(msg.find("return OP(IN0_LOAD(in0[loc[0]]));") != std::string::npos);
+    CHECK(msg.find("include/elementwise_main.glsl:") != std::string::npos);
+    CHECK(msg.find("return MLX_APPLY(IN0_LOAD(in0[loc[0]])") != std::string::npos);
     MESSAGE(msg);
   }
   // A syntax error in an injected define is reported on the template line that expands it.
   src = render_template("binary.glsl", {"OP(a, b) ((a) + )"});
-  CHECK_THROWS_WITH_AS(compile(k, src), doctest::Contains("return OP(IN0_LOAD(in0[loc[0]])"),
+  CHECK_THROWS_WITH_AS(compile(k, src), doctest::Contains("return MLX_APPLY(IN0_LOAD(in0[loc[0]])"),
                        std::runtime_error);
 }

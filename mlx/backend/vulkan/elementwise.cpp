@@ -79,6 +79,10 @@ struct Chunkable {
   std::vector<int64_t> strides;
 };
 
+// Bindings start at multiples of 32 bytes so codegen may read aligned operands as vectors
+// (codegen::ElementwiseGeometry::binding_alignment).
+constexpr int64_t kBindAlignment = 32;
+
 int64_t align_down(int64_t v, int64_t a) {
   return v / a * a;
 }
@@ -167,7 +171,7 @@ void launch_elementwise(int stream, const char* name, const std::string& family,
   int64_t rows = rows_total;
   for (auto& c : arrays) {
     auto [lo, hi] = reach(c, rows_total);
-    int64_t align = std::max(min_align, c.itemsize);
+    int64_t align = std::max({min_align, c.itemsize, kBindAlignment});
     if ((hi - lo + 1) * c.itemsize + align <= max_range) {
       continue;
     }
@@ -188,6 +192,7 @@ void launch_elementwise(int stream, const char* name, const std::string& family,
   for (int64_t r0 = 0; r0 < rows_total; r0 += rows) {
     int64_t m = std::min(rows, rows_total - r0);
     codegen::ElementwiseGeometry g;
+    g.binding_alignment = static_cast<uint32_t>(kBindAlignment);
     g.shape.assign(shape.begin(), shape.end());
     if (nd) {
       g.shape[0] = m;
@@ -197,7 +202,7 @@ void launch_elementwise(int stream, const char* name, const std::string& family,
       auto& c = arrays[k];
       int64_t origin = c.base + (nd ? r0 * c.strides[0] : 0) * c.itemsize;  // bytes
       auto [lo, hi] = reach(c, m);
-      int64_t align = std::max(min_align, c.itemsize);
+      int64_t align = std::max({min_align, c.itemsize, kBindAlignment});
       int64_t bind = align_down(origin + lo * c.itemsize, align);
       int64_t need = origin + (hi + 1) * c.itemsize - bind;
       // Bind to the end of the allocation where the limit allows: a stray write then lands
