@@ -4,13 +4,12 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <cstring>
-#include <limits>
 #include <set>
 #include <stdexcept>
 
 #include "codegen/dtypes.h"
 #include "codegen/elementwise_ops.h"
+#include "codegen/geometry.h"
 #include "codegen/internal.h"
 
 namespace mlx::core::vulkan::codegen {
@@ -19,7 +18,6 @@ namespace {
 
 constexpr uint32_t kMaxGroups = 65535;  // the minimum maxComputeWorkGroupCount Vulkan allows
 constexpr uint32_t kWorkgroupSize = 256;
-constexpr int64_t kMax32 = std::numeric_limits<int32_t>::max();
 
 size_t input_count(const std::string& family) {
   if (family == "unary" || family == "copy") {
@@ -33,67 +31,6 @@ size_t input_count(const std::string& family) {
   }
   throw std::invalid_argument("[elementwise] unknown elementwise family '" + family +
                               "' (expected unary, binary, select or copy).");
-}
-
-// The geometry with extent-1 dims dropped and dims merged wherever every input allows
-// (the output is row-contiguous, so it always does). Key and launch both use this, so the
-// rank class and the packed numbers always agree.
-struct Normalized {
-  std::vector<int64_t> shape;
-  std::vector<std::vector<int64_t>> strides;
-  std::vector<uint64_t> offsets;
-  uint64_t out_offset = 0;
-  uint64_t size = 0;
-};
-
-Normalized normalize(const ElementwiseGeometry& g, size_t inputs) {
-  if (g.in_strides.size() != inputs) {
-    throw std::invalid_argument("[elementwise] geometry has " +
-                                std::to_string(g.in_strides.size()) + " stride vectors for " +
-                                std::to_string(inputs) + " inputs.");
-  }
-  if (!g.in_offsets.empty() && g.in_offsets.size() != inputs) {
-    throw std::invalid_argument("[elementwise] geometry has " +
-                                std::to_string(g.in_offsets.size()) + " offsets for " +
-                                std::to_string(inputs) + " inputs.");
-  }
-  Normalized n;
-  n.size = g.size();
-  n.out_offset = g.out_offset;
-  n.offsets = g.in_offsets.empty() ? std::vector<uint64_t>(inputs, 0) : g.in_offsets;
-  n.strides.resize(inputs);
-  for (size_t k = 0; k < inputs; ++k) {
-    if (g.in_strides[k].size() != g.shape.size()) {
-      throw std::invalid_argument("[elementwise] input " + std::to_string(k) + " has " +
-                                  std::to_string(g.in_strides[k].size()) +
-                                  " strides for a shape of rank " + std::to_string(g.shape.size()) +
-                                  ".");
-    }
-  }
-  if (n.size == 0) {
-    return n;
-  }
-  for (size_t d = 0; d < g.shape.size(); ++d) {
-    if (g.shape[d] == 1) {
-      continue;
-    }
-    bool merge = !n.shape.empty();
-    for (size_t k = 0; k < inputs && merge; ++k) {
-      merge = n.strides[k].back() == g.in_strides[k][d] * g.shape[d];
-    }
-    if (merge) {
-      n.shape.back() *= g.shape[d];
-      for (size_t k = 0; k < inputs; ++k) {
-        n.strides[k].back() = g.in_strides[k][d];
-      }
-    } else {
-      n.shape.push_back(g.shape[d]);
-      for (size_t k = 0; k < inputs; ++k) {
-        n.strides[k].push_back(g.in_strides[k][d]);
-      }
-    }
-  }
-  return n;
 }
 
 struct Layout {
@@ -149,8 +86,6 @@ bool vectorizable(const Normalized& n, const std::string& letters, uint32_t vec,
 Layout classify(const Normalized& n, uint32_t vec, uint32_t binding_alignment) {
   Layout l;
   bool any_g = false;
-  uint64_t max_index = n.size == 0 ? 0 : n.out_offset + n.size - 1;
-  max_index = std::max<uint64_t>(max_index, n.size);
   for (size_t k = 0; k < n.strides.size(); ++k) {
     const auto& s = n.strides[k];
     bool scalar = std::all_of(s.begin(), s.end(), [](int64_t v) { return v == 0; });
@@ -163,19 +98,12 @@ Layout classify(const Normalized& n, uint32_t vec, uint32_t binding_alignment) {
     char c = scalar ? 's' : contiguous ? 'c' : 'g';
     any_g = any_g || c == 'g';
     l.letters += c;
-    // The largest |location| the kernel forms, including partial sums of negative strides.
-    uint64_t reach = n.offsets[k];
-    for (size_t d = 0; d < s.size(); ++d) {
-      reach +=
-          static_cast<uint64_t>(s[d] < 0 ? -s[d] : s[d]) * static_cast<uint64_t>(n.shape[d] - 1);
-    }
-    max_index = std::max(max_index, reach);
   }
   if (any_g) {
     size_t r = n.shape.size();
     l.rank = r <= 3 ? std::to_string(r) : "n";
   }
-  l.idx64 = max_index > static_cast<uint64_t>(kMax32);
+  l.idx64 = needs_idx64(n);
   if (vectorizable(n, l.letters, vec, binding_alignment)) {
     l.vec = vec;
   }
@@ -369,31 +297,7 @@ void add_vector_defines(uint32_t vec, const std::vector<const DtypeInfo*>& in,
   }
 }
 
-void put(std::vector<uint8_t>& out, int64_t v, bool idx64) {
-  if (idx64) {
-    uint8_t b[8];
-    std::memcpy(b, &v, 8);
-    out.insert(out.end(), b, b + 8);
-  } else {
-    int32_t v32 = static_cast<int32_t>(v);
-    uint8_t b[4];
-    std::memcpy(b, &v32, 4);
-    out.insert(out.end(), b, b + 4);
-  }
-}
-
 }  // namespace
-
-uint64_t ElementwiseGeometry::size() const {
-  uint64_t n = 1;
-  for (auto d : shape) {
-    if (d < 0) {
-      throw std::invalid_argument("[elementwise] negative extent in the output shape.");
-    }
-    n *= static_cast<uint64_t>(d);
-  }
-  return n;
-}
 
 KernelKey elementwise_key(const std::string& family, const std::string& op,
                           const std::vector<std::string>& in_dtypes, const std::string& out_dtype,
@@ -527,24 +431,7 @@ Launch elementwise_launch(const KernelKey& key, const KernelSource& source,
                                 (l.vec ? ",vec=" + std::to_string(l.vec) : "") + ").");
   }
 
-  // Array indices are 32-bit in GLSL: each binding must hold fewer than 2^32 elements
-  // (true whenever a binding fits in maxStorageBufferRange <= 4 GiB).
-  if (n.size > 0) {
-    uint64_t reach = n.out_offset + n.size - 1;
-    for (size_t k = 0; k < spec.inputs; ++k) {
-      uint64_t r = n.offsets[k];
-      for (size_t d = 0; d < n.shape.size(); ++d) {
-        int64_t st = n.strides[k][d];
-        r += static_cast<uint64_t>(st < 0 ? -st : st) * static_cast<uint64_t>(n.shape[d] - 1);
-      }
-      reach = std::max(reach, r);
-    }
-    if (reach > std::numeric_limits<uint32_t>::max()) {
-      throw std::invalid_argument("[elementwise_launch] " + where +
-                                  ": a binding would need element index " + std::to_string(reach) +
-                                  ", beyond 2^32 - 1; split the array into smaller bindings.");
-    }
-  }
+  check_binding_reach(n, where);
 
   Launch launch;
   bool w64 = spec.idx64;
