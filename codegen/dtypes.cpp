@@ -76,6 +76,38 @@ void require_storage(const DtypeInfo& dt, const DeviceCaps& caps, const std::str
   }
 }
 
+std::vector<std::string> storage_defines(const std::vector<const DtypeInfo*>& dts, bool idx64,
+                                         const DeviceCaps& caps, const std::string& where) {
+  bool need8 = false, need16 = false, need64 = idx64;
+  for (const auto* d : dts) {
+    require_storage(*d, caps, where);
+    need8 = need8 || d->bits == 8;
+    need16 = need16 || d->bits == 16;
+    need64 = need64 || d->bits == 64;
+  }
+  if (idx64 && !caps.shader_int64) {
+    throw std::runtime_error("[vulkan] " + where +
+                             ": 64-bit indexing needs shaderInt64, which this device does not "
+                             "support; split the array.");
+  }
+  return {std::string("MLX_STORAGE_8BIT ") + (need8 ? "1" : "0"),
+          std::string("MLX_STORAGE_16BIT ") + (need16 ? "1" : "0"),
+          std::string("MLX_INT64 ") + (need64 ? "1" : "0")};
+}
+
+void add_input_defines(const std::string& prefix, const DtypeInfo& dt,
+                       std::vector<std::string>& defines) {
+  defines.push_back(prefix + "ST " + dt.storage);
+  defines.push_back(prefix + "CT " + dt.compute);
+  defines.push_back(prefix + "LOAD(x) " + dt.load);
+}
+
+void add_output_defines(const DtypeInfo& dt, std::vector<std::string>& defines) {
+  defines.push_back(std::string("OUT_ST ") + dt.storage);
+  defines.push_back(std::string("OUT_CT ") + dt.compute);
+  defines.push_back(std::string("OUT_STORE(v) ") + dt.store);
+}
+
 std::string convert_expr(const DtypeInfo& from, const DtypeInfo& to, const std::string& x) {
   std::string to_ct = to.compute;
   if (to.kind == Kind::Bool) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "codegen/codegen.h"
 
@@ -33,6 +34,18 @@ const DtypeInfo& dtype_info(const std::string& name, const std::string& where);
 
 // Throws std::runtime_error when the device lacks what storing `dt` needs.
 void require_storage(const DtypeInfo& dt, const DeviceCaps& caps, const std::string& where);
+
+// The MLX_STORAGE_8BIT / MLX_STORAGE_16BIT / MLX_INT64 defines for a kernel touching `dts`
+// (with idx64: 64-bit index math). Throws std::runtime_error, naming `where`, when the
+// device lacks what they need.
+std::vector<std::string> storage_defines(const std::vector<const DtypeInfo*>& dts, bool idx64,
+                                         const DeviceCaps& caps, const std::string& where);
+
+// An input's <prefix>ST / CT / LOAD(x) defines (prefix "IN0_", ...), and the output's
+// OUT_ST / OUT_CT / OUT_STORE(v).
+void add_input_defines(const std::string& prefix, const DtypeInfo& dt,
+                       std::vector<std::string>& defines);
+void add_output_defines(const DtypeInfo& dt, std::vector<std::string>& defines);
 
 // GLSL expression converting compute value `x` of `from` to the compute type of `to`, with
 // MLX's cast semantics (float -> int saturates, NaN -> 0; any -> bool is != 0).

@@ -11,6 +11,7 @@
 #include "codegen/elementwise_ops.h"
 #include "codegen/geometry.h"
 #include "codegen/internal.h"
+#include "codegen/transpose.h"
 
 namespace mlx::core::vulkan::codegen {
 
@@ -308,10 +309,13 @@ KernelKey elementwise_key(const std::string& family, const std::string& op,
                                 std::to_string(inputs) + " input dtypes, got " +
                                 std::to_string(in_dtypes.size()) + ".");
   }
+  Normalized n = normalize(geometry, inputs);
+  if (family == "copy" && is_transpose(n)) {
+    return transpose_key(in_dtypes[0], out_dtype, n);
+  }
   std::vector<std::string> all_dtypes = in_dtypes;
   all_dtypes.push_back(out_dtype);
-  Layout l = classify(normalize(geometry, inputs), vector_width(all_dtypes),
-                      geometry.binding_alignment);
+  Layout l = classify(n, vector_width(all_dtypes), geometry.binding_alignment);
   KernelKey key;
   key.family = family;
   key.params["op"] = op;
@@ -352,26 +356,9 @@ KernelSource render_elementwise(const KernelKey& key, const DeviceCaps& caps) {
                                 ".");
   }
 
-  // What the device must support.
   std::vector<const DtypeInfo*> all = in;
   all.push_back(&out);
-  bool need8 = false, need16 = false, need64 = spec.idx64;
-  for (const auto* d : all) {
-    require_storage(*d, caps, where);
-    need8 = need8 || d->bits == 8;
-    need16 = need16 || d->bits == 16;
-    need64 = need64 || d->bits == 64;
-  }
-  if (spec.idx64 && !caps.shader_int64) {
-    throw std::runtime_error("[vulkan] " + where +
-                             ": 64-bit indexing needs shaderInt64, which this device does not "
-                             "support; split the array.");
-  }
-
-  std::vector<std::string> defines;
-  defines.push_back("MLX_STORAGE_8BIT " + std::string(need8 ? "1" : "0"));
-  defines.push_back("MLX_STORAGE_16BIT " + std::string(need16 ? "1" : "0"));
-  defines.push_back("MLX_INT64 " + std::string(need64 ? "1" : "0"));
+  std::vector<std::string> defines = storage_defines(all, spec.idx64, caps, where);
   defines.push_back("NUM_IN " + std::to_string(spec.inputs));
   defines.push_back("IDX64 " + std::string(spec.idx64 ? "1" : "0"));
   defines.push_back("RANK " + std::to_string(spec.rank));
@@ -379,13 +366,9 @@ KernelSource render_elementwise(const KernelKey& key, const DeviceCaps& caps) {
     std::string p = "IN" + std::to_string(k) + "_";
     char c = spec.letters[k];
     defines.push_back(p + "LAYOUT " + (c == 's' ? "LAYOUT_S" : c == 'c' ? "LAYOUT_C" : "LAYOUT_G"));
-    defines.push_back(p + "ST " + in[k]->storage);
-    defines.push_back(p + "CT " + in[k]->compute);
-    defines.push_back(p + "LOAD(x) " + in[k]->load);
+    add_input_defines(p, *in[k], defines);
   }
-  defines.push_back(std::string("OUT_ST ") + out.storage);
-  defines.push_back(std::string("OUT_CT ") + out.compute);
-  defines.push_back(std::string("OUT_STORE(v) ") + out.store);
+  add_output_defines(out, defines);
   if (spec.vec) {
     add_vector_defines(spec.vec, in, out, defines);
   }
@@ -414,6 +397,9 @@ KernelSource render_elementwise(const KernelKey& key, const DeviceCaps& caps) {
 
 Launch elementwise_launch(const KernelKey& key, const KernelSource& source,
                           const ElementwiseGeometry& geometry) {
+  if (key.family == "transpose") {
+    return transpose_launch(key, source, normalize(geometry, 1));
+  }
   const std::string where = "kernel " + key.canonical();
   ElementwiseSpec spec = parse_spec(key, where);
   Normalized n = normalize(geometry, spec.inputs);

@@ -40,7 +40,8 @@ struct ElementwiseGeometry {
 // operand can be read as whole vectors: bindings 32-byte aligned, contiguous operands and
 // the output starting at a multiple of vec, and each strided input having an inner extent
 // that is a multiple of vec and an inner stride of 0 or 1 (1: offset and strides multiples
-// of vec too).
+// of vec too). A copy whose input is contiguous along the output's second-to-last dim (a
+// transpose) gets a key of family "transpose" instead: a tiled kernel (codegen/transpose.h).
 KernelKey elementwise_key(const std::string& family, const std::string& op,
                           const std::vector<std::string>& in_dtypes, const std::string& out_dtype,
                           const ElementwiseGeometry& geometry);
@@ -53,8 +54,9 @@ struct Launch {
   std::array<uint32_t, 3> groups{1, 1, 1};  // vkCmdDispatch group counts
 };
 
-// Packs the push constants / meta buffer for a key rendered into `source`, and computes the
-// dispatch size (splitting large launches over y/z so no dimension exceeds device limits).
+// Packs the push constants / meta buffer for a key (of any family elementwise_key returns)
+// rendered into `source`, and computes the dispatch size (splitting large launches over y/z
+// so no dimension exceeds device limits).
 Launch elementwise_launch(const KernelKey& key, const KernelSource& source,
                           const ElementwiseGeometry& geometry);
 

@@ -18,7 +18,9 @@ const std::vector<std::pair<std::string_view, std::string_view>>& embedded_templ
 // means the rendered text itself.
 std::string rendered_source_line(const std::string& glsl, const std::string& file, int line);
 
-// render() for the elementwise families (elementwise.cpp).
+// render() for the elementwise families (elementwise.cpp) and the transpose copy
+// (transpose.cpp).
 KernelSource render_elementwise(const KernelKey& key, const DeviceCaps& caps);
+KernelSource render_transpose(const KernelKey& key, const DeviceCaps& caps);
 
 }  // namespace mlx::core::vulkan::codegen

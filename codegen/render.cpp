@@ -11,6 +11,9 @@ KernelSource render(const KernelKey& key, const DeviceCaps& caps) {
       key.family == "copy") {
     return render_elementwise(key, caps);
   }
+  if (key.family == "transpose") {
+    return render_transpose(key, caps);
+  }
   throw std::invalid_argument("[render] unknown kernel family '" + key.family + "' in key " +
                               key.canonical() + ".");
 }

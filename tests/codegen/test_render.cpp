@@ -193,6 +193,32 @@ TEST_CASE("every elementwise op, dtype and layout class renders to valid SPIR-V"
   CHECK(sweep.compiled > 300);
 }
 
+TEST_CASE("the transpose kernel renders to valid SPIR-V for every dtype pair class") {
+  for (const auto& dt : kDtypes) {
+    for (const char* to : {"f32", "b", "i64"}) {
+      for (const char* idx : {"32", "64"}) {
+        KernelKey k{"transpose", {{"in", dt}, {"out", to}, {"idx", idx}}};
+        CAPTURE(k.canonical());
+        KernelSource src = render(k, full_caps());
+        SpirvModule mod = compile(k, src);
+        REQUIRE(validate_spirv(mod.words) == "");
+        SpirvLayout r = reflect(mod.words);
+        CHECK(r.bindings == std::set<uint32_t>{0, 1});
+        CHECK(r.spec_ids == std::set<uint32_t>{1});
+        std::vector<std::string> names;
+        for (const auto& [name, offset] : r.push) {
+          names.push_back(name);
+        }
+        CHECK(names == std::vector<std::string>{"rows", "cols", "in0_offset", "out_offset",
+                                                "col_stride", "batch_stride"});
+        CHECK(r.push_bytes == src.push_constant_bytes);
+      }
+    }
+  }
+  KernelKey bad{"transpose", {{"in", "f32"}, {"out", "f32"}, {"idx", "32"}, {"rank", "2"}}};
+  CHECK_THROWS_AS(render(bad, full_caps()), std::invalid_argument);
+}
+
 TEST_CASE("render refuses dtypes the GPU or the device cannot store") {
   DeviceCaps caps = full_caps();
   CHECK_THROWS_WITH_AS(render(key("unary", "Exp", "f64", "f64", "c"), caps),

@@ -1,0 +1,138 @@
+// The tiled transpose copy (family "transpose", templates/transpose.glsl): a copy whose
+// input is contiguous along the output's second-to-last dim. elementwise_key picks it for
+// such copies, elementwise_launch packs it.
+#include "codegen/transpose.h"
+
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+
+#include "codegen/dtypes.h"
+#include "codegen/internal.h"
+
+namespace mlx::core::vulkan::codegen {
+
+namespace {
+
+constexpr uint64_t kTile = 32;          // = TILE in transpose.glsl
+constexpr uint32_t kTileRows = 8;       // invocation rows per workgroup (32 x 8 = 256)
+constexpr uint64_t kMaxGroups = 65535;  // the minimum maxComputeWorkGroupCount
+// Below this extent on either side of the tile the strided copy is as good: the tile
+// would run mostly empty.
+constexpr int64_t kMinExtent = 8;
+
+const std::string& param(const KernelKey& key, const char* name, const std::string& where) {
+  auto it = key.params.find(name);
+  if (it == key.params.end()) {
+    throw std::invalid_argument("[render] " + where + ": missing parameter '" + name + "'.");
+  }
+  return it->second;
+}
+
+// rows, cols and batch of a transposable geometry.
+struct Extents {
+  int64_t batch = 1, rows = 0, cols = 0;
+  int64_t col_stride = 0, batch_stride = 0;
+};
+
+Extents extents(const Normalized& n) {
+  size_t r = n.shape.size();
+  Extents e;
+  e.rows = n.shape[r - 2];
+  e.cols = n.shape[r - 1];
+  e.col_stride = n.strides[0][r - 1];
+  if (r == 3) {
+    e.batch = n.shape[0];
+    e.batch_stride = n.strides[0][0];
+  }
+  return e;
+}
+
+bool parse_idx64(const KernelKey& key, const std::string& where) {
+  for (const auto& [name, value] : key.params) {
+    static const std::set<std::string> known{"in", "out", "idx"};
+    if (!known.count(name)) {
+      throw std::invalid_argument("[render] " + where + ": unknown parameter '" + name + "'.");
+    }
+  }
+  const std::string& idx = param(key, "idx", where);
+  if (idx != "32" && idx != "64") {
+    throw std::invalid_argument("[render] " + where + ": idx must be 32 or 64.");
+  }
+  return idx == "64";
+}
+
+}  // namespace
+
+bool is_transpose(const Normalized& n) {
+  size_t r = n.shape.size();
+  if (n.strides.size() != 1 || (r != 2 && r != 3)) {
+    return false;
+  }
+  const auto& s = n.strides[0];
+  if (s[r - 2] != 1 || s[r - 1] == 0 || s[r - 1] == 1) {
+    return false;
+  }
+  Extents e = extents(n);
+  auto groups = [](int64_t extent) { return (static_cast<uint64_t>(extent) + kTile - 1) / kTile; };
+  return e.rows >= kMinExtent && e.cols >= kMinExtent && groups(e.rows) <= kMaxGroups &&
+         groups(e.cols) <= kMaxGroups && static_cast<uint64_t>(e.batch) <= kMaxGroups;
+}
+
+KernelKey transpose_key(const std::string& in_dtype, const std::string& out_dtype,
+                        const Normalized& n) {
+  KernelKey key;
+  key.family = "transpose";
+  key.params["in"] = in_dtype;
+  key.params["out"] = out_dtype;
+  key.params["idx"] = needs_idx64(n) ? "64" : "32";
+  return key;
+}
+
+KernelSource render_transpose(const KernelKey& key, const DeviceCaps& caps) {
+  const std::string where = "kernel " + key.canonical();
+  bool idx64 = parse_idx64(key, where);
+  const DtypeInfo& in = dtype_info(param(key, "in", where), where);
+  const DtypeInfo& out = dtype_info(param(key, "out", where), where);
+  std::vector<std::string> defines = storage_defines({&in, &out}, idx64, caps, where);
+  defines.push_back("IDX64 " + std::string(idx64 ? "1" : "0"));
+  add_input_defines("IN0_", in, defines);
+  add_output_defines(out, defines);
+  defines.push_back("OP(x) " + convert_expr(in, out, "x"));
+
+  KernelSource source = render_template("transpose.glsl", defines);
+  source.num_buffers = 2;
+  source.push_constant_bytes = 6 * (idx64 ? 8 : 4);
+  uint32_t rows = std::clamp<uint32_t>(caps.max_workgroup_invocations / kTile, 1, kTileRows);
+  source.workgroup_size = {static_cast<uint32_t>(kTile), rows, 1};
+  source.spec_constants = {{1, rows}};
+  return source;
+}
+
+Launch transpose_launch(const KernelKey& key, const KernelSource& source, const Normalized& n) {
+  const std::string where = "kernel " + key.canonical();
+  bool idx64 = parse_idx64(key, where);
+  if (!is_transpose(n) || needs_idx64(n) != idx64) {
+    throw std::invalid_argument("[elementwise_launch] " + where +
+                                " does not match the geometry (not a transposed copy, or "
+                                "another index width).");
+  }
+  check_binding_reach(n, where);
+  Extents e = extents(n);
+  Launch launch;
+  auto& pc = launch.push_constants;
+  for (int64_t v : {e.rows, e.cols, static_cast<int64_t>(n.offsets[0]),
+                    static_cast<int64_t>(n.out_offset), e.col_stride, e.batch_stride}) {
+    put(pc, v, idx64);
+  }
+  if (pc.size() != source.push_constant_bytes) {
+    throw std::invalid_argument("[elementwise_launch] " + where +
+                                ": packed push constants do not match the kernel's block.");
+  }
+  launch.groups = {static_cast<uint32_t>((e.cols + kTile - 1) / kTile),
+                   static_cast<uint32_t>((e.rows + kTile - 1) / kTile),
+                   static_cast<uint32_t>(e.batch)};
+  return launch;
+}
+
+}  // namespace mlx::core::vulkan::codegen
