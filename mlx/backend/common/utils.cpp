@@ -4,10 +4,13 @@
 
 namespace mlx::core {
 
-std::tuple<Shape, std::vector<Strides>> collapse_contiguous_dims(
-    const Shape& shape, const std::vector<Strides>& strides) {
-  Shape out_shape;
-  std::vector<Strides> out_strides(strides.size());
+void collapse_contiguous_dims(const Shape& shape, const std::vector<Strides>& strides,
+                              Shape& out_shape, std::vector<Strides>& out_strides) {
+  out_shape.clear();
+  out_strides.resize(strides.size());
+  for (auto& s : out_strides) {
+    s.clear();
+  }
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == 1) {
       continue;
@@ -28,6 +31,13 @@ std::tuple<Shape, std::vector<Strides>> collapse_contiguous_dims(
       }
     }
   }
+}
+
+std::tuple<Shape, std::vector<Strides>> collapse_contiguous_dims(
+    const Shape& shape, const std::vector<Strides>& strides) {
+  Shape out_shape;
+  std::vector<Strides> out_strides;
+  collapse_contiguous_dims(shape, strides, out_shape, out_strides);
   return {out_shape, out_strides};
 }
 

@@ -24,6 +24,9 @@ inline int64_t elem_to_loc(int64_t elem, const Shape& shape, const Strides& stri
 std::tuple<Shape, std::vector<Strides>> collapse_contiguous_dims(
     const Shape& shape, const std::vector<Strides>& strides);
 std::tuple<Shape, std::vector<Strides>> collapse_contiguous_dims(const std::vector<array>& xs);
+// The same into `out_shape` / `out_strides`, reusing their capacity (for per-dispatch paths).
+void collapse_contiguous_dims(const Shape& shape, const std::vector<Strides>& strides,
+                              Shape& out_shape, std::vector<Strides>& out_strides);
 
 // Contiguity flags of a view with this shape and strides, and the number of buffer elements
 // it spans when contiguous (else the span from its lowest to highest element).

@@ -150,7 +150,7 @@ void CommandEncoder::prepare_locked(Batch& b, const Binding* bindings, size_t n)
   for (size_t i = 0; i < n; ++i) {
     Upload up;
     if (alloc->prepare_gpu_use(bindings[i].alloc, b.serial, bindings[i].write, up)) {
-      if (!uploaded && (written_.count(bindings[i].alloc) || read_.count(bindings[i].alloc))) {
+      if (!uploaded && (written_.contains(bindings[i].alloc) || read_.contains(bindings[i].alloc))) {
         barrier_locked(b.cb);
       }
       vkCmdCopyBuffer(b.cb, up.src, up.dst, 1, &up.region);
@@ -161,7 +161,7 @@ void CommandEncoder::prepare_locked(Batch& b, const Binding* bindings, size_t n)
   bool hazard = false;
   for (size_t i = 0; i < n && !hazard; ++i) {
     auto* a = bindings[i].alloc;
-    hazard = written_.count(a) || (bindings[i].write && read_.count(a));
+    hazard = written_.contains(a) || (bindings[i].write && read_.contains(a));
   }
   if (hazard) {
     barrier_locked(b.cb);

@@ -10,13 +10,13 @@
 // command buffer retained and the temporaries it owned.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <unordered_set>
 #include <vector>
 
 #include "mlx/array.h"
@@ -99,7 +99,27 @@ class CommandEncoder {
   std::unique_ptr<Batch> open_;
   size_t ops_ = 0;
   size_t bytes_ = 0;
-  std::unordered_set<Allocation*> read_, written_;
+  // Buffers read / written since the last barrier. A flat vector: a batch touches a few
+  // dozen buffers at most and clear() keeps the capacity, where a hash set allocated a node
+  // per insert on every dispatch.
+  class BufferSet {
+   public:
+    bool contains(const Allocation* a) const {
+      return std::find(items_.begin(), items_.end(), a) != items_.end();
+    }
+    void insert(Allocation* a) {
+      if (!contains(a)) {
+        items_.push_back(a);
+      }
+    }
+    void clear() {
+      items_.clear();
+    }
+
+   private:
+    std::vector<Allocation*> items_;
+  };
+  BufferSet read_, written_;
   std::deque<Batch> in_flight_;
   std::vector<std::pair<VkCommandBuffer, VkFence>> spare_;
   std::vector<VkDescriptorPool> spare_pools_;

@@ -87,6 +87,27 @@ int64_t align_down(int64_t v, int64_t a) {
   return v / a * a;
 }
 
+// Per-thread working storage of launch_elementwise: cleared but never shrunk, so a warm
+// launch allocates nothing for its geometry (allocation was most of a dispatch's host cost).
+struct LaunchScratch {
+  std::vector<Strides> all_strides;
+  Shape shape;
+  std::vector<Strides> strides;
+  std::vector<const char*> dtypes;
+  std::vector<Chunkable> arrays;
+  codegen::ElementwiseGeometry g;
+  std::vector<Binding> bindings;
+  std::vector<int64_t> sig;
+};
+
+// Sets dst to a view of `a`, reusing dst's stride storage.
+void assign_view(View& dst, const array& a) {
+  dst.buffer = a.buffer();
+  dst.offset = static_cast<int64_t>(a.offset());
+  dst.dtype = a.dtype();
+  dst.strides.assign(a.strides().begin(), a.strides().end());
+}
+
 }  // namespace
 
 View view_of(const array& a) {
@@ -95,16 +116,25 @@ View view_of(const array& a) {
 
 void launch_elementwise(const char* name, const std::string& family, const std::string& op,
                         const std::vector<array>& inputs, array& out) {
-  std::vector<View> views;
-  for (auto& in : inputs) {
-    if (in.shape() != out.shape()) {
+  // Separate from the scratch the launch below uses, which reads these views.
+  thread_local std::vector<View> views;
+  thread_local View out_view;
+  views.resize(inputs.size());
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (inputs[k].shape() != out.shape()) {
       throw std::runtime_error(std::string("[") + name +
                                "] GPU inputs must be broadcast to the output shape.");
     }
-    views.push_back(view_of(in));
+    assign_view(views[k], inputs[k]);
   }
-  launch_elementwise(out.primitive().stream().index, name, family, op, views, view_of(out),
+  assign_view(out_view, out);
+  launch_elementwise(out.primitive().stream().index, name, family, op, views, out_view,
                      out.shape());
+  // Drop the buffer references now rather than at the next launch.
+  for (auto& v : views) {
+    v.buffer = allocator::Buffer{nullptr};
+  }
+  out_view.buffer = allocator::Buffer{nullptr};
 }
 
 void copy_gpu(int stream, const array& in, array& out) {
@@ -128,32 +158,44 @@ void launch_elementwise(int stream, const char* name, const std::string& family,
   const int64_t max_range = dev.limits().maxStorageBufferRange;
   const int64_t min_align = static_cast<int64_t>(dev.limits().minStorageBufferOffsetAlignment);
 
+  thread_local LaunchScratch scratch;
+  auto& [all_strides, shape, strides, in_dtype_ptrs, arrays, g, bindings, sig] = scratch;
+
   // Collapse dims over the output (row-major) and every input's strides together.
-  std::vector<Strides> all_strides{row_major_strides(out_shape)};
-  std::vector<const char*> in_dtype_ptrs;
-  for (auto& in : inputs) {
-    auto* dt = gpu_dtype_name(in.dtype);
+  all_strides.resize(inputs.size() + 1);
+  auto& row_major = all_strides[0];
+  row_major.resize(out_shape.size());
+  for (size_t d = out_shape.size(), s = 1; d-- > 0;) {
+    row_major[d] = static_cast<int64_t>(s);
+    s *= static_cast<size_t>(out_shape[d]);
+  }
+  in_dtype_ptrs.clear();
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    auto* dt = gpu_dtype_name(inputs[k].dtype);
     in_dtype_ptrs.push_back(dt);
-    if (!dt || in.strides.size() != out_shape.size()) {
+    if (!dt || inputs[k].strides.size() != out_shape.size()) {
       throw std::runtime_error(std::string("[") + name + "] internal: bad GPU operand.");
     }
-    all_strides.push_back(in.strides);
+    all_strides[k + 1].assign(inputs[k].strides.begin(), inputs[k].strides.end());
   }
   const char* out_dtype = gpu_dtype_name(out.dtype);
   if (!out_dtype) {
     throw std::runtime_error(std::string("[") + name + "] internal: bad GPU output dtype.");
   }
-  auto [shape, strides] = collapse_contiguous_dims(out_shape, all_strides);
+  collapse_contiguous_dims(out_shape, all_strides, shape, strides);
   const size_t nd = shape.size();
 
-  std::vector<Chunkable> arrays;
-  for (size_t k = 0; k < inputs.size(); ++k) {
-    arrays.push_back({allocation(inputs[k].buffer), inputs[k].offset,
-                      static_cast<int64_t>(size_of(inputs[k].dtype)),
-                      std::vector<int64_t>(strides[k + 1].begin(), strides[k + 1].end())});
+  // Operands in binding order: inputs, then the output.
+  arrays.resize(inputs.size() + 1);
+  for (size_t k = 0; k <= inputs.size(); ++k) {
+    const View& v = k < inputs.size() ? inputs[k] : out;
+    auto& c = arrays[k];
+    c.alloc = allocation(v.buffer);
+    c.base = v.offset;
+    c.itemsize = static_cast<int64_t>(size_of(v.dtype));
+    const auto& st = strides[k < inputs.size() ? k + 1 : 0];
+    c.strides.assign(st.begin(), st.end());
   }
-  arrays.push_back({allocation(out.buffer), out.offset, static_cast<int64_t>(size_of(out.dtype)),
-                    std::vector<int64_t>(strides[0].begin(), strides[0].end())});
 
   // Elements of the lowest and highest reach from element 0 over dims 1.. (dim 0 varies).
   auto reach = [&](const Chunkable& c, int64_t rows) {
@@ -191,13 +233,14 @@ void launch_elementwise(int stream, const char* name, const std::string& family,
 
   for (int64_t r0 = 0; r0 < rows_total; r0 += rows) {
     int64_t m = std::min(rows, rows_total - r0);
-    codegen::ElementwiseGeometry g;
     g.binding_alignment = static_cast<uint32_t>(kBindAlignment);
     g.shape.assign(shape.begin(), shape.end());
     if (nd) {
       g.shape[0] = m;
     }
-    std::vector<Binding> bindings;
+    g.in_strides.resize(inputs.size());
+    g.in_offsets.resize(inputs.size());
+    bindings.clear();
     for (size_t k = 0; k < arrays.size(); ++k) {
       auto& c = arrays[k];
       int64_t origin = c.base + (nd ? r0 * c.strides[0] : 0) * c.itemsize;  // bytes
@@ -216,12 +259,11 @@ void launch_elementwise(int stream, const char* name, const std::string& family,
       if (is_out) {
         g.out_offset = elem_offset;
       } else {
-        g.in_strides.push_back(c.strides);
-        g.in_offsets.push_back(elem_offset);
+        g.in_strides[k].assign(c.strides.begin(), c.strides.end());
+        g.in_offsets[k] = elem_offset;
       }
     }
     // The key and launch depend only on (family, op, dtypes, g): memoize on exactly that.
-    thread_local std::vector<int64_t> sig;
     sig.clear();
     sig.push_back(static_cast<int64_t>(std::hash<std::string>{}(family)));
     sig.push_back(static_cast<int64_t>(std::hash<std::string>{}(op)));
