@@ -146,14 +146,6 @@ std::vector<std::string> split_dtypes(const std::string& s) {
   }
 }
 
-const std::string& param(const KernelKey& key, const char* name, const std::string& where) {
-  auto it = key.params.find(name);
-  if (it == key.params.end()) {
-    throw std::invalid_argument("[render] " + where + ": missing parameter '" + name + "'.");
-  }
-  return it->second;
-}
-
 // Everything render and launch need to know about an elementwise key, validated.
 struct ElementwiseSpec {
   size_t inputs = 0;
@@ -174,7 +166,7 @@ ElementwiseSpec parse_spec(const KernelKey& key, const std::string& where) {
       throw std::invalid_argument("[render] " + where + ": unknown parameter '" + name + "'.");
     }
   }
-  s.letters = param(key, "layout", where);
+  s.letters = key_param(key, "layout", where);
   if (s.letters.size() != s.inputs || s.letters.find_first_not_of("scg") != std::string::npos) {
     throw std::invalid_argument("[render] " + where + ": layout must be " +
                                 std::to_string(s.inputs) + " letters of s, c, g.");
@@ -195,20 +187,20 @@ ElementwiseSpec parse_spec(const KernelKey& key, const std::string& where) {
       throw std::invalid_argument("[render] " + where + ": rank must be 1, 2, 3 or n.");
     }
   }
-  const std::string& idx = param(key, "idx", where);
+  const std::string& idx = key_param(key, "idx", where);
   if (idx != "32" && idx != "64") {
     throw std::invalid_argument("[render] " + where + ": idx must be 32 or 64.");
   }
   s.idx64 = idx == "64";
-  s.in_dtypes = split_dtypes(param(key, "in", where));
-  s.out_dtype = param(key, "out", where);
+  s.in_dtypes = split_dtypes(key_param(key, "in", where));
+  s.out_dtype = key_param(key, "out", where);
   if (auto v = key.params.find("vec"); v != key.params.end()) {
     std::vector<std::string> all = s.in_dtypes;
     all.push_back(s.out_dtype);
     uint32_t width = vector_width(all);
     if (v->second != std::to_string(width) || width == 0) {
-      throw std::invalid_argument("[render] " + where + ": vec must be " +
-                                  std::to_string(width) + " for these dtypes.");
+      throw std::invalid_argument("[render] " + where + ": vec must be " + std::to_string(width) +
+                                  " for these dtypes.");
     }
     if (s.rank == 1) {
       throw std::invalid_argument("[render] " + where +
@@ -274,8 +266,8 @@ std::string vector_type(int bits, uint32_t vec) {
 
 // The vector path's defines: VEC, and per operand its vector type plus how a lane becomes
 // a compute value (inputs) or a compute value becomes a lane (output).
-void add_vector_defines(uint32_t vec, const std::vector<const DtypeInfo*>& in,
-                        const DtypeInfo& out, std::vector<std::string>& defines) {
+void add_vector_defines(uint32_t vec, const std::vector<const DtypeInfo*>& in, const DtypeInfo& out,
+                        std::vector<std::string>& defines) {
   defines.push_back("VEC " + std::to_string(vec));
   for (size_t k = 0; k < in.size(); ++k) {
     std::string p = "IN" + std::to_string(k) + "_";
@@ -335,7 +327,7 @@ KernelKey elementwise_key(const std::string& family, const std::string& op,
 KernelSource render_elementwise(const KernelKey& key, const DeviceCaps& caps) {
   const std::string where = "kernel " + key.canonical();
   ElementwiseSpec spec = parse_spec(key, where);
-  auto in_names = split_dtypes(param(key, "in", where));
+  auto in_names = split_dtypes(key_param(key, "in", where));
   if (in_names.size() != spec.inputs) {
     throw std::invalid_argument("[render] " + where + ": family " + key.family + " takes " +
                                 std::to_string(spec.inputs) + " input dtypes.");
@@ -344,14 +336,14 @@ KernelSource render_elementwise(const KernelKey& key, const DeviceCaps& caps) {
   for (const auto& name : in_names) {
     in.push_back(&dtype_info(name, where));
   }
-  const DtypeInfo& out = dtype_info(param(key, "out", where), where);
-  OpExpr op = elementwise_op(key.family, param(key, "op", where), in, where);
+  const DtypeInfo& out = dtype_info(key_param(key, "out", where), where);
+  OpExpr op = elementwise_op(key.family, key_param(key, "op", where), in, where);
   if (key.family == "copy") {
     op.body = convert_expr(*in[0], out, "x");
     op.out = out.name;
   }
   if (op.out != out.name) {
-    throw std::invalid_argument("[render] " + where + ": " + param(key, "op", where) + " on " +
+    throw std::invalid_argument("[render] " + where + ": " + key_param(key, "op", where) + " on " +
                                 in.back()->name + " produces " + op.out + ", not " + out.name +
                                 ".");
   }

@@ -70,7 +70,6 @@ Normalized normalize(const ElementwiseGeometry& g, size_t inputs) {
   return n;
 }
 
-
 uint64_t input_reach(const Normalized& n, size_t k) {
   uint64_t reach = n.offsets[k];
   const auto& s = n.strides[k];

@@ -18,6 +18,10 @@ const std::vector<std::pair<std::string_view, std::string_view>>& embedded_templ
 // means the rendered text itself.
 std::string rendered_source_line(const std::string& glsl, const std::string& file, int line);
 
+// The value of key parameter `name`; throws std::invalid_argument naming `where` (the
+// kernel) when it is missing.
+const std::string& key_param(const KernelKey& key, const char* name, const std::string& where);
+
 // render() for the elementwise families (elementwise.cpp) and the transpose copy
 // (transpose.cpp).
 KernelSource render_elementwise(const KernelKey& key, const DeviceCaps& caps);

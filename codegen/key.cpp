@@ -2,6 +2,7 @@
 #include <stdexcept>
 
 #include "codegen/codegen.h"
+#include "codegen/internal.h"
 
 namespace mlx::core::vulkan::codegen {
 
@@ -103,6 +104,14 @@ KernelKey KernelKey::parse(const std::string& text) {
     pos = comma + 1;
   }
   return key;
+}
+
+const std::string& key_param(const KernelKey& key, const char* name, const std::string& where) {
+  auto it = key.params.find(name);
+  if (it == key.params.end()) {
+    throw std::invalid_argument("[render] " + where + ": missing parameter '" + name + "'.");
+  }
+  return it->second;
 }
 
 }  // namespace mlx::core::vulkan::codegen

@@ -21,14 +21,6 @@ constexpr uint64_t kMaxGroups = 65535;  // the minimum maxComputeWorkGroupCount
 // would run mostly empty.
 constexpr int64_t kMinExtent = 8;
 
-const std::string& param(const KernelKey& key, const char* name, const std::string& where) {
-  auto it = key.params.find(name);
-  if (it == key.params.end()) {
-    throw std::invalid_argument("[render] " + where + ": missing parameter '" + name + "'.");
-  }
-  return it->second;
-}
-
 // rows, cols and batch of a transposable geometry.
 struct Extents {
   int64_t batch = 1, rows = 0, cols = 0;
@@ -55,7 +47,7 @@ bool parse_idx64(const KernelKey& key, const std::string& where) {
       throw std::invalid_argument("[render] " + where + ": unknown parameter '" + name + "'.");
     }
   }
-  const std::string& idx = param(key, "idx", where);
+  const std::string& idx = key_param(key, "idx", where);
   if (idx != "32" && idx != "64") {
     throw std::invalid_argument("[render] " + where + ": idx must be 32 or 64.");
   }
@@ -92,8 +84,8 @@ KernelKey transpose_key(const std::string& in_dtype, const std::string& out_dtyp
 KernelSource render_transpose(const KernelKey& key, const DeviceCaps& caps) {
   const std::string where = "kernel " + key.canonical();
   bool idx64 = parse_idx64(key, where);
-  const DtypeInfo& in = dtype_info(param(key, "in", where), where);
-  const DtypeInfo& out = dtype_info(param(key, "out", where), where);
+  const DtypeInfo& in = dtype_info(key_param(key, "in", where), where);
+  const DtypeInfo& out = dtype_info(key_param(key, "out", where), where);
   std::vector<std::string> defines = storage_defines({&in, &out}, idx64, caps, where);
   defines.push_back("IDX64 " + std::string(idx64 ? "1" : "0"));
   add_input_defines("IN0_", in, defines);

@@ -8,32 +8,7 @@
 #ifndef OP
 #define OP(x) (x)
 #endif
-#ifndef IDX64
-#define IDX64 0
-#endif
-#ifndef IN0_ST
-#define IN0_ST float
-#define IN0_CT float
-#define IN0_LOAD(x) (x)
-#endif
-#ifndef OUT_ST
-#define OUT_ST float
-#define OUT_CT float
-#define OUT_STORE(v) (v)
-#endif
-
-#if IDX64
-#undef MLX_INT64
-#define MLX_INT64 1
-#endif
-
-#include "include/types.glsl"
-
-#if IDX64
-#define IDX_T int64_t
-#else
-#define IDX_T int
-#endif
+#include "include/operands.glsl"
 
 // The tile edge is the workgroup width; constant_id 1 rows of invocations step down it.
 #define TILE 32

@@ -26,9 +26,6 @@
 #ifndef NUM_IN
 #define NUM_IN 1
 #endif
-#ifndef IDX64
-#define IDX64 0
-#endif
 #ifndef RANK
 #define RANK 0
 #endif
@@ -45,12 +42,7 @@
 #define VEC 0
 #endif
 
-// Storage type in the buffer, compute type, and the conversions between them.
-#ifndef IN0_ST
-#define IN0_ST float
-#define IN0_CT float
-#define IN0_LOAD(x) (x)
-#endif
+// Defaults for inputs 1 and 2 (input 0 and the output: include/operands.glsl).
 #ifndef IN1_ST
 #define IN1_ST float
 #define IN1_CT float
@@ -61,26 +53,8 @@
 #define IN2_CT float
 #define IN2_LOAD(x) (x)
 #endif
-#ifndef OUT_ST
-#define OUT_ST float
-#define OUT_CT float
-#define OUT_STORE(v) (v)
-#endif
 
-#if IDX64
-#undef MLX_INT64
-#define MLX_INT64 1
-#endif
-
-#include "include/types.glsl"
-
-#if IDX64
-#define IDX_T int64_t
-#define IDX_UT uint64_t
-#else
-#define IDX_T int
-#define IDX_UT uint
-#endif
+#include "include/operands.glsl"
 
 layout(local_size_x_id = 0) in;
 // Elements per invocation (constant_id 1): invocation t of group g handles

@@ -300,9 +300,9 @@ TEST_CASE("copies of transposed views get the tiled transpose kernel") {
   // Not transposes: a thin side, a broadcast, rank 4, an op other than copy.
   CHECK(elementwise_key("copy", "Copy", {"f32"}, "f32", geom({4, 96}, {{1, 4}})).family == "copy");
   CHECK(elementwise_key("copy", "Copy", {"f32"}, "f32", geom({64, 96}, {{1, 0}})).family == "copy");
-  CHECK(elementwise_key("copy", "Copy", {"f32"}, "f32",
-                        geom({2, 3, 64, 96}, {{50000, 20000, 1, 64}}))
-            .family == "copy");
+  CHECK(
+      elementwise_key("copy", "Copy", {"f32"}, "f32", geom({2, 3, 64, 96}, {{50000, 20000, 1, 64}}))
+          .family == "copy");
   CHECK(elementwise_key("unary", "Exp", {"f32"}, "f32", g2).family == "unary");
   // A transpose key refuses another geometry.
   CHECK_THROWS_AS(elementwise_launch(k2, s2, geom({64, 96}, {{96, 1}})), std::invalid_argument);

@@ -36,6 +36,11 @@ inline const std::vector<Layout> all_layouts = {Layout::contiguous, Layout::tran
                                                 Layout::broadcast,  Layout::strided,
                                                 Layout::reversed,   Layout::scalar};
 
+// Every dtype the GPU kernels hold.
+inline const std::vector<mx::Dtype> gpu_dtypes = {
+    mx::bool_, mx::uint8, mx::uint16, mx::uint32,  mx::uint64,   mx::int8,
+    mx::int16, mx::int32, mx::int64,  mx::float16, mx::bfloat16, mx::float32};
+
 // Shapes every op is tried on: 0-d, empty, one element, odd sizes, > 2^16 elements, and
 // ranks from 1 to 5 (the general N-d path).
 inline const std::vector<mx::Shape> standard_shapes = {

@@ -6,12 +6,6 @@
 namespace mx = mlx::core;
 using namespace gpu_diff;
 
-namespace {
-const std::vector<mx::Dtype> gpu_types = {mx::bool_,  mx::uint8,   mx::uint16,   mx::uint32,
-                                          mx::uint64, mx::int8,    mx::int16,    mx::int32,
-                                          mx::int64,  mx::float16, mx::bfloat16, mx::float32};
-} // namespace
-
 TEST_CASE("where on the GPU matches the CPU for every dtype and layout") {
   if (!gpu_present()) return;
   Op op = [](const std::vector<mx::array>& in, mx::StreamOrDevice s) {
@@ -19,7 +13,7 @@ TEST_CASE("where on the GPU matches the CPU for every dtype and layout") {
   };
   Tolerance exact{0, 0};
   sweep("where", op, {{mx::bool_, mx::float32, mx::float32}}, {}, &exact);
-  for (auto dt : gpu_types) {
+  for (auto dt : gpu_dtypes) {
     sweep("where", op, {{mx::bool_, dt, dt}}, {}, &exact, quick_shapes, quick_layouts);
   }
 }
@@ -29,7 +23,7 @@ TEST_CASE("copy makes any layout contiguous on the GPU") {
   Op op = [](const std::vector<mx::array>& in, mx::StreamOrDevice s) { return mx::copy(in[0], s); };
   Tolerance exact{0, 0};
   sweep("copy", op, {{mx::float32}}, {}, &exact);
-  for (auto dt : gpu_types) {
+  for (auto dt : gpu_dtypes) {
     sweep("copy", op, {{dt}}, {}, &exact, quick_shapes, quick_layouts);
   }
 }
@@ -37,8 +31,8 @@ TEST_CASE("copy makes any layout contiguous on the GPU") {
 TEST_CASE("astype between every pair of GPU dtypes matches the CPU") {
   if (!gpu_present()) return;
   // Values well outside the integer ranges exercise saturation; halves exercise rounding.
-  for (auto from : gpu_types) {
-    for (auto to : gpu_types) {
+  for (auto from : gpu_dtypes) {
+    for (auto to : gpu_dtypes) {
       if (from == to) continue;
       Op op = [to](const std::vector<mx::array>& in, mx::StreamOrDevice s) {
         return mx::astype(in[0], to, s);

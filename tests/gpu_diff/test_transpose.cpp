@@ -17,15 +17,17 @@ const std::vector<mx::Shape> base_shapes = {{64, 96}, {2, 9, 33}, {3, 40, 37}};
 // Swaps the last two axes.
 mx::array swap_last(const mx::array& x, mx::StreamOrDevice s) {
   std::vector<int> axes(x.ndim());
-  for (int i = 0; i < static_cast<int>(x.ndim()); ++i) axes[i] = i;
+  for (int i = 0; i < static_cast<int>(x.ndim()); ++i)
+    axes[i] = i;
   std::swap(axes[x.ndim() - 1], axes[x.ndim() - 2]);
   return mx::transpose(x, axes, s);
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("copies of transposed views match the CPU (tiled transpose layout)") {
-  if (!gpu_present()) return;
+  if (!gpu_present())
+    return;
   Tolerance exact{0, 0};
   Op contiguous_t = [](const std::vector<mx::array>& in, mx::StreamOrDevice s) {
     return mx::contiguous(swap_last(in[0], s), false, s);

@@ -15,19 +15,16 @@ namespace {
 
 const std::vector<mx::Shape> vector_shapes = {{1027}, {5, 64}, {3, 4, 32}};
 
-const std::vector<mx::Dtype> gpu_types = {mx::bool_,  mx::uint8,   mx::uint16,   mx::uint32,
-                                          mx::uint64, mx::int8,    mx::int16,    mx::int32,
-                                          mx::int64,  mx::float16, mx::bfloat16, mx::float32};
-
-} // namespace
+}  // namespace
 
 TEST_CASE("the vector path matches the CPU for every lane width and layout") {
-  if (!gpu_present()) return;
+  if (!gpu_present())
+    return;
   Op add = [](const std::vector<mx::array>& in, mx::StreamOrDevice s) {
     return mx::add(in[0], in[1], s);
   };
   sweep("vec add", add, {{mx::float32, mx::float32}}, {}, nullptr, vector_shapes);
-  for (auto dt : gpu_types) {
+  for (auto dt : gpu_dtypes) {
     sweep("vec add", add, {{dt, dt}}, {}, nullptr, {{5, 64}});
   }
   // 64-bit values with a bool condition: four lanes of 32 bytes each.
@@ -35,12 +32,14 @@ TEST_CASE("the vector path matches the CPU for every lane width and layout") {
     return mx::where(in[0], in[1], in[2], s);
   };
   Tolerance exact{0, 0};
-  sweep("vec where", where, {{mx::bool_, mx::int64, mx::int64}, {mx::bool_, mx::float16, mx::float16}},
-        {}, &exact, vector_shapes);
+  sweep("vec where", where,
+        {{mx::bool_, mx::int64, mx::int64}, {mx::bool_, mx::float16, mx::float16}}, {}, &exact,
+        vector_shapes);
   // Conversions that change the lane width, including a narrowing 64 -> 8-bit one.
-  const std::vector<std::pair<mx::Dtype, mx::Dtype>> conversions = {
-      {mx::float32, mx::bfloat16}, {mx::int64, mx::bool_}, {mx::uint8, mx::float32},
-      {mx::bfloat16, mx::int16}};
+  const std::vector<std::pair<mx::Dtype, mx::Dtype>> conversions = {{mx::float32, mx::bfloat16},
+                                                                    {mx::int64, mx::bool_},
+                                                                    {mx::uint8, mx::float32},
+                                                                    {mx::bfloat16, mx::int16}};
   for (auto [from, to] : conversions) {
     Op op = [to](const std::vector<mx::array>& in, mx::StreamOrDevice s) {
       return mx::astype(in[0], to, s);
@@ -50,7 +49,8 @@ TEST_CASE("the vector path matches the CPU for every lane width and layout") {
 }
 
 TEST_CASE("an in-place chain on the vector path updates every element") {
-  if (!gpu_present()) return;
+  if (!gpu_present())
+    return;
   // 1027 elements: whole vectors plus a partial one, each step donating its input.
   mlx_test::Rng rng(7);
   auto x = mlx_test::random_array({1027}, mx::float32, rng, -4, 4);
@@ -59,8 +59,8 @@ TEST_CASE("an in-place chain on the vector path updates every element") {
   for (int i = 0; i < 4; ++i) {
     y = mx::multiply(y, mx::array(2.0f), mx::Device::gpu);
   }
-  auto want = mx::multiply(mx::add(x, mx::array(1.0f), mx::Device::cpu), mx::array(16.0f),
-                           mx::Device::cpu);
+  auto want =
+      mx::multiply(mx::add(x, mx::array(1.0f), mx::Device::cpu), mx::array(16.0f), mx::Device::cpu);
   auto g = mlx_test::to_doubles(y);
   auto w = mlx_test::to_doubles(want);
   size_t bad = 0;

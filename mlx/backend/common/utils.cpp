@@ -96,4 +96,4 @@ ViewLayout view_layout(const Shape& shape, const Strides& strides) {
   return {{dense, row, col}, dense ? size : extent};
 }
 
-} // namespace mlx::core
+}  // namespace mlx::core

@@ -42,7 +42,9 @@ class StridedIterator {
  public:
   StridedIterator(const Shape& shape, const Strides& strides)
       : shape_(shape), strides_(strides), pos_(shape.size(), 0) {}
-  int64_t loc() const { return loc_; }
+  int64_t loc() const {
+    return loc_;
+  }
   void step() {
     for (int i = static_cast<int>(shape_.size()) - 1; i >= 0; --i) {
       loc_ += strides_[i];
@@ -61,4 +63,4 @@ class StridedIterator {
   int64_t loc_ = 0;
 };
 
-} // namespace mlx::core
+}  // namespace mlx::core

@@ -150,7 +150,8 @@ void CommandEncoder::prepare_locked(Batch& b, const Binding* bindings, size_t n)
   for (size_t i = 0; i < n; ++i) {
     Upload up;
     if (alloc->prepare_gpu_use(bindings[i].alloc, b.serial, bindings[i].write, up)) {
-      if (!uploaded && (written_.contains(bindings[i].alloc) || read_.contains(bindings[i].alloc))) {
+      if (!uploaded &&
+          (written_.contains(bindings[i].alloc) || read_.contains(bindings[i].alloc))) {
         barrier_locked(b.cb);
       }
       vkCmdCopyBuffer(b.cb, up.src, up.dst, 1, &up.region);
