@@ -233,9 +233,9 @@ uint32_t elements_per_invocation(const std::vector<const DtypeInfo*>& dts) {
   return narrowest == 8 ? 16 : narrowest == 16 ? 8 : narrowest == 32 ? 4 : 2;
 }
 
-// Steps per invocation on the vector path: one vector of up to 16 bytes per operand, so
-// two steps keep as many bytes in flight as the scalar path's choice above (measured on
-// an H200 in docs/performance.md).
+// Steps per invocation on the vector path: each step is one vector of up to 16 bytes per
+// operand. 2 and 4 measured alike on an H200 and 1 was slower (docs/codegen.md); 2 keeps
+// more workgroups for mid-sized arrays.
 constexpr uint32_t kVectorSteps = 2;
 
 // Elements (vector steps when vec > 0) per invocation; MLX_VK_ELEMENTWISE_EPT overrides it

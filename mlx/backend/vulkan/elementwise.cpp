@@ -130,11 +130,6 @@ void launch_elementwise(const char* name, const std::string& family, const std::
   assign_view(out_view, out);
   launch_elementwise(out.primitive().stream().index, name, family, op, views, out_view,
                      out.shape());
-  // Drop the buffer references now rather than at the next launch.
-  for (auto& v : views) {
-    v.buffer = allocator::Buffer{nullptr};
-  }
-  out_view.buffer = allocator::Buffer{nullptr};
 }
 
 void copy_gpu(int stream, const array& in, array& out) {
