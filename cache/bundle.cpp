@@ -134,9 +134,13 @@ class BundleWriter {
 class BundleReader {
  public:
   explicit BundleReader(const std::filesystem::path& path) : path_(path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // A bundle is read with pread: a FIFO could not work, and must not block either.
+    std::string error;
+    bool not_regular = false;
+    fd_ = open_regular(path, error, not_regular);
     if (fd_ < 0) {
-      fail("cannot open bundle " + path.string() + ": " + errno_text());
+      fail(error.empty() ? "cannot open bundle " + path.string() + ": " + std::strerror(ENOENT)
+                         : "cannot open bundle: " + error);
     }
   }
   ~BundleReader() {

@@ -186,9 +186,12 @@ std::optional<KernelEntry> DiskCache::load(uint64_t hash) {
   try {
     auto path = kernel_path(s.config.dir, s.fp_hash, hash);
     std::string error;
-    auto bytes = read_file(path, error);
+    bool not_regular = false;
+    auto bytes = read_file(path, error, kMaxFileBytes, &not_regular);
     if (!bytes) {
-      if (!error.empty()) {
+      if (not_regular) {
+        s.note_bad(path, "not a regular file");
+      } else if (!error.empty()) {
         warn_once("read:" + s.config.dir.string(),
                   error + "; such entries are misses (warned once)");
       }
@@ -261,9 +264,12 @@ std::optional<std::vector<uint8_t>> DiskCache::load_pipeline_cache() {
   try {
     auto path = pipeline_cache_path(s.config.dir, s.fp_hash);
     std::string error;
-    auto bytes = read_file(path, error);
+    bool not_regular = false;
+    auto bytes = read_file(path, error, kMaxFileBytes, &not_regular);
     if (!bytes) {
-      if (!error.empty()) {
+      if (not_regular) {
+        s.note_bad(path, "not a regular file");
+      } else if (!error.empty()) {
         warn_once("read:" + s.config.dir.string(),
                   error + "; such entries are misses (warned once)");
       }
@@ -313,7 +319,7 @@ void DiskCache::store_pipeline_cache(std::span<const uint8_t> data) {
   }
 }
 
-std::vector<KernelEntry> DiskCache::list() const {
+std::vector<KernelEntry> DiskCache::list(std::vector<BadFile>* bad) const {
   std::vector<KernelEntry> entries;
   for (const auto& f : scan(s_->root())) {
     if (f.role != FileRole::Kernel) {
@@ -322,14 +328,19 @@ std::vector<KernelEntry> DiskCache::list() const {
     std::string error;
     auto bytes = read_file(f.path, error);
     if (!bytes) {
+      if (bad && !error.empty()) {  // an empty error: removed since the scan
+        bad->push_back({f.path.string(), error});
+      }
       continue;
     }
     try {
       KernelEntry e = decode_kernel(*bytes, f.fingerprint_hash, f.key_hash);
       e.last_used_ms = f.mtime_ms;
       entries.push_back(std::move(e));
-    } catch (const FormatError&) {
-      // verify() is the place that reports bad files
+    } catch (const FormatError& e) {
+      if (bad) {
+        bad->push_back({f.path.string(), e.what()});
+      }
     }
   }
   std::sort(entries.begin(), entries.end(), [](const KernelEntry& a, const KernelEntry& b) {
@@ -350,14 +361,21 @@ VerifyReport DiskCache::verify(bool remove_bad) const {
       }
       continue;
     }
-    ++report.checked;
     std::string error;
+    auto bytes = read_file(f.path, error,
+                           f.role == FileRole::Fingerprint ? kMaxFingerprintBytes : kMaxFileBytes);
+    if (!bytes && error.empty()) {
+      continue;  // removed since the scan
+    }
+    ++report.checked;
     std::optional<std::string> problem;
-    if (f.role == FileRole::Fingerprint) {
+    if (!bytes) {
+      problem = error;  // not a regular file, too large, unreadable
+    } else if (f.role == FileRole::Fingerprint) {
       if (!read_fingerprint(s_->config.dir, f.fingerprint_hash)) {
         problem = "does not hold the fingerprint its directory is named after";
       }
-    } else if (auto bytes = read_file(f.path, error)) {
+    } else {
       try {
         if (f.role == FileRole::Kernel) {
           decode_kernel(*bytes, f.fingerprint_hash, f.key_hash);
@@ -367,10 +385,6 @@ VerifyReport DiskCache::verify(bool remove_bad) const {
       } catch (const FormatError& e) {
         problem = e.what();
       }
-    } else if (!error.empty()) {
-      problem = error;
-    } else {
-      continue;  // removed since the scan
     }
     if (!problem) {
       ++report.ok;
@@ -412,7 +426,7 @@ CacheStats DiskCache::stats() const {
   }
   for (const auto& f : scan(s_->config.dir)) {
     out.bytes_on_disk += f.size;
-    out.kernel_files += f.role == FileRole::Kernel;
+    out.kernel_files += f.role == FileRole::Kernel && f.regular;
   }
   return out;
 }

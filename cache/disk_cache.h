@@ -45,9 +45,10 @@ class DiskCache {
   std::optional<std::vector<uint8_t>> load_pipeline_cache();
   void store_pipeline_cache(std::span<const uint8_t> data);
 
-  // Valid kernel entries of every device, sorted by (fingerprint, key). Invalid ones are
-  // skipped silently (verify() reports them). last_used_ms is the file's mtime.
-  std::vector<KernelEntry> list() const;
+  // Valid kernel entries of every device, sorted by (fingerprint, key). Invalid kernel
+  // files (damaged, or not regular files) are skipped, and appended to `bad` when given.
+  // last_used_ms is the file's mtime.
+  std::vector<KernelEntry> list(std::vector<BadFile>* bad = nullptr) const;
   VerifyReport verify(bool remove_bad) const;
   // Removes every file of ours under the root (unknown files are left alone) and the
   // directories that become empty. Returns the number of files removed.

@@ -43,24 +43,88 @@ class Fd {
 
 }  // namespace
 
-std::optional<std::vector<uint8_t>> read_file(const std::filesystem::path& path, std::string& error,
-                                              uint64_t max_bytes) {
+std::string file_type_name(unsigned mode) {
+  if (S_ISREG(mode)) {
+    return "a regular file";
+  }
+  if (S_ISFIFO(mode)) {
+    return "a FIFO";
+  }
+  if (S_ISDIR(mode)) {
+    return "a directory";
+  }
+  if (S_ISSOCK(mode)) {
+    return "a socket";
+  }
+  if (S_ISCHR(mode)) {
+    return "a character device";
+  }
+  if (S_ISBLK(mode)) {
+    return "a block device";
+  }
+  if (S_ISLNK(mode)) {
+    return "a symbolic link";
+  }
+  return "a special file";
+}
+
+int open_regular(const std::filesystem::path& path, std::string& error, bool& not_regular) {
   error.clear();
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) {
+  not_regular = false;
+  auto refuse = [&](unsigned mode) {
+    not_regular = true;
+    error = path.string() + " is " + file_type_name(mode) + ", not a regular file";
+  };
+  // The type first: open() blocks on a FIFO until a writer comes, and opening a device
+  // can have side effects.
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
     // ENOTDIR: a parent is a regular file, which is as absent as a missing directory.
+    if (errno != ENOENT && errno != ENOTDIR) {
+      error = errno_text("cannot stat", path, errno);
+    }
+    return -1;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    refuse(st.st_mode);
+    return -1;
+  }
+  // O_NONBLOCK in case a FIFO took the file's place since the stat; it changes nothing
+  // for a regular file.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
     if (errno != ENOENT && errno != ENOTDIR) {
       error = errno_text("cannot open", path, errno);
     }
+    return -1;
+  }
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    error = errno_text("cannot stat", path, err);
+    return -1;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    refuse(st.st_mode);
+    return -1;
+  }
+  return fd;
+}
+
+std::optional<std::vector<uint8_t>> read_file(const std::filesystem::path& path, std::string& error,
+                                              uint64_t max_bytes, bool* not_regular) {
+  bool irregular = false;
+  Fd fd(open_regular(path, error, irregular));
+  if (not_regular) {
+    *not_regular = irregular;
+  }
+  if (fd.get() < 0) {
     return std::nullopt;
   }
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) {
     error = errno_text("cannot stat", path, errno);
-    return std::nullopt;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    error = path.string() + " is not a regular file";
     return std::nullopt;
   }
   if (static_cast<uint64_t>(st.st_size) > max_bytes) {

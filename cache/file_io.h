@@ -11,10 +11,24 @@
 
 namespace mlx::core::vulkan::cache {
 
+// The largest file read_file accepts unless told otherwise.
+inline constexpr uint64_t kMaxFileBytes = uint64_t{1} << 32;
+
 // A whole file, or nullopt with `error` set ("" when the file simply does not exist).
 // Files above max_bytes are refused so that a garbage size can never exhaust memory.
+// Never blocks: anything but a regular file (a FIFO, a socket, a device, a directory) is
+// refused without reading it, and `not_regular`, when given, says that was the reason.
 std::optional<std::vector<uint8_t>> read_file(const std::filesystem::path& path, std::string& error,
-                                              uint64_t max_bytes = uint64_t{1} << 32);
+                                              uint64_t max_bytes = kMaxFileBytes,
+                                              bool* not_regular = nullptr);
+
+// Opens a regular file for reading without blocking (a FIFO would block open() until a
+// writer came). Returns the descriptor, or -1 with `error` set ("" when the file does not
+// exist) and `not_regular` telling whether the file type was the reason.
+int open_regular(const std::filesystem::path& path, std::string& error, bool& not_regular);
+
+// "a FIFO", "a directory", ...: what a file of mode `mode` is, for messages.
+std::string file_type_name(unsigned mode);
 
 // Writes to a unique temp file in the same directory, then renames it over `path`, so a
 // reader sees the old file or the new one, never a mix. `sync` fsyncs the file and the

@@ -38,11 +38,14 @@ std::optional<CacheFile> classify(const std::filesystem::path& path, uint64_t fp
   } else {
     return std::nullopt;
   }
+  // stat, not lstat: a link is judged by what load() would read through it. A directory
+  // is not a file of ours; a FIFO, socket or device under our name is, as a bad one.
   struct stat st;
-  if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::stat(path.c_str(), &st) != 0 || S_ISDIR(st.st_mode)) {
     return std::nullopt;
   }
-  f.size = static_cast<uint64_t>(st.st_size);
+  f.regular = S_ISREG(st.st_mode);
+  f.size = f.regular ? static_cast<uint64_t>(st.st_size) : 0;
   f.mtime_ms = int64_t{st.st_mtim.tv_sec} * 1000 + st.st_mtim.tv_nsec / 1000000;
   return f;
 }
@@ -117,7 +120,7 @@ std::optional<std::string> prepare_device_dir(const std::filesystem::path& root,
 std::optional<std::string> read_fingerprint(const std::filesystem::path& root,
                                             uint64_t fingerprint_hash) {
   std::string error;
-  auto bytes = read_file(fingerprint_path(root, fingerprint_hash), error, 1 << 20);
+  auto bytes = read_file(fingerprint_path(root, fingerprint_hash), error, kMaxFingerprintBytes);
   if (!bytes || bytes->empty() || bytes->back() != '\n') {
     return std::nullopt;
   }

@@ -32,6 +32,9 @@ struct CacheFile {
   uint64_t key_hash = 0;          // from the file name (kernels only)
   uint64_t size = 0;
   int64_t mtime_ms = 0;
+  // False for a FIFO, socket or device that has one of our names: never opened, reported
+  // as bad by verify and list, removed by clear.
+  bool regular = true;
 };
 
 // Every file of ours under root, in a stable order (by path). Never throws; a missing or
@@ -42,6 +45,9 @@ std::vector<CacheFile> scan(const std::filesystem::path& root);
 // Returns an error message, or nullopt.
 std::optional<std::string> prepare_device_dir(const std::filesystem::path& root,
                                               const std::string& fingerprint);
+
+// A fingerprint.txt is one line; anything larger is damage, never read whole.
+inline constexpr uint64_t kMaxFingerprintBytes = uint64_t{1} << 20;
 
 // The fingerprint text stored for a device directory, if present and consistent with it.
 std::optional<std::string> read_fingerprint(const std::filesystem::path& root,

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -147,8 +148,10 @@ inline void write_bytes(const fs::path& p, const std::vector<uint8_t>& b) {
 
 // Runs fn in a forked child and returns its exit status (fn's return value), or -1 when
 // the child died abnormally. doctest assertions must not run in the child: fn reports
-// failures through distinct non-zero codes instead.
-inline int run_in_child(const std::function<int()>& fn) {
+// failures through distinct non-zero codes instead. With timeout_s > 0 a child still
+// running after that long is killed and -2 returned, so that a hang fails the test
+// instead of stalling CI.
+inline int run_in_child(const std::function<int()>& fn, int timeout_s = 0) {
   pid_t pid = ::fork();
   if (pid == 0) {
     int code = 99;
@@ -159,11 +162,30 @@ inline int run_in_child(const std::function<int()>& fn) {
     }
     ::_exit(code);
   }
-  int status = 0;
-  if (pid < 0 || ::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) {
+  if (pid < 0) {
     return -1;
   }
-  return WEXITSTATUS(status);
+  int status = 0;
+  if (timeout_s > 0) {
+    for (int waited_ms = 0;; waited_ms += 10) {
+      pid_t done = ::waitpid(pid, &status, WNOHANG);
+      if (done == pid) {
+        break;
+      }
+      if (done < 0) {
+        return -1;
+      }
+      if (waited_ms >= timeout_s * 1000) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, &status, 0);
+        return -2;
+      }
+      ::usleep(10000);
+    }
+  } else if (::waitpid(pid, &status, 0) != pid) {
+    return -1;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 }  // namespace cache_test

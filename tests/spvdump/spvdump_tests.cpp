@@ -2,9 +2,11 @@
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <fstream>
 #include <map>
 
@@ -32,6 +34,9 @@ std::string slurp(const fs::path& p) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+// Far above any command's run time on a loaded 2-core machine.
+constexpr int kTimeoutS = 120;
+
 // Runs the spvdump binary with args (and extra environment), capturing its output.
 Run spvdump(const std::vector<std::string>& args,
             const std::map<std::string, std::string>& env = {}) {
@@ -56,10 +61,21 @@ Run spvdump(const std::vector<std::string>& args,
     ::execv(SPVDUMP_PATH, argv.data());
     ::_exit(127);
   }
+  // A command that hangs (a FIFO read without O_NONBLOCK, say) is killed and fails with
+  // code -2, rather than stalling the whole suite.
   int status = 0;
-  ::waitpid(pid, &status, 0);
+  bool timed_out = false;
+  for (int waited_ms = 0; ::waitpid(pid, &status, WNOHANG) == 0; waited_ms += 10) {
+    if (waited_ms >= kTimeoutS * 1000) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      timed_out = true;
+      break;
+    }
+    ::usleep(10000);
+  }
   Run r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.code = timed_out ? -2 : WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   r.out = slurp(out);
   r.err = slurp(err);
   return r;
@@ -430,4 +446,73 @@ TEST_CASE("prewarm of a missing key file exits 1 and without a file exits 2") {
   Run empty_ok = spvdump({"prewarm", "/dev/null", "--dir", tmp.path().string()});
   CHECK(empty_ok.code == 0);
   CHECK(has(empty_ok.out, "prewarm: 0 compiled, 0 already cached, 0 failed"));
+}
+
+TEST_CASE("verify and list report a FIFO in place of an entry as bad instead of hanging") {
+  Fixture f;
+  fs::path fifo = kernel_path(f.root, fingerprint_hash(kDeviceA), 0x0123456789abcdefull);
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+
+  Run verify = spvdump(f.with_dir({"verify"}));
+  CHECK(verify.code == 1);  // -2: it blocked opening the FIFO
+  CHECK(has(verify.out, "BAD " + fifo.string()));
+  CHECK(has(verify.out, "a FIFO, not a regular file"));
+  CHECK(has(verify.out, "1 bad"));
+
+  Run list = spvdump(f.with_dir({"list"}));
+  CHECK(list.code == 1);
+  CHECK(count(list.out, "binary:") + count(list.out, "unary:") + count(list.out, "copy:") == 3);
+  CHECK(has(list.err, "BAD " + fifo.string()));
+  CHECK(has(list.err, "1 bad kernel file not listed"));
+  Run list_json = spvdump(f.with_dir({"list", "--json"}));
+  CHECK(list_json.code == 1);
+  CHECK(count(list_json.out, "\"hash\":") == 3);
+
+  Run stats = spvdump(f.with_dir({"stats", "--json"}));
+  CHECK(stats.code == 0);
+  CHECK(has(stats.out, "\"kernel_files\":3"));
+
+  Run fixed = spvdump(f.with_dir({"verify", "--remove-bad"}));
+  CHECK(fixed.code == 0);
+  CHECK_FALSE(fs::exists(fifo));
+  CHECK(spvdump(f.with_dir({"list"})).code == 0);
+}
+
+TEST_CASE("commands that read the cache exit 1 when its directory does not exist") {
+  TempDir tmp;
+  std::string missing = (tmp.path() / "nonexistent").string();
+  for (const std::string command : {"list", "verify", "clear", "stats", "show", "export"}) {
+    CAPTURE(command);
+    std::vector<std::string> args = {command};
+    if (command == "show") {
+      args.push_back("abcd");
+    } else if (command == "export") {
+      args.push_back((tmp.path() / "out.bundle").string());
+    }
+    args.insert(args.end(), {"--dir", missing});
+    Run r = spvdump(args);
+    CHECK(r.code == 1);
+    CHECK(has(r.err, "cache directory " + missing + " does not exist"));
+    CHECK(r.out.empty());
+  }
+  CHECK_FALSE(fs::exists(missing));  // clear did not create it either
+
+  Run env = spvdump({"list"}, {{"MLX_VK_CACHE_DIR", missing}});
+  CHECK(env.code == 1);
+  CHECK(has(env.err, "does not exist (from the environment"));
+
+  fs::path file = tmp.path() / "file";
+  write_bytes(file, {1});
+  Run not_dir = spvdump({"verify", "--dir", file.string()});
+  CHECK(not_dir.code == 1);
+  CHECK(has(not_dir.err, "is not a directory"));
+}
+
+TEST_CASE("import of a FIFO as the bundle fails at once") {
+  TempDir tmp;
+  fs::path fifo = tmp.path() / "warm.bundle";
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  Run r = spvdump({"import", fifo.string(), "--dir", (tmp.path() / "c").string()});
+  CHECK(r.code == 1);  // -2: it blocked opening the FIFO
+  CHECK(has(r.err, "a FIFO, not a regular file"));
 }

@@ -18,7 +18,7 @@ std::string bad_json(const std::vector<cache::BadFile>& bad) {
 }
 
 int run_export(const Args& args) {
-  auto c = open_cache(args);
+  auto c = open_existing_cache(args);
   auto report = c.export_bundle(args.positional()[0]);
   if (args.flag("--json")) {
     std::cout << JsonObject()

@@ -44,14 +44,29 @@ std::string entry_json(const cache::KernelEntry& e, bool full) {
   return o.str();
 }
 
+// Kernel files that list() could not read, on stderr so that stdout stays a listing (or
+// JSON). Like verify, exit 1 while bad files remain.
+int report_bad(const std::vector<cache::BadFile>& bad) {
+  for (const auto& b : bad) {
+    std::cerr << "BAD " << b.path << ": " << b.reason << "\n";
+  }
+  if (bad.empty()) {
+    return 0;
+  }
+  std::cerr << bad.size() << " bad kernel file" << (bad.size() == 1 ? "" : "s")
+            << " not listed ('spvdump verify --remove-bad' removes them)\n";
+  return 1;
+}
+
 int run_list(const Args& args) {
-  auto c = open_cache(args);
+  auto c = open_existing_cache(args);
   auto family = args.option("--family");
   auto dtype = args.option("--dtype");
   auto grep = args.option("--grep");
   std::string device = args.option("--device").value_or("");
   std::vector<cache::KernelEntry> shown;
-  for (auto& e : c.list()) {
+  std::vector<cache::BadFile> bad;
+  for (auto& e : c.list(&bad)) {
     if ((family && key_family(e.key) != *family) || (dtype && !key_has_dtype(e.key, *dtype)) ||
         (grep && e.key.find(*grep) == std::string::npos) || !device_matches(e, device)) {
       continue;
@@ -64,11 +79,11 @@ int run_list(const Args& args) {
       items.push_back(entry_json(e, false));
     }
     std::cout << json_array(items) << "\n";
-    return 0;
+    return report_bad(bad);
   }
   if (shown.empty()) {
     std::cout << "no cached kernels match in " << c.config().dir.string() << "\n";
-    return 0;
+    return report_bad(bad);
   }
   std::vector<std::vector<std::string>> rows = {
       {"HASH", "DEVICE", "SPIRV_BYTES", "COMPILE_MS", "PIPELINE_MS", "LAST_USED", "KEY"}};
@@ -79,11 +94,11 @@ int run_list(const Args& args) {
   }
   std::cout << format_table(rows) << shown.size() << " kernel" << (shown.size() == 1 ? "" : "s")
             << "\n";
-  return 0;
+  return report_bad(bad);
 }
 
 int run_show(const Args& args) {
-  auto c = open_cache(args);
+  auto c = open_existing_cache(args);
   auto e = resolve_entry(c, args.positional()[0], args.option("--device").value_or(""));
   if (args.flag("--json")) {
     std::cout << entry_json(e, true) << "\n";
@@ -118,7 +133,7 @@ int run_show(const Args& args) {
 }
 
 int run_stats(const Args& args) {
-  auto c = open_cache(args);
+  auto c = open_existing_cache(args);
   const auto& config = c.config();
   struct Device {
     uint64_t kernels = 0;
@@ -129,6 +144,9 @@ int run_stats(const Args& args) {
   uint64_t total = 0;
   uint64_t kernels = 0;
   for (const auto& f : cache::scan(config.dir)) {
+    if (!f.regular) {
+      continue;  // a FIFO or device under our name holds nothing; verify reports it
+    }
     Device& d = devices[f.fingerprint_hash];
     d.bytes += f.size;
     total += f.size;
@@ -185,7 +203,7 @@ int run_stats(const Args& args) {
 }
 
 int run_verify(const Args& args) {
-  auto c = open_cache(args);
+  auto c = open_existing_cache(args);
   bool remove = args.flag("--remove-bad");
   auto report = c.verify(remove);
   if (args.flag("--deep")) {
@@ -231,7 +249,7 @@ int run_verify(const Args& args) {
 }
 
 int run_clear(const Args& args) {
-  auto c = open_cache(args);
+  auto c = open_existing_cache(args);
   uint64_t removed = c.clear();
   std::cout << "removed " << removed << " files from " << c.config().dir.string() << "\n";
   return 0;
@@ -248,7 +266,9 @@ std::vector<Command> cache_commands() {
                            "\n"
                            "Lists the valid cached kernels of every device, sorted by device "
                            "and key:\nhash, device, SPIR-V size, compile ms (glslang + "
-                           "optimizer), pipeline ms, last use, key.\n"
+                           "optimizer), pipeline ms, last use, key.\nKernel files that cannot "
+                           "be read (damaged, or not regular files) are named on\nstderr, "
+                           "and make the exit code 1.\n"
                            "\n"
                            "options:\n"
                            "  --family F       only keys of family F (e.g. binary)\n"
@@ -296,7 +316,9 @@ std::vector<Command> cache_commands() {
                              "\n"
                              "Validates every file of the cache (header, checksum, device, "
                              "key hash, payload,\nSPIR-V header) and lists bad ones with the "
-                             "reason. Exit code 1 when bad files\nremain.\n"
+                             "reason, including entries that are\nnot regular files (a FIFO, "
+                             "a socket, a device). Exit code 1 when bad files\nremain, or "
+                             "when the directory does not exist.\n"
                              "\n"
                              "options:\n"
                              "  --remove-bad     delete bad files (and temp files left by "

@@ -1,5 +1,7 @@
 #include "lookup.h"
 
+#include <filesystem>
+
 #include "cache/hash.h"
 #include "codegen/codegen.h"
 #include "text.h"
@@ -21,6 +23,25 @@ cache::CacheConfig tool_config(const Args& args) {
 
 cache::DiskCache open_cache(const Args& args, const std::string& fingerprint) {
   return cache::DiskCache::open(tool_config(args), fingerprint);
+}
+
+cache::DiskCache open_existing_cache(const Args& args) {
+  cache::CacheConfig config = tool_config(args);
+  std::error_code ec;
+  auto status = std::filesystem::status(config.dir, ec);
+  std::string where = args.option("--dir") ? "" : " (from the environment; --dir picks another)";
+  // Test not_found before ec: libstdc++ sets ec for a missing path too.
+  if (status.type() == std::filesystem::file_type::not_found) {
+    throw ToolError("cache directory " + config.dir.string() + " does not exist" + where);
+  }
+  if (ec) {
+    throw ToolError("cannot access cache directory " + config.dir.string() + ": " + ec.message() +
+                    where);
+  }
+  if (!std::filesystem::is_directory(status)) {
+    throw ToolError("cache directory " + config.dir.string() + " is not a directory" + where);
+  }
+  return cache::DiskCache::open(config, "");
 }
 
 bool device_matches(const cache::KernelEntry& e, const std::string& device) {

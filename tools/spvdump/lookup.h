@@ -16,6 +16,10 @@ namespace cache = mlx::core::vulkan::cache;
 // opened without a device fingerprint unless one is given.
 cache::CacheConfig tool_config(const Args& args);
 cache::DiskCache open_cache(const Args& args, const std::string& fingerprint = "");
+// For the commands that only read or tend what is there (list, show, stats, verify,
+// clear, and kernel lookups): a root that does not exist, or is not a directory, is an
+// error rather than an empty cache, so that a mistyped --dir cannot pass for one.
+cache::DiskCache open_existing_cache(const Args& args);
 
 // Thrown for a failure to report with exit code 1 (unknown key, bad file, I/O).
 struct ToolError : std::runtime_error {
