@@ -1,5 +1,7 @@
 #include "cache/config.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 
 #include "cache/warn.h"
@@ -17,22 +19,28 @@ std::optional<std::string> non_empty(const EnvLookup& env, const char* name) {
   return value;
 }
 
+// Case-insensitive (OFF, ReadOnly). An unknown value fails closed: a typo in a request to
+// turn the cache off must not leave it reading and writing.
 CacheMode parse_mode(const std::optional<std::string>& value) {
   if (!value) {
     return CacheMode::ReadWrite;
   }
-  if (*value == "off" || *value == "0") {
+  std::string v = *value;
+  std::transform(v.begin(), v.end(), v.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (v == "off" || v == "0") {
     return CacheMode::Off;
   }
-  if (*value == "readonly") {
+  if (v == "readonly") {
     return CacheMode::ReadOnly;
   }
-  if (*value == "readwrite" || *value == "1") {
+  if (v == "readwrite" || v == "1") {
     return CacheMode::ReadWrite;
   }
   warn_once("env:MLX_VK_CACHE", "MLX_VK_CACHE='" + *value +
-                                    "' is not one of off, readonly, readwrite; using readwrite");
-  return CacheMode::ReadWrite;
+                                    "' is not one of off, readonly, readwrite; the disk cache "
+                                    "is off");
+  return CacheMode::Off;
 }
 
 uint64_t parse_max_bytes(const std::optional<std::string>& value) {

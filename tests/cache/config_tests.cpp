@@ -42,7 +42,7 @@ TEST_CASE("defaults: readwrite with a 512 MiB cap") {
   CHECK(c.max_bytes == 512ull * 1024 * 1024);
 }
 
-TEST_CASE("MLX_VK_CACHE modes parse, and an unknown value warns once and means readwrite") {
+TEST_CASE("MLX_VK_CACHE modes parse in any case, and an unknown value warns once and means off") {
   WarningCapture warnings;
   auto mode = [](const std::string& v) {
     return config_from_env(env_of({{"HOME", "/h"}, {"MLX_VK_CACHE", v}})).mode;
@@ -51,11 +51,19 @@ TEST_CASE("MLX_VK_CACHE modes parse, and an unknown value warns once and means r
   CHECK(mode("readonly") == CacheMode::ReadOnly);
   CHECK(mode("readwrite") == CacheMode::ReadWrite);
   CHECK(mode("0") == CacheMode::Off);
+  CHECK(mode("1") == CacheMode::ReadWrite);
+  CHECK(mode("OFF") == CacheMode::Off);
+  CHECK(mode("Off") == CacheMode::Off);
+  CHECK(mode("ReadOnly") == CacheMode::ReadOnly);
+  CHECK(mode("READWRITE") == CacheMode::ReadWrite);
   CHECK(warnings.lines.empty());
-  CHECK(mode("sometimes") == CacheMode::ReadWrite);
-  CHECK(mode("OFF") == CacheMode::ReadWrite);
+  // Fail closed: a mistyped "off" must not leave the cache reading and writing.
+  CHECK(mode("sometimes") == CacheMode::Off);
+  CHECK(mode("of") == CacheMode::Off);
+  CHECK(mode("read-only") == CacheMode::Off);
   REQUIRE(warnings.lines.size() == 1);  // once per process, however often it is parsed
   CHECK(warnings.lines[0].find("MLX_VK_CACHE='sometimes'") != std::string::npos);
+  CHECK(warnings.lines[0].find("the disk cache is off") != std::string::npos);
 }
 
 TEST_CASE("MLX_VK_CACHE_MAX_MB: whole MiB, 0 for no cap, garbage warns and uses the default") {

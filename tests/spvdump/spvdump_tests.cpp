@@ -508,6 +508,26 @@ TEST_CASE("commands that read the cache exit 1 when its directory does not exist
   CHECK(has(not_dir.err, "is not a directory"));
 }
 
+TEST_CASE("dis, reflect and glsl of a missing or special file name the file, not the cache") {
+  TempDir tmp;
+  for (const std::string command : {"dis", "reflect", "glsl"}) {
+    CAPTURE(command);
+    Run r = spvdump({command, "nosuch.spv", "--dir", tmp.path().string()});
+    CHECK(r.code == 1);
+    CHECK(has(r.err, "no such file: nosuch.spv"));
+    CHECK_FALSE(has(r.err, "no cached kernel"));
+  }
+  Run path = spvdump({"dis", (tmp.path() / "kernel").string(), "--dir", tmp.path().string()});
+  CHECK(path.code == 1);
+  CHECK(has(path.err, "no such file: " + (tmp.path() / "kernel").string()));
+
+  fs::path fifo = tmp.path() / "pipe.spv";
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  Run special = spvdump({"dis", fifo.string()});
+  CHECK(special.code == 1);  // -2: it blocked opening the FIFO
+  CHECK(has(special.err, "a FIFO, not a regular file"));
+}
+
 TEST_CASE("import of a FIFO as the bundle fails at once") {
   TempDir tmp;
   fs::path fifo = tmp.path() / "warm.bundle";

@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
-#include <filesystem>
 #include <iostream>
 #include <tuple>
 
@@ -23,15 +22,16 @@ namespace {
 
 namespace codegen = mlx::core::vulkan::codegen;
 
-// The SPIR-V a subcommand works on: a cached kernel, or a .spv file (e.g. from gen -o).
+// The SPIR-V a subcommand works on: a cached kernel, or a file (e.g. from gen -o). An
+// argument ending in .spv or holding a '/' names a file (keys and hashes have neither), so
+// a missing file is reported as such, not as an unknown kernel.
 std::vector<uint32_t> load_spirv(const Args& args) {
   const std::string& what = args.positional()[0];
-  std::error_code ec;
-  if (what.ends_with(".spv") && std::filesystem::is_regular_file(what, ec)) {
+  if (what.ends_with(".spv") || what.find('/') != std::string::npos) {
     std::string error;
     auto bytes = cache::read_file(what, error);
     if (!bytes) {
-      throw ToolError(error);
+      throw ToolError(error.empty() ? "no such file: " + what : error);
     }
     if (bytes->size() % 4 != 0) {
       throw ToolError(what + " is not SPIR-V (size is not a multiple of 4)");
@@ -43,7 +43,7 @@ std::vector<uint32_t> load_spirv(const Args& args) {
     }
     return words;
   }
-  auto c = open_cache(args);
+  auto c = open_existing_cache(args);
   return resolve_entry(c, what, args.option("--device").value_or("")).spirv;
 }
 
