@@ -2,6 +2,7 @@
 
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <stdexcept>
 #include <vector>
 
@@ -35,16 +36,32 @@ StreamRegistry& registry() {
   return r;
 }
 
+std::string describe(const Device& d) {
+  std::ostringstream os;
+  os << d;
+  return os.str();
+}
+
+// There is one device of each type, index 0: the CPU, and the Vulkan device in use.
+bool index_exists(const Device& d) {
+  return d.index == 0;
+}
+
+// An index that names no device is the caller's mistake (invalid_argument); a GPU that
+// is missing is the machine's (runtime_error), and the backend says why.
 void check_available(const Device& d, const char* who) {
+  if (!index_exists(d)) {
+    throw std::invalid_argument(
+        std::string("[") + who + "] " + describe(d) + " names no device: the devices are " +
+        (gpu::is_available() ? "Device(cpu, 0) and Device(gpu, 0)" : "Device(cpu, 0) only") + ".");
+  }
   if (d == Device::gpu && !gpu::is_available()) {
-    throw std::runtime_error(
-        std::string("[") + who +
-        "] the GPU is not available: no Vulkan device was found (or this build has no GPU "
-        "backend). Use the CPU device, or install a Vulkan driver (e.g. mesa-vulkan-drivers).");
+    throw std::runtime_error(std::string("[") + who + "] the GPU is not available: " +
+                             gpu::unavailable_reason() + ". Use the CPU device (Device::cpu).");
   }
 }
 
-} // namespace
+}  // namespace
 
 const Device& default_device() {
   return mutable_default_device();
@@ -56,7 +73,7 @@ void set_default_device(const Device& d) {
 }
 
 bool is_available(const Device& d) {
-  return d == Device::cpu || gpu::is_available();
+  return index_exists(d) && (d == Device::cpu || gpu::is_available());
 }
 
 bool operator==(const Device& lhs, const Device& rhs) {
@@ -133,7 +150,13 @@ Stream to_stream(StreamOrDevice s, Device default_) {
   if (std::holds_alternative<Device>(s)) {
     return default_stream(std::get<Device>(s));
   }
-  return std::get<Stream>(s);
+  // Streams come from default_stream/new_stream, which check their device; one built by
+  // hand with a bad index is caught here.
+  const Stream& stream = std::get<Stream>(s);
+  if (!index_exists(stream.device)) {
+    check_available(stream.device, "to_stream");
+  }
+  return stream;
 }
 
-} // namespace mlx::core
+}  // namespace mlx::core

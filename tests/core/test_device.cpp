@@ -1,6 +1,8 @@
 // Devices and streams, and what happens when a device is missing.
 #include <doctest/doctest.h>
 
+#include <sstream>
+
 #include "mlx/backend/gpu/available.h"
 #include "mlx/backend/gpu/device_info.h"
 #include "mlx/mlx.h"
@@ -20,7 +22,7 @@ TEST_CASE("ops run on the device named by StreamOrDevice") {
   auto s = mx::new_stream(mx::Device::cpu);
   auto c = mx::add(a, a, s);
   CHECK(c.primitive().stream() == s);
-  CHECK_THROWS_AS(c.item<float>(), std::invalid_argument); // size 2
+  CHECK_THROWS_AS(c.item<float>(), std::invalid_argument);  // size 2
 }
 
 TEST_CASE("set_default_device changes where ops run") {
@@ -42,4 +44,35 @@ TEST_CASE("without a GPU, asking for it gives a clear error") {
                        doctest::Contains("GPU is not available"), std::runtime_error);
   CHECK_THROWS_WITH_AS(mx::add(mx::array(1), mx::array(2), mx::Device::gpu),
                        doctest::Contains("GPU is not available"), std::runtime_error);
+}
+
+TEST_CASE("a device index other than 0 names no device and is rejected where it is used") {
+  auto previous = mx::default_device();
+  auto a = mx::array({1.0f, 2.0f});
+  // The GPU indices fail on the index whether or not a GPU exists.
+  for (auto d : {mx::Device(mx::Device::cpu, 1), mx::Device(mx::Device::cpu, -1),
+                 mx::Device(mx::Device::gpu, 1), mx::Device(mx::Device::gpu, -1),
+                 mx::Device(mx::Device::gpu, 7)}) {
+    CAPTURE(d);
+    std::ostringstream name;
+    name << d;
+    CHECK_FALSE(mx::is_available(d));
+    CHECK_THROWS_WITH_AS(mx::set_default_device(d),
+                         doctest::Contains(("[set_default_device] " + name.str() +
+                                            " names no device: the devices are Device(cpu, 0)")
+                                               .c_str()),
+                         std::invalid_argument);
+    CHECK(mx::default_device() == previous);
+    CHECK_THROWS_WITH_AS(mx::default_stream(d), doctest::Contains("[default_stream]"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(mx::new_stream(d), doctest::Contains("[new_stream]"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(mx::add(a, a, d), doctest::Contains("names no device"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(mx::add(a, a, mx::Stream(0, d)), doctest::Contains("[to_stream]"),
+                         std::invalid_argument);
+  }
+  CHECK(mx::is_available(mx::Device(mx::Device::cpu, 0)));
+  auto b = mx::add(a, a, mx::Device(mx::Device::cpu, 0));
+  CHECK(b.primitive().device() == mx::Device::cpu);
 }

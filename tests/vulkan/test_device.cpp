@@ -1,9 +1,17 @@
 // Device selection, capability probing and device_info.
 #include "vk_test.h"
 
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "mlx/backend/vulkan/device.h"
+#include "mlx/primitives.h"
 
 namespace mx = mlx::core;
 using namespace vk_test;
@@ -116,4 +124,162 @@ TEST_CASE("without a Vulkan device the library runs on the CPU and the GPU error
   CHECK_THROWS_AS(mx::gpu::device_info(0), std::invalid_argument);
   CHECK_THROWS_WITH_AS(mx::set_default_device(mx::Device::gpu),
                        doctest::Contains("GPU is not available"), std::runtime_error);
+}
+
+TEST_CASE("a GPU index other than 0 names no device and is rejected where it is used") {
+  VK_REQUIRE_DEVICE();
+  auto previous = mx::default_device();
+  mx::array a({1.0f, 2.0f});
+  for (int index : {1, -1, 7}) {
+    mx::Device d(mx::Device::gpu, index);
+    CAPTURE(index);
+    CHECK_FALSE(mx::is_available(d));
+    CHECK_THROWS_WITH_AS(mx::set_default_device(d),
+                         doctest::Contains(("[set_default_device] Device(gpu, " +
+                                            std::to_string(index) + ") names no device")
+                                               .c_str()),
+                         std::invalid_argument);
+    CHECK(mx::default_device() == previous);
+    CHECK_THROWS_WITH_AS(mx::set_default_device(d),
+                         doctest::Contains("the devices are Device(cpu, 0) and Device(gpu, 0)"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(mx::add(a, a, d), doctest::Contains("names no device"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(mx::new_stream(d), doctest::Contains("[new_stream]"),
+                         std::invalid_argument);
+    CHECK_THROWS_AS(mx::default_stream(d), std::invalid_argument);
+  }
+  // Index 0 is the GPU, and ops on it run there.
+  CHECK(mx::is_available(mx::Device(mx::Device::gpu, 0)));
+  auto b = mx::add(a, a, mx::Device(mx::Device::gpu, 0));
+  CHECK(b.primitive().device() == mx::Device::gpu);
+  CHECK(mlx_test::to_doubles(b) == std::vector<double>{2, 4});
+}
+
+namespace {
+
+struct ChildRun {
+  int code = -1;  // -2: killed after the time limit
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Runs this test binary again with only `test_case` selected and `env` added, so that
+// the child starts with a fresh Vulkan registry; captures its output.
+ChildRun run_self(const std::string& test_case,
+                  const std::vector<std::pair<std::string, std::string>>& env) {
+  char dir_template[] = "/tmp/mlxvk-device-test-XXXXXX";
+  REQUIRE(::mkdtemp(dir_template) != nullptr);
+  std::string dir = dir_template;
+  std::string out = dir + "/out", err = dir + "/err";
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(o, 1);
+    ::dup2(e, 2);
+    for (const auto& [k, v] : env) {
+      ::setenv(k.c_str(), v.c_str(), 1);
+    }
+    std::string filter = "--test-case=" + test_case;
+    char* argv[] = {const_cast<char*>("/proc/self/exe"), filter.data(), nullptr};
+    ::execv("/proc/self/exe", argv);
+    ::_exit(127);
+  }
+  ChildRun r;
+  int status = 0;
+  for (int waited_ms = 0; ::waitpid(pid, &status, WNOHANG) == 0; waited_ms += 10) {
+    if (waited_ms >= 300 * 1000) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      r.code = -2;
+      break;
+    }
+    ::usleep(10000);
+  }
+  if (r.code != -2) {
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  r.out = slurp(out);
+  r.err = slurp(err);
+  std::filesystem::remove_all(dir);
+  return r;
+}
+
+size_t count_of(const std::string& text, const std::string& part) {
+  size_t n = 0;
+  for (size_t p = text.find(part); p != std::string::npos; p = text.find(part, p + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+// Set by the vulkan_bad_device ctest, and by the test below for its children.
+const char* expected_bad_device() {
+  const char* v = std::getenv("MLX_VK_EXPECT_BAD_DEVICE");
+  return v && *v ? std::getenv("MLX_VK_DEVICE") : nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("MLX_VK_DEVICE naming no usable device: the GPU errors with that reason") {
+  const char* value = expected_bad_device();
+  if (!value) {
+    return;  // runs under MLX_VK_EXPECT_BAD_DEVICE=1 (ctest vulkan_bad_device, or below)
+  }
+  std::string reason = "MLX_VK_DEVICE=" + std::string(value) + " names no usable Vulkan device";
+  CHECK_FALSE(mx::gpu::is_available());
+  CHECK(mx::default_device() == mx::Device::cpu);
+  CHECK(mx::vulkan::unavailable_reason().find(reason) != std::string::npos);
+  // The reason lists the usable indices, and does not send the user to install a driver.
+  CHECK(mx::vulkan::unavailable_reason().find("(usable: ") != std::string::npos);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    CHECK_THROWS_WITH_AS(mx::set_default_device(mx::Device::gpu), doctest::Contains(reason.c_str()),
+                         std::runtime_error);
+    CHECK_THROWS_WITH_AS(mx::add(mx::array(1), mx::array(2), mx::Device::gpu),
+                         doctest::Contains(reason.c_str()), std::runtime_error);
+    CHECK_THROWS_WITH_AS(mx::new_stream(mx::Device::gpu), doctest::Contains(reason.c_str()),
+                         std::runtime_error);
+  }
+  try {
+    mx::set_default_device(mx::Device::gpu);
+  } catch (const std::runtime_error& e) {
+    CHECK(std::string(e.what()).find("install") == std::string::npos);
+  }
+  CHECK_THROWS_WITH_AS(mx::vulkan::device("probe"), doctest::Contains(reason.c_str()),
+                       std::runtime_error);
+  // The CPU still computes.
+  CHECK(mx::add(mx::array(1), mx::array(2)).item<int>() == 3);
+}
+
+TEST_CASE("MLX_VK_DEVICE=1, -1, abc or 999 on this machine warns once at start-up and names it") {
+  VK_REQUIRE_DEVICE();
+  if (expected_bad_device()) {
+    return;  // this is a child (or the vulkan_bad_device ctest): the case above runs
+  }
+  size_t index = std::get<size_t>(mx::gpu::device_info(0).at("vulkan_index"));
+  std::vector<std::string> values = {"-1", "abc", "999", "1x"};
+  if (mx::gpu::device_count() == 1 && index == 0) {
+    values.push_back("1");  // one past the only device, as on a one-GPU machine
+  }
+  for (const auto& value : values) {
+    CAPTURE(value);
+    ChildRun r = run_self("MLX_VK_DEVICE naming no usable device*",
+                          {{"MLX_VK_DEVICE", value}, {"MLX_VK_EXPECT_BAD_DEVICE", "1"}});
+    CHECK_MESSAGE(r.code == 0, "child stdout:\n" << r.out << "\nchild stderr:\n" << r.err);
+    CHECK(count_of(r.out, " 1 passed | 0 failed") == 1);  // the case ran, and passed
+    // Exactly one warning, however many times the GPU was asked for.
+    CHECK(count_of(r.err, "MLX_VK_DEVICE=" + value + " names no usable Vulkan device") == 1);
+    CHECK(count_of(r.err, "[vulkan] warning:") == 1);
+  }
+  // A valid index: no warning, the GPU is there.
+  ChildRun ok = run_self("the default device is the GPU when a Vulkan device exists",
+                         {{"MLX_VK_DEVICE", std::to_string(index)}});
+  CHECK_MESSAGE(ok.code == 0, "child stdout:\n" << ok.out << "\nchild stderr:\n" << ok.err);
+  CHECK(count_of(ok.err, "[vulkan] warning:") == 0);
 }

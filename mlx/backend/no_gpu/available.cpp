@@ -12,6 +12,10 @@ bool is_available() {
   return false;
 }
 
+std::string unavailable_reason() {
+  return "this build has no GPU backend (configure with -DMLX_BUILD_VULKAN=ON)";
+}
+
 int device_count() {
   return 0;
 }
@@ -24,7 +28,7 @@ namespace {
 [[noreturn]] void no_gpu(const char* fn) {
   throw std::runtime_error(std::string("[gpu::") + fn + "] this build has no GPU backend.");
 }
-} // namespace
+}  // namespace
 
 void new_stream(Stream) {
   no_gpu("new_stream");
@@ -39,4 +43,4 @@ void synchronize(Stream) {
   no_gpu("synchronize");
 }
 
-} // namespace mlx::core::gpu
+}  // namespace mlx::core::gpu

@@ -266,6 +266,8 @@ int find_type(const VkPhysicalDeviceMemoryProperties& mem, VkMemoryPropertyFlags
 struct Registry {
   std::unique_ptr<Device> device;
   std::string reason;
+  // The reason is a setting of ours (MLX_VK_DEVICE), not a missing driver.
+  bool misconfigured = false;
   std::vector<DeviceInfo> infos;
 };
 
@@ -439,13 +441,28 @@ struct DeviceFactory {
     }
     auto requested = env_string("MLX_VK_DEVICE");
     if (!requested.empty()) {
-      size_t want = env_size("MLX_VK_DEVICE", SIZE_MAX);
+      // Digits only: "-1" or "abc" must not parse as some index.
+      bool digits =
+          requested.size() <= 9 && std::all_of(requested.begin(), requested.end(),
+                                               [](char c) { return c >= '0' && c <= '9'; });
+      size_t want = digits ? std::stoul(requested) : SIZE_MAX;
       auto it = std::find_if(probes.begin(), probes.end(),
                              [&](const Probe& p) { return p.vulkan_index == want; });
       if (it == probes.end()) {
-        throw std::runtime_error("[vulkan] MLX_VK_DEVICE=" + requested +
-                                 " names no usable Vulkan device (" +
-                                 std::to_string(probes.size()) + " usable).");
+        std::string usable;
+        for (const auto& probe : probes) {
+          usable += (usable.empty() ? "" : ", ") + std::to_string(probe.vulkan_index) + " = " +
+                    probe.props.deviceName;
+        }
+        r.reason = "MLX_VK_DEVICE=" + requested +
+                   " names no usable Vulkan device (usable: " + usable +
+                   "); unset it or set it to one of those indices";
+        r.misconfigured = true;
+        // The GPU is silently gone otherwise: say so once, when the device is first looked
+        // for (the registry is created once per process).
+        std::fprintf(stderr, "[vulkan] warning: %s. The GPU is unavailable; running on the CPU.\n",
+                     r.reason.c_str());
+        return;
       }
       chosen = static_cast<size_t>(it - probes.begin());
     }
@@ -684,8 +701,26 @@ std::string unavailable_reason() {
   return registry().reason;
 }
 
+std::string unavailable_remedy() {
+  if (device_or_null()) {
+    return "";
+  }
+  return registry().misconfigured
+             ? registry().reason
+             : registry().reason + "; install or update a Vulkan driver (e.g. mesa-vulkan-drivers)";
+}
+
 const std::vector<DeviceInfo>& all_device_info() {
   return registry().infos;
 }
 
 }  // namespace mlx::core::vulkan
+
+namespace mlx::core::gpu {
+
+// The backend contract's other half lives in eval.cpp; the reason is known only here.
+std::string unavailable_reason() {
+  return vulkan::unavailable_remedy();
+}
+
+}  // namespace mlx::core::gpu

@@ -3,7 +3,9 @@
 //
 // Selection: discrete > integrated > virtual > CPU (lavapipe), ties in enumeration order;
 // MLX_VK_DEVICE=<vulkan index> overrides. No loader, no ICD or no Vulkan 1.2 device means
-// "not available": device_or_null() returns nullptr and nothing is printed.
+// "not available": device_or_null() returns nullptr and nothing is printed. An
+// MLX_VK_DEVICE that names no usable device also means "not available", but is a mistake
+// worth a warning: one line on stderr when the device is first looked for.
 #pragma once
 
 #include "mlx/backend/vulkan/loader.h"
@@ -141,6 +143,9 @@ Device* device_or_null();
 Device& device(const char* who = "vulkan");
 // Why no device is available ("" when one is).
 std::string unavailable_reason();
+// The reason and what to do about it, for errors raised when the GPU is asked for: a bad
+// MLX_VK_DEVICE names the usable indices; anything else suggests a Vulkan driver.
+std::string unavailable_remedy();
 
 // Every usable physical device: index 0 is the one in use, then the rest in Vulkan
 // enumeration order. Empty when no device is usable.
