@@ -14,8 +14,12 @@ class Buffer {
   void* raw_ptr();
 
   // The backend's opaque handle (for the CPU backend, the bytes themselves).
-  void* ptr() const { return handle_; }
-  void*& ptr() { return handle_; }
+  void* ptr() const {
+    return handle_;
+  }
+  void*& ptr() {
+    return handle_;
+  }
 
  private:
   void* handle_;
@@ -35,17 +39,7 @@ Allocator& allocator();
 Buffer malloc(size_t size);
 void free(Buffer buffer);
 
-} // namespace mlx::core::allocator
+}  // namespace mlx::core::allocator
 
-namespace mlx::core {
-
-// Memory statistics of the active allocator, in bytes (as MLX's memory.h).
-size_t get_active_memory();
-size_t get_peak_memory();
-void reset_peak_memory();
-size_t get_cache_memory();
-size_t set_memory_limit(size_t limit);
-size_t set_cache_limit(size_t limit);
-void clear_cache();
-
-} // namespace mlx::core
+// The statistics and limits (get_active_memory, ...) are in mlx/memory.h, as in MLX.
+#include "mlx/memory.h"

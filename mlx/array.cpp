@@ -1,30 +1,54 @@
 #include "mlx/array.h"
 
+#include <limits>
+
 #include "mlx/primitives.h"
 #include "mlx/transforms.h"
+#include "mlx/transforms_impl.h"
+#include "mlx/utils.h"
 
 namespace mlx::core {
 
 namespace {
 
-size_t shape_size(const Shape& shape, const char* who) {
-  size_t size = 1;
+// The element count of `shape`, refusing shapes whose element or byte count does not fit
+// the signed 64-bit offsets every backend indexes with (a wrapped count would silently
+// make an empty or tiny array).
+size_t shape_size(const Shape& shape, Dtype dtype, const char* who) {
+  constexpr uint64_t limit = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  uint64_t size = 1;
+  bool overflow = false;
   for (auto d : shape) {
     if (d < 0) {
       throw std::invalid_argument(std::string("[") + who +
                                   "] shape dimensions must be non-negative.");
     }
-    size *= static_cast<size_t>(d);
+    uint64_t next;
+    if (__builtin_mul_overflow(size, static_cast<uint64_t>(d), &next) || next > limit) {
+      overflow = true;
+      next = limit;  // keep scanning: a later 0 makes the array empty, not too large
+    }
+    size = next;
   }
-  return size;
+  bool empty = std::find(shape.begin(), shape.end(), 0) != shape.end();
+  uint64_t bytes = 0;
+  if (!empty && (overflow || __builtin_mul_overflow(size, uint64_t(size_of(dtype)), &bytes) ||
+                 bytes > limit)) {
+    throw std::invalid_argument(std::string("[") + who + "] an array of shape " +
+                                shape_to_string(shape) + " and dtype " + dtype_to_string(dtype) +
+                                " has more elements or bytes than fit in 63 bits.");
+  }
+  return empty ? 0 : static_cast<size_t>(size);
 }
 
-} // namespace
+}  // namespace
 
 Strides row_major_strides(const Shape& shape) {
   Strides strides(shape.size(), 1);
   for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) {
-    strides[i] = strides[i + 1] * std::max<int64_t>(shape[i + 1], 1);
+    // Unsigned so an oversized shape wraps instead of overflowing; ArrayDesc rejects it.
+    strides[i] = static_cast<int64_t>(static_cast<uint64_t>(strides[i + 1]) *
+                                      std::max<uint64_t>(shape[i + 1], 1));
   }
   return strides;
 }
@@ -32,7 +56,7 @@ Strides row_major_strides(const Shape& shape) {
 array::ArrayDesc::ArrayDesc(Shape shape_, Dtype dtype_)
     : shape(std::move(shape_)),
       strides(row_major_strides(shape)),
-      size(shape_size(shape, "array")),
+      size(shape_size(shape, dtype_, "array")),
       dtype(dtype_),
       status(Status::available) {}
 
@@ -40,7 +64,7 @@ array::ArrayDesc::ArrayDesc(Shape shape_, Dtype dtype_, std::shared_ptr<Primitiv
                             std::vector<array> inputs_)
     : shape(std::move(shape_)),
       strides(row_major_strides(shape)),
-      size(shape_size(shape, "array")),
+      size(shape_size(shape, dtype_, primitive_ ? primitive_->name() : "array")),
       dtype(dtype_),
       primitive(std::move(primitive_)),
       status(Status::unscheduled),
@@ -159,7 +183,20 @@ void array::eval() {
 }
 
 bool array::is_available() const {
+  if (status() == Status::evaluated && desc_->pending_stream >= 0 &&
+      detail::synced_since(desc_->pending_stream, desc_->pending_ticket)) {
+    set_status(Status::available);  // a synchronize of its stream has finished since
+  }
   return status() == Status::available;
+}
+
+void array::set_pending_stream(int stream_index) const {
+  desc_->pending_stream = stream_index;
+  desc_->pending_ticket = detail::sync_ticket(stream_index);
+}
+
+bool array::is_tracer() const {
+  return desc_->is_tracer && detail::in_tracing();
 }
 
 void array::wait() {
@@ -201,8 +238,8 @@ void array::set_data(allocator::Buffer buffer, size_t data_size, Strides strides
 void array::copy_shared_buffer(const array& other, const Strides& strides, Flags flags,
                                size_t data_size, int64_t offset_elems) {
   desc_->data = other.desc_->data;
-  desc_->offset =
-      static_cast<size_t>(static_cast<int64_t>(other.desc_->offset) + offset_elems * static_cast<int64_t>(itemsize()));
+  desc_->offset = static_cast<size_t>(static_cast<int64_t>(other.desc_->offset) +
+                                      offset_elems * static_cast<int64_t>(itemsize()));
   desc_->data_size = data_size;
   desc_->strides = strides;
   desc_->flags = flags;
@@ -223,4 +260,4 @@ void array::detach() {
   desc_->siblings.clear();
 }
 
-} // namespace mlx::core
+}  // namespace mlx::core

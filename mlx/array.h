@@ -8,6 +8,8 @@
 #include <iterator>
 #include <memory>
 #include <stdexcept>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 #include "mlx/allocator.h"
@@ -46,8 +48,7 @@ class array {
   array(std::initializer_list<T> data, Shape shape, Dtype dtype = TypeToDtype<T>());
 
   // Wraps an existing buffer (taking ownership through `deleter`).
-  array(allocator::Buffer data, Shape shape, Dtype dtype,
-        Deleter deleter = allocator::free);
+  array(allocator::Buffer data, Shape shape, Dtype dtype, Deleter deleter = allocator::free);
 
   array& operator=(const array& other) & = default;
   array& operator=(array&& other) & = default;
@@ -55,16 +56,34 @@ class array {
   array(array&& other) = default;
   ~array();
 
-  size_t itemsize() const { return size_of(dtype()); }
-  size_t size() const { return desc_->size; }
-  size_t nbytes() const { return size() * itemsize(); }
-  size_t ndim() const { return desc_->shape.size(); }
-  const Shape& shape() const { return desc_->shape; }
+  size_t itemsize() const {
+    return size_of(dtype());
+  }
+  size_t size() const {
+    return desc_->size;
+  }
+  size_t nbytes() const {
+    return size() * itemsize();
+  }
+  size_t ndim() const {
+    return desc_->shape.size();
+  }
+  const Shape& shape() const {
+    return desc_->shape;
+  }
   // Negative dims count from the end.
-  int shape(int dim) const { return shape().at(dim < 0 ? dim + ndim() : dim); }
-  const Strides& strides() const { return desc_->strides; }
-  int64_t strides(int dim) const { return strides().at(dim < 0 ? dim + ndim() : dim); }
-  Dtype dtype() const { return desc_->dtype; }
+  int shape(int dim) const {
+    return shape().at(dim < 0 ? dim + ndim() : dim);
+  }
+  const Strides& strides() const {
+    return desc_->strides;
+  }
+  int64_t strides(int dim) const {
+    return strides().at(dim < 0 ? dim + ndim() : dim);
+  }
+  Dtype dtype() const {
+    return desc_->dtype;
+  }
 
   // Evaluates the array (and its graph) and waits for the result.
   void eval();
@@ -77,16 +96,16 @@ class array {
 
   // --- Graph: used by ops, transforms and backends ---------------------------------------
 
-  array(Shape shape, Dtype dtype, std::shared_ptr<Primitive> primitive,
-        std::vector<array> inputs);
+  array(Shape shape, Dtype dtype, std::shared_ptr<Primitive> primitive, std::vector<array> inputs);
 
   // Outputs of one multi-output primitive; each output lists the others as siblings.
-  static std::vector<array> make_arrays(std::vector<Shape> shapes,
-                                        const std::vector<Dtype>& dtypes,
+  static std::vector<array> make_arrays(std::vector<Shape> shapes, const std::vector<Dtype>& dtypes,
                                         const std::shared_ptr<Primitive>& primitive,
                                         const std::vector<array>& inputs);
 
-  std::uintptr_t id() const { return reinterpret_cast<std::uintptr_t>(desc_.get()); }
+  std::uintptr_t id() const {
+    return reinterpret_cast<std::uintptr_t>(desc_.get());
+  }
   std::uintptr_t primitive_id() const {
     return reinterpret_cast<std::uintptr_t>(desc_->primitive.get());
   }
@@ -94,11 +113,12 @@ class array {
   struct Data {
     allocator::Buffer buffer;
     Deleter d;
-    Data(allocator::Buffer buffer, Deleter d = allocator::free)
-        : buffer(buffer), d(std::move(d)) {}
+    Data(allocator::Buffer buffer, Deleter d = allocator::free) : buffer(buffer), d(std::move(d)) {}
     Data(const Data&) = delete;
     Data& operator=(const Data&) = delete;
-    ~Data() { d(buffer); }
+    ~Data() {
+      d(buffer);
+    }
   };
 
   struct Flags {
@@ -108,12 +128,22 @@ class array {
     bool col_contiguous : 1;
   };
 
-  Primitive& primitive() const { return *(desc_->primitive); }
-  std::shared_ptr<Primitive>& primitive_ptr() const { return desc_->primitive; }
-  bool has_primitive() const { return desc_->primitive != nullptr; }
+  Primitive& primitive() const {
+    return *(desc_->primitive);
+  }
+  std::shared_ptr<Primitive>& primitive_ptr() const {
+    return desc_->primitive;
+  }
+  bool has_primitive() const {
+    return desc_->primitive != nullptr;
+  }
 
-  std::vector<array>& inputs() { return desc_->inputs; }
-  const std::vector<array>& inputs() const { return desc_->inputs; }
+  std::vector<array>& inputs() {
+    return desc_->inputs;
+  }
+  const std::vector<array>& inputs() const {
+    return desc_->inputs;
+  }
 
   // True when nothing but the graph holds this array and its data, so an op may write
   // its output into this array's buffer.
@@ -121,8 +151,12 @@ class array {
     return desc_.use_count() == 1 && desc_->data && desc_->data.use_count() == 1;
   }
 
-  const std::vector<array>& siblings() const { return desc_->siblings; }
-  std::vector<array>& siblings() { return desc_->siblings; }
+  const std::vector<array>& siblings() const {
+    return desc_->siblings;
+  }
+  std::vector<array>& siblings() {
+    return desc_->siblings;
+  }
   void set_siblings(std::vector<array> siblings, uint16_t position) {
     desc_->siblings = std::move(siblings);
     desc_->position = position;
@@ -130,22 +164,48 @@ class array {
   // This array and its siblings, in output order.
   std::vector<array> outputs() const;
 
-  const Flags& flags() const { return desc_->flags; }
+  const Flags& flags() const {
+    return desc_->flags;
+  }
 
   // Number of elements the buffer holds for this view (the dense range it spans).
-  size_t data_size() const { return desc_->data_size; }
+  size_t data_size() const {
+    return desc_->data_size;
+  }
 
-  allocator::Buffer& buffer() { return desc_->data->buffer; }
-  const allocator::Buffer& buffer() const { return desc_->data->buffer; }
-  size_t buffer_size() const { return allocator::allocator().size(buffer()); }
-  std::shared_ptr<Data> data_shared_ptr() const { return desc_->data; }
-  bool has_data() const { return desc_->data != nullptr; }
+  allocator::Buffer& buffer() {
+    return desc_->data->buffer;
+  }
+  const allocator::Buffer& buffer() const {
+    return desc_->data->buffer;
+  }
+  size_t buffer_size() const {
+    return allocator::allocator().size(buffer());
+  }
+  std::shared_ptr<Data> data_shared_ptr() const {
+    return desc_->data;
+  }
+  bool has_data() const {
+    return desc_->data != nullptr;
+  }
 
   // Byte offset of element 0 of this view inside buffer().
-  size_t offset() const { return desc_->offset; }
+  size_t offset() const {
+    return desc_->offset;
+  }
 
   template <typename T>
   T* data() {
+#ifndef NDEBUG
+    // Debug builds catch reading elements as a type of another width.
+    if constexpr (!std::is_void_v<T> && sizeof(T) != 1) {
+      if (sizeof(T) != itemsize()) {
+        throw std::invalid_argument("[data] the element type has " + std::to_string(sizeof(T)) +
+                                    " bytes but the array's dtype " + dtype_to_string(dtype()) +
+                                    " has " + std::to_string(itemsize()) + ".");
+      }
+    }
+#endif
     return reinterpret_cast<T*>(static_cast<char*>(buffer().raw_ptr()) + desc_->offset);
   }
   template <typename T>
@@ -154,21 +214,28 @@ class array {
   }
 
   enum class Status {
-    unscheduled, // a graph node waiting for eval
-    evaluated,   // recorded on its stream, may still be running on a device
-    available    // its data can be read
+    unscheduled,  // a graph node waiting for eval
+    evaluated,    // recorded on its stream, may still be running on a device
+    available     // its data can be read
   };
-  Status status() const { return desc_->status; }
-  void set_status(Status s) const { desc_->status = s; }
+  Status status() const {
+    return desc_->status;
+  }
+  void set_status(Status s) const {
+    desc_->status = s;
+  }
   bool is_available() const;
   // Waits until the data is readable (after async_eval on a GPU stream).
   void wait();
 
   // The stream whose completion makes this array available (set by eval on a GPU).
-  void set_pending_stream(int stream_index) const { desc_->pending_stream = stream_index; }
+  void set_pending_stream(int stream_index) const;
 
-  bool is_tracer() const { return desc_->is_tracer; }
-  void set_tracer(bool is_tracer) { desc_->is_tracer = is_tracer; }
+  // As MLX: only an array marked as a tracer while a transform traces is one.
+  bool is_tracer() const;
+  void set_tracer(bool is_tracer) {
+    desc_->is_tracer = is_tracer;
+  }
 
   // Gives this (row-contiguous) array a freshly allocated buffer.
   void set_data(allocator::Buffer buffer, Deleter d = allocator::free);
@@ -176,8 +243,8 @@ class array {
                 Deleter d = allocator::free);
 
   // Makes this array a view of `other`'s buffer with its own strides and offset.
-  void copy_shared_buffer(const array& other, const Strides& strides, Flags flags,
-                          size_t data_size, int64_t offset_elems = 0);
+  void copy_shared_buffer(const array& other, const Strides& strides, Flags flags, size_t data_size,
+                          int64_t offset_elems = 0);
   void copy_shared_buffer(const array& other);
 
   // Drops the primitive and inputs once evaluated, so the graph can be freed.
@@ -186,6 +253,9 @@ class array {
  private:
   template <typename It>
   void init(It src);
+  // The first element converted to T.
+  template <typename T>
+  T value_as() const;
 
   struct ArrayDesc {
     Shape shape;
@@ -195,6 +265,7 @@ class array {
     std::shared_ptr<Primitive> primitive;
     Status status;
     int pending_stream = -1;
+    uint64_t pending_ticket = 0;  // the stream's sync ticket when this was recorded
     bool is_tracer = false;
     std::shared_ptr<Data> data;
     size_t offset = 0;
@@ -250,7 +321,7 @@ T array::item() {
     throw std::invalid_argument("[item] only size-1 arrays can be converted to scalars.");
   }
   eval();
-  return *data<T>();
+  return value_as<T>();
 }
 
 template <typename T>
@@ -262,7 +333,19 @@ T array::item() const {
     throw std::invalid_argument("[item] cannot get the item of an unevaluated const array.");
   }
   const_cast<array&>(*this).wait();
-  return *data<T>();
+  return value_as<T>();
+}
+
+template <typename T>
+T array::value_as() const {
+  // Converted from the stored dtype, never reinterpreted: item<float>() of an int32 or
+  // float64 array is its value.
+  T result{};
+  dispatch_dtype(dtype(), [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    result = cast_value<T, S>(*data<S>());
+  });
+  return result;
 }
 
 template <typename It>
@@ -278,4 +361,4 @@ void array::init(It src) {
   });
 }
 
-} // namespace mlx::core
+}  // namespace mlx::core

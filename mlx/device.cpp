@@ -125,6 +125,18 @@ void synchronize(Stream s) {
   }
 }
 
+void clear_streams() {
+  std::vector<Stream> streams;
+  {
+    auto& r = registry();
+    std::lock_guard lk(r.mtx);
+    streams = r.streams;
+  }
+  for (auto& s : streams) {
+    synchronize(s);
+  }
+}
+
 void synchronize() {
   if (gpu::is_available()) {
     synchronize(default_stream(Device::gpu));

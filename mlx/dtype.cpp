@@ -36,7 +36,7 @@ Dtype from_val(V v) {
   return all_dtypes[static_cast<int>(v)];
 }
 
-} // namespace
+}  // namespace
 
 Dtype promote_types(const Dtype& t1, const Dtype& t2) {
   return from_val(promotion_table[static_cast<int>(t1.val)][static_cast<int>(t2.val)]);
@@ -108,7 +108,7 @@ bool category_within(Dtype::Category a, Dtype::Category b) {
   }
 }
 
-} // namespace
+}  // namespace
 
 bool issubdtype(const Dtype& a, const Dtype& b) {
   return a == b;
@@ -152,8 +152,8 @@ Dtype at_least_float(const Dtype& t) {
 
 std::string dtype_to_string(const Dtype& t) {
   static const char* names[Dtype::num_types] = {
-      "bool",  "uint8",   "uint16",  "uint32",  "uint64",   "int8",     "int16",
-      "int32", "int64",   "float16", "float32", "float64",  "bfloat16", "complex64"};
+      "bool",  "uint8", "uint16",  "uint32",  "uint64",  "int8",     "int16",
+      "int32", "int64", "float16", "float32", "float64", "bfloat16", "complex64"};
   return names[static_cast<int>(t.val)];
 }
 
@@ -167,34 +167,64 @@ std::ostream& operator<<(std::ostream& os, const Dtype::Kind& k) {
 }
 
 template <>
-TypeToDtype<bool>::operator Dtype() { return bool_; }
+TypeToDtype<bool>::operator Dtype() {
+  return bool_;
+}
 template <>
-TypeToDtype<uint8_t>::operator Dtype() { return uint8; }
+TypeToDtype<uint8_t>::operator Dtype() {
+  return uint8;
+}
 template <>
-TypeToDtype<uint16_t>::operator Dtype() { return uint16; }
+TypeToDtype<uint16_t>::operator Dtype() {
+  return uint16;
+}
 template <>
-TypeToDtype<uint32_t>::operator Dtype() { return uint32; }
+TypeToDtype<uint32_t>::operator Dtype() {
+  return uint32;
+}
 template <>
-TypeToDtype<uint64_t>::operator Dtype() { return uint64; }
+TypeToDtype<uint64_t>::operator Dtype() {
+  return uint64;
+}
 template <>
-TypeToDtype<int8_t>::operator Dtype() { return int8; }
+TypeToDtype<int8_t>::operator Dtype() {
+  return int8;
+}
 template <>
-TypeToDtype<int16_t>::operator Dtype() { return int16; }
+TypeToDtype<int16_t>::operator Dtype() {
+  return int16;
+}
 template <>
-TypeToDtype<int32_t>::operator Dtype() { return int32; }
+TypeToDtype<int32_t>::operator Dtype() {
+  return int32;
+}
 template <>
-TypeToDtype<int64_t>::operator Dtype() { return int64; }
+TypeToDtype<int64_t>::operator Dtype() {
+  return int64;
+}
 template <>
-TypeToDtype<float16_t>::operator Dtype() { return float16; }
+TypeToDtype<float16_t>::operator Dtype() {
+  return float16;
+}
 template <>
-TypeToDtype<float>::operator Dtype() { return float32; }
+TypeToDtype<float>::operator Dtype() {
+  return float32;
+}
 template <>
-TypeToDtype<double>::operator Dtype() { return float64; }
+TypeToDtype<double>::operator Dtype() {
+  return float32;  // as MLX: C++ doubles make float32 arrays; ask for float64 explicitly
+}
 template <>
-TypeToDtype<bfloat16_t>::operator Dtype() { return bfloat16; }
+TypeToDtype<bfloat16_t>::operator Dtype() {
+  return bfloat16;
+}
 template <>
-TypeToDtype<complex64_t>::operator Dtype() { return complex64; }
+TypeToDtype<complex64_t>::operator Dtype() {
+  return complex64;
+}
 template <>
-TypeToDtype<std::complex<float>>::operator Dtype() { return complex64; }
+TypeToDtype<std::complex<float>>::operator Dtype() {
+  return complex64;
+}
 
-} // namespace mlx::core
+}  // namespace mlx::core

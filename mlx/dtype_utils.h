@@ -54,8 +54,7 @@ decltype(auto) dispatch_dtype(Dtype dt, F&& f) {
 }
 
 template <typename T>
-inline constexpr bool is_half_v =
-    std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>;
+inline constexpr bool is_half_v = std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>;
 
 template <typename T>
 inline constexpr bool is_complex_v = std::is_same_v<T, complex64_t>;
@@ -81,12 +80,15 @@ To saturating_float_to_int(From v) {
   return static_cast<To>(d);
 }
 
-// Converts one value between storage types: complex->real keeps the real part, 16-bit
+// Converts one value between storage types: complex->real keeps the real part (->bool
+// tests both parts), 16-bit
 // floats round to nearest-even, float->int saturates.
 template <typename To, typename From>
 To cast_value(From v) {
   if constexpr (std::is_same_v<To, From>) {
     return v;
+  } else if constexpr (is_complex_v<From> && std::is_same_v<To, bool>) {
+    return v.real() != 0.0f || v.imag() != 0.0f;  // as MLX: any non-zero part is true
   } else if constexpr (is_complex_v<From>) {
     return cast_value<To>(v.real());
   } else if constexpr (is_complex_v<To>) {
@@ -104,4 +106,4 @@ To cast_value(From v) {
   }
 }
 
-} // namespace mlx::core
+}  // namespace mlx::core

@@ -3,8 +3,11 @@
 
 #include "mlx/allocator.h"
 #include "mlx/array.h"
+#include "mlx/backend/gpu/device_info.h"
+#include "mlx/backend/metal/metal.h"
 #include "mlx/device.h"
 #include "mlx/dtype.h"
+#include "mlx/memory.h"
 #include "mlx/ops.h"
 #include "mlx/random.h"
 #include "mlx/stream.h"

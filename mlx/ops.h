@@ -4,6 +4,8 @@
 #pragma once
 
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "mlx/array.h"
@@ -94,13 +96,13 @@ Shape broadcast_shapes(const Shape& s1, const Shape& s2);
 // and a negative stride walks backwards. A zero stride throws.
 array slice(const array& a, Shape start, Shape stop, Shape strides, StreamOrDevice s = {});
 array slice(const array& a, Shape start, Shape stop, StreamOrDevice s = {});
-array slice_update(const array& src, const array& update, Shape start, Shape stop,
-                   Shape strides, StreamOrDevice s = {});
+array slice_update(const array& src, const array& update, Shape start, Shape stop, Shape strides,
+                   StreamOrDevice s = {});
 array slice_update(const array& src, const array& update, Shape start, Shape stop,
                    StreamOrDevice s = {});
 
 array concatenate(std::vector<array> arrays, int axis, StreamOrDevice s = {});
-array concatenate(std::vector<array> arrays, StreamOrDevice s = {}); // flattened
+array concatenate(std::vector<array> arrays, StreamOrDevice s = {});  // flattened
 array stack(const std::vector<array>& arrays, int axis, StreamOrDevice s = {});
 array stack(const std::vector<array>& arrays, StreamOrDevice s = {});
 // Into `num_splits` equal parts, or at the given indices.
@@ -111,9 +113,40 @@ std::vector<array> split(const array& a, const Shape& indices, StreamOrDevice s 
 
 array take(const array& a, const array& indices, int axis, StreamOrDevice s = {});
 array take(const array& a, int index, int axis, StreamOrDevice s = {});
-array take(const array& a, const array& indices, StreamOrDevice s = {}); // flattened a
+array take(const array& a, const array& indices, StreamOrDevice s = {});  // flattened a
 array take(const array& a, int index, StreamOrDevice s = {});
 array take_along_axis(const array& a, const array& indices, int axis, StreamOrDevice s = {});
+
+// ---- Composites (MLX's signatures) -------------------------------------------------------
+
+// Elementwise max(a, a_min) then min(., a_max); at least one bound must be given.
+array clip(const array& a, const std::optional<array>& a_min = std::nullopt,
+           const std::optional<array>& a_max = std::nullopt, StreamOrDevice s = {});
+// The identity (no autodiff here yet).
+array stop_gradient(const array& a, StreamOrDevice s = {});
+// Modes "constant", "edge", "reflect" and "symmetric" (reflect/symmetric need an axis
+// longer than the pad width, as NumPy's single-pass form).
+array pad(const array& a, const std::vector<int>& axes, const Shape& low_pad_size,
+          const Shape& high_pad_size, const array& pad_value = array(0),
+          const std::string& mode = "constant", StreamOrDevice s = {});
+array pad(const array& a, const std::vector<std::pair<int, int>>& pad_width,
+          const array& pad_value = array(0), const std::string& mode = "constant",
+          StreamOrDevice s = {});
+array pad(const array& a, const std::pair<int, int>& pad_width, const array& pad_value = array(0),
+          const std::string& mode = "constant", StreamOrDevice s = {});
+array pad(const array& a, int pad_width, const array& pad_value = array(0),
+          const std::string& mode = "constant", StreamOrDevice s = {});
+// Elements shift towards the end and wrap around; without axes, over the flattened array.
+array roll(const array& a, int shift, StreamOrDevice s = {});
+array roll(const array& a, const Shape& shift, StreamOrDevice s = {});
+array roll(const array& a, int shift, int axis, StreamOrDevice s = {});
+array roll(const array& a, int shift, const std::vector<int>& axes, StreamOrDevice s = {});
+array roll(const array& a, const Shape& shift, int axis, StreamOrDevice s = {});
+array roll(const array& a, const Shape& shift, const std::vector<int>& axes, StreamOrDevice s = {});
+// The diagonal over axis1/axis2 becomes the last axis.
+array diagonal(const array& a, int offset = 0, int axis1 = 0, int axis2 = 1, StreamOrDevice s = {});
+// The k-th diagonal of a 2-d array, or a matrix with a 1-d array on its k-th diagonal.
+array diag(const array& a, int k = 0, StreamOrDevice s = {});
 
 // ---- Unary -------------------------------------------------------------------------------
 
@@ -159,7 +192,7 @@ array isinf(const array& a, StreamOrDevice s = {});
 array add(const array& a, const array& b, StreamOrDevice s = {});
 array subtract(const array& a, const array& b, StreamOrDevice s = {});
 array multiply(const array& a, const array& b, StreamOrDevice s = {});
-array divide(const array& a, const array& b, StreamOrDevice s = {}); // floating result
+array divide(const array& a, const array& b, StreamOrDevice s = {});  // floating result
 array floor_divide(const array& a, const array& b, StreamOrDevice s = {});
 array remainder(const array& a, const array& b, StreamOrDevice s = {});
 std::vector<array> divmod(const array& a, const array& b, StreamOrDevice s = {});
@@ -202,22 +235,25 @@ array operator^(const array& a, const array& b);
 array operator<<(const array& a, const array& b);
 array operator>>(const array& a, const array& b);
 
-// Scalar operands become 0-d arrays of their C++ type (as MLX's C++ API does).
-#define MLX_SCALAR_BINARY_OPERATOR(op)                         \
-  template <typename T>                                        \
-    requires std::is_arithmetic_v<T>                           \
-  array operator op(const array& a, T b) {                     \
-    return a op array(b);                                      \
-  }                                                            \
-  template <typename T>                                        \
-    requires std::is_arithmetic_v<T>                           \
-  array operator op(T a, const array& b) {                     \
-    return array(a) op b;                                      \
+// Scalar operands become 0-d arrays of their C++ type, array(x), as MLX's C++ API does (no
+// weak typing: f16 * 2.0 is float32, f16 * 2 stays float16). 16-bit float scalars work
+// too; complex scalars go through array's implicit complex constructor (a template for
+// them would make complex64_t == complex64_t ambiguous).
+template <typename T>
+concept ScalarOperand =
+    std::is_arithmetic_v<T> || std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>;
+#define MLX_SCALAR_BINARY_OPERATOR(op)     \
+  template <ScalarOperand T>               \
+  array operator op(const array& a, T b) { \
+    return a op array(b);                  \
+  }                                        \
+  template <ScalarOperand T>               \
+  array operator op(T a, const array& b) { \
+    return array(a) op b;                  \
   }
 MLX_SCALAR_BINARY_OPERATOR(+)
 MLX_SCALAR_BINARY_OPERATOR(-)
 MLX_SCALAR_BINARY_OPERATOR(*)
-MLX_SCALAR_BINARY_OPERATOR(/)
 MLX_SCALAR_BINARY_OPERATOR(%)
 MLX_SCALAR_BINARY_OPERATOR(==)
 MLX_SCALAR_BINARY_OPERATOR(!=)
@@ -225,6 +261,10 @@ MLX_SCALAR_BINARY_OPERATOR(<)
 MLX_SCALAR_BINARY_OPERATOR(<=)
 MLX_SCALAR_BINARY_OPERATOR(>)
 MLX_SCALAR_BINARY_OPERATOR(>=)
+// As MLX, division by a scalar takes a double, which becomes a float32 array: x / 2 of a
+// float16 array is float32.
+array operator/(const array& a, double b);
+array operator/(double a, const array& b);
 #undef MLX_SCALAR_BINARY_OPERATOR
 
 // ---- Selection and comparison ------------------------------------------------------------
@@ -242,11 +282,13 @@ inline array array_equal(const array& a, const array& b, StreamOrDevice s = {}) 
 
 // ---- Reductions (axes may be negative; keepdims keeps reduced axes as size 1) -------------
 
-#define MLX_DECLARE_REDUCTION(name)                                                       \
-  array name(const array& a, bool keepdims, StreamOrDevice s = {});                       \
-  inline array name(const array& a, StreamOrDevice s = {}) { return name(a, false, s); }  \
-  array name(const array& a, const std::vector<int>& axes, bool keepdims = false,         \
-             StreamOrDevice s = {});                                                      \
+#define MLX_DECLARE_REDUCTION(name)                                               \
+  array name(const array& a, bool keepdims, StreamOrDevice s = {});               \
+  inline array name(const array& a, StreamOrDevice s = {}) {                      \
+    return name(a, false, s);                                                     \
+  }                                                                               \
+  array name(const array& a, const std::vector<int>& axes, bool keepdims = false, \
+             StreamOrDevice s = {});                                              \
   array name(const array& a, int axis, bool keepdims = false, StreamOrDevice s = {});
 MLX_DECLARE_REDUCTION(sum)
 MLX_DECLARE_REDUCTION(mean)
@@ -288,4 +330,4 @@ array softmax(const array& a, bool precise = false, StreamOrDevice s = {});
 // (..., M, K) x (..., K, N) with broadcast batch dims; 1-d operands as in NumPy.
 array matmul(const array& a, const array& b, StreamOrDevice s = {});
 
-} // namespace mlx::core
+}  // namespace mlx::core

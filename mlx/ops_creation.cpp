@@ -15,7 +15,8 @@ array full(Shape shape, array vals, Dtype dtype, StreamOrDevice s) {
                                   ".");
     }
   }
-  return broadcast_to(astype(std::move(vals), dtype, s), shape, s);
+  auto value = broadcast_to(astype(std::move(vals), dtype, s), shape, s);
+  return array(std::move(shape), dtype, std::make_shared<Full>(to_stream(s)), {value});
 }
 
 array full(Shape shape, array vals, StreamOrDevice s) {
@@ -123,9 +124,9 @@ array eye(int n, int m, int k, Dtype dtype, StreamOrDevice s) {
   int64_t start = first_row * (int64_t{m} + 1) + k;
   int64_t stop = start + (count - 1) * step + 1;
   auto flat =
-      slice_update(zeros({n * m}, dtype, s), ones({static_cast<ShapeElem>(count)}, dtype, s),
-                   {static_cast<ShapeElem>(start)}, {static_cast<ShapeElem>(stop)},
-                   {static_cast<ShapeElem>(step)}, s);
+      slice_update(zeros({checked_dim(int64_t{n} * m, "eye")}, dtype, s),
+                   ones({static_cast<ShapeElem>(count)}, dtype, s), {static_cast<ShapeElem>(start)},
+                   {static_cast<ShapeElem>(stop)}, {static_cast<ShapeElem>(step)}, s);
   return reshape(flat, {n, m}, s);
 }
 
@@ -133,4 +134,4 @@ array identity(int n, Dtype dtype, StreamOrDevice s) {
   return eye(n, n, 0, dtype, s);
 }
 
-} // namespace mlx::core
+}  // namespace mlx::core

@@ -92,13 +92,13 @@ array integral_binary(const array& a, const array& b, BinaryOp op, const char* n
   return make_binary(a, b, op, dt, dt, s);
 }
 
-} // namespace
+}  // namespace
 
 // ---- Unary -------------------------------------------------------------------------------
 
 array abs(const array& a, StreamOrDevice s) {
   if (is_unsigned(a.dtype()) || a.dtype() == bool_) {
-    return a; // already non-negative; MLX returns the input unchanged as well
+    return a;  // already non-negative; MLX returns the input unchanged as well
   }
   if (is_complex(a.dtype())) {
     // The kernel writes (|z|, 0); MLX returns the magnitude as float32.
@@ -203,12 +203,16 @@ array ceil(const array& a, StreamOrDevice s) {
 }
 array round(const array& a, int decimals, StreamOrDevice s) {
   require_not_complex(a, "round");
-  if (decimals == 0 || !is_floating_point(a.dtype())) {
-    return decimals == 0 ? same_type_unary(a, UnaryOp::Round, s) : a;
+  if (decimals == 0) {
+    return same_type_unary(a, UnaryOp::Round, s);
   }
-  // Round half to even at the requested decimal place, as MLX does.
-  auto scale = array(std::pow(10.0, decimals), a.dtype());
-  return divide(same_type_unary(multiply(a, scale, s), UnaryOp::Round, s), scale, s);
+  // As MLX: scale by 10^decimals in a float type, round half to even, multiply by the
+  // inverse scale and cast back, so integers round to tens or hundreds for decimals < 0.
+  auto dtype = at_least_float(a.dtype());
+  float scale = std::pow(10.0f, static_cast<float>(decimals));
+  auto scaled = multiply(a, array(scale, dtype), s);
+  auto rounded = same_type_unary(scaled, UnaryOp::Round, s);
+  return astype(multiply(rounded, array(1.0f / scale, dtype), s), a.dtype(), s);
 }
 array logical_not(const array& a, StreamOrDevice s) {
   return make_unary(a, UnaryOp::LogicalNot, bool_, s);
@@ -303,7 +307,7 @@ namespace {
 array truth(const array& a, StreamOrDevice s) {
   return is_complex(a.dtype()) ? not_equal(a, array(0.0f, complex64), s) : a;
 }
-} // namespace
+}  // namespace
 array logical_and(const array& a, const array& b, StreamOrDevice s) {
   return make_binary(truth(a, s), truth(b, s), BinaryOp::LogicalAnd, bool_, bool_, s);
 }
@@ -348,6 +352,12 @@ array operator*(const array& a, const array& b) {
 }
 array operator/(const array& a, const array& b) {
   return divide(a, b);
+}
+array operator/(const array& a, double b) {
+  return divide(a, array(b));
+}
+array operator/(double a, const array& b) {
+  return divide(array(a), b);
 }
 array operator%(const array& a, const array& b) {
   return remainder(a, b);
@@ -433,9 +443,9 @@ array array_equal(const array& a, const array& b, bool equal_nan, StreamOrDevice
     return array(false);
   }
   auto dt = promote_types(a.dtype(), b.dtype());
-  auto op = equal_nan && (is_floating_point(dt) || is_complex(dt)) ? BinaryOp::NaNEqual
-                                                                    : BinaryOp::Equal;
+  auto op =
+      equal_nan && (is_floating_point(dt) || is_complex(dt)) ? BinaryOp::NaNEqual : BinaryOp::Equal;
   return all(make_binary(a, b, op, dt, bool_, s), false, s);
 }
 
-} // namespace mlx::core
+}  // namespace mlx::core

@@ -1,6 +1,7 @@
 // Reductions (sum, mean, prod, max, min, all, any, logsumexp, var), arg-reductions and
 // softmax: axis validation, output dtypes and the composition of derived reductions.
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "mlx/ops.h"
@@ -111,7 +112,7 @@ array reduce_with(const array& a, const std::vector<int>& axes, bool keepdims, R
       break;
     case ReduceType::Max:
     case ReduceType::Min:
-      require_not_complex(a, op);
+      // complex64 orders lexicographically (real part, then imaginary), as MLX.
       require_nonempty_reduction(a, sorted, op);
       break;
     case ReduceType::And:
@@ -238,6 +239,11 @@ array flat_arg_reduce(const array& a, bool keepdims, ArgReduceType type, const c
   if (a.size() == 0) {
     throw std::invalid_argument(op_label(op) + "cannot reduce an empty array (shape " +
                                 shape_to_string(a.shape()) + ").");
+  }
+  if (a.size() > static_cast<size_t>(std::numeric_limits<ShapeElem>::max())) {
+    throw std::invalid_argument(op_label(op) + "cannot flatten an array of " +
+                                std::to_string(a.size()) +
+                                " elements (more than 2^31 - 1); reduce along an axis instead.");
   }
   auto flat = reshape(a, {static_cast<ShapeElem>(a.size())}, s);
   auto out = arg_reduce(flat, 0, false, type, op, s);

@@ -71,8 +71,8 @@ array reshape(const array& a, Shape shape, StreamOrDevice s) {
     } else if (shape[i] < 0) {
       throw std::invalid_argument("[reshape] invalid negative dimension " +
                                   std::to_string(shape[i]) + ".");
-    } else {
-      size *= static_cast<size_t>(shape[i]);
+    } else if (__builtin_mul_overflow(size, static_cast<size_t>(shape[i]), &size)) {
+      size = std::numeric_limits<size_t>::max();  // cannot equal a.size(): reported below
     }
   }
   if (infer >= 0) {
@@ -80,6 +80,12 @@ array reshape(const array& a, Shape shape, StreamOrDevice s) {
       throw std::invalid_argument("[reshape] cannot infer the shape of an array of size " +
                                   std::to_string(a.size()) + " reshaped to " +
                                   shape_to_string(shape) + ".");
+    }
+    if (a.size() / size > static_cast<size_t>(std::numeric_limits<ShapeElem>::max())) {
+      throw std::invalid_argument(
+          "[reshape] the inferred dimension of an array of size " + std::to_string(a.size()) +
+          " reshaped to " + shape_to_string(shape) + " would be " +
+          std::to_string(a.size() / size) + ", more than a dimension can hold (2^31 - 1).");
     }
     shape[infer] = static_cast<ShapeElem>(a.size() / size);
     size = a.size();
@@ -178,7 +184,7 @@ void check_integral_indices(const array& indices, const char* op) {
   }
 }
 
-} // namespace
+}  // namespace
 
 array flatten(const array& a, int start_axis, int end_axis, StreamOrDevice s) {
   int ndim = static_cast<int>(a.ndim());
@@ -186,11 +192,15 @@ array flatten(const array& a, int start_axis, int end_axis, StreamOrDevice s) {
     // As MLX: a scalar flattens to one element whatever the axes.
     return reshape(a, {1}, s);
   }
-  int start = normalize_axis(start_axis, ndim, "flatten");
-  int end = normalize_axis(end_axis, ndim, "flatten");
+  // MLX's rule: a negative axis counts from the end once, then start clamps up to 0 and
+  // end down to ndim - 1, so flatten(x, 1, 3) of a 3-d x merges axes 1..2.
+  int start = std::max(0, start_axis + (start_axis < 0 ? ndim : 0));
+  int end = std::min(ndim - 1, end_axis + (end_axis < 0 ? ndim : 0));
   if (start > end) {
     throw std::invalid_argument("[flatten] start_axis " + std::to_string(start_axis) +
-                                " must not come after end_axis " + std::to_string(end_axis) + ".");
+                                " must be less than or equal to end_axis " +
+                                std::to_string(end_axis) + " (for an array with " +
+                                std::to_string(ndim) + " dimensions).");
   }
   if (start == end) {
     return a;
@@ -200,7 +210,7 @@ array flatten(const array& a, int start_axis, int end_axis, StreamOrDevice s) {
   for (int i = start; i <= end; ++i) {
     merged *= a.shape(i);
   }
-  shape.push_back(static_cast<ShapeElem>(merged));
+  shape.push_back(checked_dim(merged, "flatten"));
   shape.insert(shape.end(), a.shape().begin() + end + 1, a.shape().end());
   return reshape(a, std::move(shape), s);
 }
@@ -548,4 +558,4 @@ array take_along_axis(const array& a, const array& indices, int axis, StreamOrDe
                {broadcast_to(a, a_shape, s), broadcast_to(indices, idx_shape, s)});
 }
 
-} // namespace mlx::core
+}  // namespace mlx::core

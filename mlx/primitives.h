@@ -22,16 +22,24 @@ class Primitive {
   Primitive& operator=(const Primitive&) = delete;
   virtual ~Primitive() = default;
 
-  const Stream& stream() const { return stream_; }
-  const Device& device() const { return stream_.device; }
+  const Stream& stream() const {
+    return stream_;
+  }
+  const Device& device() const {
+    return stream_.device;
+  }
 
   // Outputs arrive with shape and dtype set and no data; the primitive gives them data.
   virtual void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) = 0;
   virtual void eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) = 0;
 
   virtual const char* name() const = 0;
-  virtual void print(std::ostream& os) { os << name(); }
-  virtual bool is_equivalent(const Primitive&) const { return false; }
+  virtual void print(std::ostream& os) {
+    os << name();
+  }
+  virtual bool is_equivalent(const Primitive&) const {
+    return false;
+  }
 
   // Output shapes for the given inputs, for primitives whose shapes follow from inputs.
   virtual std::vector<Shape> output_shapes(const std::vector<array>& inputs);
@@ -54,11 +62,11 @@ class UnaryPrimitive : public Primitive {
   }
 };
 
-#define MLX_DECLARE_UNARY_EVAL                                       \
+#define MLX_DECLARE_UNARY_EVAL                                          \
   void eval_cpu(const std::vector<array>& inputs, array& out) override; \
   void eval_gpu(const std::vector<array>& inputs, array& out) override;
 
-#define MLX_DECLARE_MULTI_EVAL                                                         \
+#define MLX_DECLARE_MULTI_EVAL                                                           \
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override; \
   void eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
 
@@ -66,17 +74,69 @@ class UnaryPrimitive : public Primitive {
 // Elementwise
 
 enum class UnaryOp {
-  Abs, Negative, Sign, Sqrt, Rsqrt, Square, Exp, Expm1, Log, Log1p, Log2, Log10,
-  Sin, Cos, Tan, ArcSin, ArcCos, ArcTan, Sinh, Cosh, Tanh, ArcSinh, ArcCosh, ArcTanh,
-  Sigmoid, Erf, ErfInv, Floor, Ceil, Round, LogicalNot, BitwiseInvert, IsNan, IsInf,
+  Abs,
+  Negative,
+  Sign,
+  Sqrt,
+  Rsqrt,
+  Square,
+  Exp,
+  Expm1,
+  Log,
+  Log1p,
+  Log2,
+  Log10,
+  Sin,
+  Cos,
+  Tan,
+  ArcSin,
+  ArcCos,
+  ArcTan,
+  Sinh,
+  Cosh,
+  Tanh,
+  ArcSinh,
+  ArcCosh,
+  ArcTanh,
+  Sigmoid,
+  Erf,
+  ErfInv,
+  Floor,
+  Ceil,
+  Round,
+  LogicalNot,
+  BitwiseInvert,
+  IsNan,
+  IsInf,
 };
 const char* unary_op_name(UnaryOp op);
 
 enum class BinaryOp {
-  Add, Subtract, Multiply, Divide, FloorDivide, Remainder, Power, Maximum, Minimum,
-  Equal, NotEqual, Less, LessEqual, Greater, GreaterEqual, LogicalAnd, LogicalOr,
-  LogAddExp, ArcTan2, BitwiseAnd, BitwiseOr, BitwiseXor, LeftShift, RightShift,
-  NaNEqual, // equal, with NaN == NaN (array_equal(..., equal_nan=true))
+  Add,
+  Subtract,
+  Multiply,
+  Divide,
+  FloorDivide,
+  Remainder,
+  Power,
+  Maximum,
+  Minimum,
+  Equal,
+  NotEqual,
+  Less,
+  LessEqual,
+  Greater,
+  GreaterEqual,
+  LogicalAnd,
+  LogicalOr,
+  LogAddExp,
+  ArcTan2,
+  BitwiseAnd,
+  BitwiseOr,
+  BitwiseXor,
+  LeftShift,
+  RightShift,
+  NaNEqual,  // equal, with NaN == NaN (array_equal(..., equal_nan=true))
 };
 const char* binary_op_name(BinaryOp op);
 // Comparison and logical ops produce bool.
@@ -86,9 +146,13 @@ class Unary : public UnaryPrimitive {
  public:
   Unary(Stream s, UnaryOp op) : UnaryPrimitive(s), op_(op) {}
   MLX_DECLARE_UNARY_EVAL
-  const char* name() const override { return unary_op_name(op_); }
+  const char* name() const override {
+    return unary_op_name(op_);
+  }
   bool is_equivalent(const Primitive& other) const override;
-  UnaryOp op() const { return op_; }
+  UnaryOp op() const {
+    return op_;
+  }
 
  private:
   UnaryOp op_;
@@ -100,9 +164,13 @@ class Binary : public UnaryPrimitive {
  public:
   Binary(Stream s, BinaryOp op) : UnaryPrimitive(s), op_(op) {}
   MLX_DECLARE_UNARY_EVAL
-  const char* name() const override { return binary_op_name(op_); }
+  const char* name() const override {
+    return binary_op_name(op_);
+  }
   bool is_equivalent(const Primitive& other) const override;
-  BinaryOp op() const { return op_; }
+  BinaryOp op() const {
+    return op_;
+  }
 
  private:
   BinaryOp op_;
@@ -113,7 +181,9 @@ class DivMod : public Primitive {
  public:
   explicit DivMod(Stream s) : Primitive(s) {}
   MLX_DECLARE_MULTI_EVAL
-  const char* name() const override { return "DivMod"; }
+  const char* name() const override {
+    return "DivMod";
+  }
 };
 
 // where(condition, x, y); inputs broadcast to the output shape, x and y share its dtype.
@@ -121,15 +191,21 @@ class Select : public UnaryPrimitive {
  public:
   explicit Select(Stream s) : UnaryPrimitive(s) {}
   MLX_DECLARE_UNARY_EVAL
-  const char* name() const override { return "Select"; }
+  const char* name() const override {
+    return "Select";
+  }
 };
 
 class AsType : public UnaryPrimitive {
  public:
   AsType(Stream s, Dtype dtype) : UnaryPrimitive(s), dtype_(dtype) {}
   MLX_DECLARE_UNARY_EVAL
-  const char* name() const override { return "AsType"; }
-  Dtype dtype() const { return dtype_; }
+  const char* name() const override {
+    return "AsType";
+  }
+  Dtype dtype() const {
+    return dtype_;
+  }
 
  private:
   Dtype dtype_;
@@ -140,7 +216,20 @@ class Copy : public UnaryPrimitive {
  public:
   explicit Copy(Stream s) : UnaryPrimitive(s) {}
   MLX_DECLARE_UNARY_EVAL
-  const char* name() const override { return "Copy"; }
+  const char* name() const override {
+    return "Copy";
+  }
+};
+
+// full(): materializes its (broadcast) input into a fresh row-contiguous array, as MLX's
+// Full does, so ones({10, 10}) owns 100 elements rather than being a stride-0 view.
+class Full : public UnaryPrimitive {
+ public:
+  explicit Full(Stream s) : UnaryPrimitive(s) {}
+  MLX_DECLARE_UNARY_EVAL
+  const char* name() const override {
+    return "Full";
+  }
 };
 
 // A view when the input is already contiguous in the allowed order, else a copy.
@@ -149,8 +238,12 @@ class Contiguous : public UnaryPrimitive {
   Contiguous(Stream s, bool allow_col_major)
       : UnaryPrimitive(s), allow_col_major_(allow_col_major) {}
   MLX_DECLARE_UNARY_EVAL
-  const char* name() const override { return "Contiguous"; }
-  bool allow_col_major() const { return allow_col_major_; }
+  const char* name() const override {
+    return "Contiguous";
+  }
+  bool allow_col_major() const {
+    return allow_col_major_;
+  }
 
  private:
   bool allow_col_major_;
@@ -164,9 +257,15 @@ class Arange : public UnaryPrimitive {
   Arange(Stream s, double start, double stop, double step)
       : UnaryPrimitive(s), start_(start), stop_(stop), step_(step) {}
   MLX_DECLARE_UNARY_EVAL
-  const char* name() const override { return "Arange"; }
-  double start() const { return start_; }
-  double step() const { return step_; }
+  const char* name() const override {
+    return "Arange";
+  }
+  double start() const {
+    return start_;
+  }
+  double step() const {
+    return step_;
+  }
 
  private:
   double start_, stop_, step_;
@@ -180,8 +279,12 @@ class RandomBits : public UnaryPrimitive {
   RandomBits(Stream s, Shape shape, int width)
       : UnaryPrimitive(s), shape_(std::move(shape)), width_(width) {}
   MLX_DECLARE_UNARY_EVAL
-  const char* name() const override { return "RandomBits"; }
-  int width() const { return width_; }
+  const char* name() const override {
+    return "RandomBits";
+  }
+  int width() const {
+    return width_;
+  }
 
  private:
   Shape shape_;
@@ -195,8 +298,12 @@ class Reshape : public UnaryPrimitive {
  public:
   Reshape(Stream s, Shape shape) : UnaryPrimitive(s), shape_(std::move(shape)) {}
   MLX_DECLARE_UNARY_EVAL
-  const char* name() const override { return "Reshape"; }
-  const Shape& shape() const { return shape_; }
+  const char* name() const override {
+    return "Reshape";
+  }
+  const Shape& shape() const {
+    return shape_;
+  }
 
  private:
   Shape shape_;
@@ -206,8 +313,12 @@ class Transpose : public UnaryPrimitive {
  public:
   Transpose(Stream s, std::vector<int> axes) : UnaryPrimitive(s), axes_(std::move(axes)) {}
   MLX_DECLARE_UNARY_EVAL
-  const char* name() const override { return "Transpose"; }
-  const std::vector<int>& axes() const { return axes_; }
+  const char* name() const override {
+    return "Transpose";
+  }
+  const std::vector<int>& axes() const {
+    return axes_;
+  }
 
  private:
   std::vector<int> axes_;
@@ -217,8 +328,12 @@ class Broadcast : public UnaryPrimitive {
  public:
   Broadcast(Stream s, Shape shape) : UnaryPrimitive(s), shape_(std::move(shape)) {}
   MLX_DECLARE_UNARY_EVAL
-  const char* name() const override { return "Broadcast"; }
-  const Shape& shape() const { return shape_; }
+  const char* name() const override {
+    return "Broadcast";
+  }
+  const Shape& shape() const {
+    return shape_;
+  }
 
  private:
   Shape shape_;
@@ -234,10 +349,18 @@ class Slice : public UnaryPrimitive {
         stop_(std::move(stop)),
         strides_(std::move(strides)) {}
   MLX_DECLARE_UNARY_EVAL
-  const char* name() const override { return "Slice"; }
-  const Shape& start() const { return start_; }
-  const Shape& stop() const { return stop_; }
-  const Shape& strides() const { return strides_; }
+  const char* name() const override {
+    return "Slice";
+  }
+  const Shape& start() const {
+    return start_;
+  }
+  const Shape& stop() const {
+    return stop_;
+  }
+  const Shape& strides() const {
+    return strides_;
+  }
 
  private:
   Shape start_, stop_, strides_;
@@ -252,10 +375,18 @@ class SliceUpdate : public UnaryPrimitive {
         stop_(std::move(stop)),
         strides_(std::move(strides)) {}
   MLX_DECLARE_UNARY_EVAL
-  const char* name() const override { return "SliceUpdate"; }
-  const Shape& start() const { return start_; }
-  const Shape& stop() const { return stop_; }
-  const Shape& strides() const { return strides_; }
+  const char* name() const override {
+    return "SliceUpdate";
+  }
+  const Shape& start() const {
+    return start_;
+  }
+  const Shape& stop() const {
+    return stop_;
+  }
+  const Shape& strides() const {
+    return strides_;
+  }
 
  private:
   Shape start_, stop_, strides_;
@@ -265,8 +396,12 @@ class Concatenate : public UnaryPrimitive {
  public:
   Concatenate(Stream s, int axis) : UnaryPrimitive(s), axis_(axis) {}
   MLX_DECLARE_UNARY_EVAL
-  const char* name() const override { return "Concatenate"; }
-  int axis() const { return axis_; }
+  const char* name() const override {
+    return "Concatenate";
+  }
+  int axis() const {
+    return axis_;
+  }
 
  private:
   int axis_;
@@ -278,8 +413,12 @@ class Take : public UnaryPrimitive {
  public:
   Take(Stream s, int axis) : UnaryPrimitive(s), axis_(axis) {}
   MLX_DECLARE_UNARY_EVAL
-  const char* name() const override { return "Take"; }
-  int axis() const { return axis_; }
+  const char* name() const override {
+    return "Take";
+  }
+  int axis() const {
+    return axis_;
+  }
 
  private:
   int axis_;
@@ -290,8 +429,12 @@ class TakeAlongAxis : public UnaryPrimitive {
  public:
   TakeAlongAxis(Stream s, int axis) : UnaryPrimitive(s), axis_(axis) {}
   MLX_DECLARE_UNARY_EVAL
-  const char* name() const override { return "TakeAlongAxis"; }
-  int axis() const { return axis_; }
+  const char* name() const override {
+    return "TakeAlongAxis";
+  }
+  int axis() const {
+    return axis_;
+  }
 
  private:
   int axis_;
@@ -305,7 +448,9 @@ class AsStrided : public UnaryPrimitive {
         strides_(std::move(strides)),
         offset_(offset) {}
   MLX_DECLARE_UNARY_EVAL
-  const char* name() const override { return "AsStrided"; }
+  const char* name() const override {
+    return "AsStrided";
+  }
 
  private:
   Shape shape_;
@@ -320,12 +465,20 @@ enum class ReduceType { Sum, Prod, Max, Min, And, Or };
 
 class Reduce : public UnaryPrimitive {
  public:
+  // MLX spells these Reduce::Sum, Reduce::ReduceType, ...
+  using ReduceType = mlx::core::ReduceType;
+  static constexpr ReduceType And = ReduceType::And, Or = ReduceType::Or, Sum = ReduceType::Sum,
+                              Prod = ReduceType::Prod, Min = ReduceType::Min, Max = ReduceType::Max;
   Reduce(Stream s, ReduceType type, std::vector<int> axes)
       : UnaryPrimitive(s), type_(type), axes_(std::move(axes)) {}
   MLX_DECLARE_UNARY_EVAL
   const char* name() const override;
-  ReduceType type() const { return type_; }
-  const std::vector<int>& axes() const { return axes_; }
+  ReduceType type() const {
+    return type_;
+  }
+  const std::vector<int>& axes() const {
+    return axes_;
+  }
 
  private:
   ReduceType type_;
@@ -337,14 +490,20 @@ enum class ArgReduceType { ArgMax, ArgMin };
 // uint32 indices of the first max/min along one axis (NaN counts as the extreme).
 class ArgReduce : public UnaryPrimitive {
  public:
-  ArgReduce(Stream s, ArgReduceType type, int axis)
-      : UnaryPrimitive(s), type_(type), axis_(axis) {}
+  // MLX spells these ArgReduce::ArgMax, ArgReduce::ReduceType.
+  using ReduceType = ArgReduceType;
+  static constexpr ReduceType ArgMin = ReduceType::ArgMin, ArgMax = ReduceType::ArgMax;
+  ArgReduce(Stream s, ArgReduceType type, int axis) : UnaryPrimitive(s), type_(type), axis_(axis) {}
   MLX_DECLARE_UNARY_EVAL
   const char* name() const override {
     return type_ == ArgReduceType::ArgMax ? "ArgMax" : "ArgMin";
   }
-  ArgReduceType type() const { return type_; }
-  int axis() const { return axis_; }
+  ArgReduceType type() const {
+    return type_;
+  }
+  int axis() const {
+    return axis_;
+  }
 
  private:
   ArgReduceType type_;
@@ -356,8 +515,12 @@ class Softmax : public UnaryPrimitive {
  public:
   Softmax(Stream s, bool precise) : UnaryPrimitive(s), precise_(precise) {}
   MLX_DECLARE_UNARY_EVAL
-  const char* name() const override { return "Softmax"; }
-  bool precise() const { return precise_; }
+  const char* name() const override {
+    return "Softmax";
+  }
+  bool precise() const {
+    return precise_;
+  }
 
  private:
   bool precise_;
@@ -371,7 +534,9 @@ class Matmul : public UnaryPrimitive {
  public:
   explicit Matmul(Stream s) : UnaryPrimitive(s) {}
   MLX_DECLARE_UNARY_EVAL
-  const char* name() const override { return "Matmul"; }
+  const char* name() const override {
+    return "Matmul";
+  }
 };
 
-} // namespace mlx::core
+}  // namespace mlx::core

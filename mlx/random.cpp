@@ -164,20 +164,31 @@ array uniform(const array& low, const array& high, const Shape& shape, Dtype dty
   check_shape(shape, "uniform");
   check_bounds_shape(low, high, shape, "uniform");
   auto lo = astype(low, dtype, s);
-  auto hi = astype(high, dtype, s);
-  // u in [0, 1) on a grid of 2^-24 (the top 24 bits, exact in float32) or 2^-32 for float64.
-  // 16-bit outputs are computed in float32 and rounded once.
-  Dtype ct = dtype == float64 ? float64 : float32;
+  auto range = subtract(astype(high, dtype, s), lo, s);
+  // MLX's mapping, op for op, so a key draws the same values as in MLX: u = bits / 2^32
+  // in float32, capped just below 1 (in the output dtype's precision), then
+  // range * u + lo in the output dtype. float64 (CPU only, not in MLX) uses all 32 bits.
   auto raw = bits(shape, 4, key, s);
-  auto u = ct == float32 ? multiply(astype(right_shift(raw, array(8, uint32), s), float32, s),
-                                    array(0x1.0p-24f, float32), s)
-                         : multiply(astype(raw, float64, s), array(0x1.0p-32, float64), s);
-  auto lo_c = astype(lo, ct, s);
-  auto hi_c = astype(hi, ct, s);
-  auto out = astype(add(lo_c, multiply(subtract(hi_c, lo_c, s), u, s), s), dtype, s);
-  // lo + (hi - lo) * u can round up to hi; such values move just below hi.
-  auto rounded_up = logical_and(greater_equal(out, hi, s), less(lo, hi, s), s);
-  return where(rounded_up, below(hi, dtype, s), out, s);
+  auto hi = astype(high, dtype, s);
+  // MLX's last step can round up to high (1 + u with u just below 1 ties to 2). Only those
+  // values move, to the largest value below high, so every other draw equals MLX's.
+  auto below_high = [&](const array& out) {
+    auto rounded_up = logical_and(greater_equal(out, hi, s), less(lo, hi, s), s);
+    return where(rounded_up, below(hi, dtype, s), out, s);
+  };
+  if (dtype == float64) {
+    auto u = multiply(astype(raw, float64, s), array(0x1.0p-32, float64), s);
+    return below_high(add(multiply(range, u, s), lo, s));
+  }
+  float upper = std::nextafter(1.0f, 0.0f);
+  if (dtype == float16) {
+    upper = static_cast<float>(float16_t::from_bits(0x3bffu));  // the largest below 1
+  } else if (dtype == bfloat16) {
+    upper = static_cast<float>(bfloat16_t::from_bits(0x3f7fu));
+  }
+  auto u = divide(raw, array(static_cast<float>(std::numeric_limits<uint32_t>::max()), float32), s);
+  u = astype(minimum(u, array(upper, float32), s), dtype, s);
+  return below_high(add(multiply(range, u, s), lo, s));
 }
 
 array uniform(const Shape& shape, Dtype dtype, const std::optional<array>& key, StreamOrDevice s) {
@@ -189,54 +200,57 @@ array uniform(const Shape& shape, Dtype dtype, const std::optional<array>& key, 
   return uniform(array(0.0, dtype), array(1.0, dtype), shape, dtype, key, s);
 }
 
-array normal(const Shape& shape, Dtype dtype, float loc, float scale,
-             const std::optional<array>& key, StreamOrDevice s) {
+array normal(const Shape& shape, Dtype dtype, const std::optional<array>& loc,
+             const std::optional<array>& scale, const std::optional<array>& key, StreamOrDevice s) {
   if (!is_floating_point(dtype)) {
     throw std::invalid_argument(
         "[normal] can only generate normal numbers with real floating point dtypes, got " +
         dtype_to_string(dtype) + ".");
   }
   check_shape(shape, "normal");
-  // sqrt(2) * erfinv(u) for u uniform in (-1, 1), in float32 (float64 for float64) so the
-  // tails of 16-bit outputs are not cut by a coarse uniform grid.
+  // As MLX: sqrt(2) * erfinv(u) with u uniform in [nextafter(-1, 0), 1) in float32 (float64
+  // for float64 outputs), scaled and shifted in the output dtype.
   Dtype ct = dtype == float64 ? float64 : float32;
   double open_low =
       ct == float64 ? std::nextafter(-1.0, 0.0) : static_cast<double>(std::nextafter(-1.0f, 0.0f));
   auto u = uniform(array(open_low, ct), array(1.0, ct), shape, ct, key, s);
-  auto z = multiply(erfinv(u, s), array(std::sqrt(2.0), ct), s);
-  if (scale != 1.0f) {
-    z = multiply(z, array(scale, ct), s);
+  auto applied_scale = array(std::sqrt(2.0), dtype);
+  if (scale) {
+    applied_scale = multiply(applied_scale, astype(*scale, dtype, s), s);
   }
+  auto z = multiply(applied_scale, astype(erfinv(u, s), dtype, s), s);
+  if (loc) {
+    z = add(astype(*loc, dtype, s), z, s);
+  }
+  return z;
+}
+
+array normal(const Shape& shape, Dtype dtype, float loc, float scale,
+             const std::optional<array>& key, StreamOrDevice s) {
+  std::optional<array> loc_arr, scale_arr;
   if (loc != 0.0f) {
-    z = add(z, array(loc, ct), s);
+    loc_arr = array(loc);
   }
-  return astype(z, dtype, s);
+  if (scale != 1.0f) {
+    scale_arr = array(scale);
+  }
+  return normal(shape, dtype, loc_arr, scale_arr, key, s);
 }
 
 array randint(const array& low, const array& high, const Shape& shape, Dtype dtype,
               const std::optional<array>& key, StreamOrDevice s) {
-  if (!is_integral(dtype)) {
-    throw std::invalid_argument("[randint] can only generate integer dtypes, got " +
+  if (!is_integral(dtype) && dtype != bool_) {
+    throw std::invalid_argument("[randint] can only generate integer dtypes and bool, got " +
                                 dtype_to_string(dtype) + ".");
   }
   check_shape(shape, "randint");
   check_bounds_shape(low, high, shape, "randint");
-  auto k = resolve_key(key, "randint");
-  auto [k_hi, k_lo] = random::split(k, s);
-  // 64 random bits per element, reduced modulo the range: the bias is at most
-  // range / 2^64, negligible for every dtype (32 bits would bias large int32 ranges).
-  auto word = [&](const array& kk) { return astype(bits(shape, 4, kk, s), uint64, s); };
-  auto r64 = bitwise_or(left_shift(word(k_hi), array(32, uint64), s), word(k_lo), s);
-  auto lo = astype(low, dtype, s);
-  auto hi = astype(high, dtype, s);
-  // The range in uint64 (two's-complement difference, exact whenever hi > lo).
-  auto lo_u = astype(lo, uint64, s);
-  auto valid = less(lo, hi, s);
-  auto range = where(valid, subtract(astype(hi, uint64, s), lo_u, s), array(1, uint64), s);
-  auto offset = remainder(r64, range, s);
-  auto out = astype(add(lo_u, offset, s), dtype, s);
-  // An empty range (high <= low) yields low.
-  return where(valid, out, broadcast_to(lo, shape, s), s);
+  // As MLX: floor of a float32 uniform in [low, high), clamped to [low, high - 1] because
+  // low and high may not be exact in float32.
+  auto u = uniform(low, high, shape, float32, key, s);
+  auto out = astype(floor(u, s), dtype, s);
+  auto hi = astype(subtract(high, array(1, high.dtype()), s), dtype, s);
+  return maximum(minimum(out, hi, s), astype(low, dtype, s), s);
 }
 
 }  // namespace mlx::core::random

@@ -22,6 +22,10 @@ Stream new_stream(Device d);
 void synchronize();
 void synchronize(Stream s);
 
+// MLX destroys the calling thread's streams here. Streams are process-wide in this library,
+// so this waits for every stream's work and keeps the streams.
+void clear_streams();
+
 inline bool operator==(const Stream& lhs, const Stream& rhs) {
   return lhs.index == rhs.index;
 }
@@ -37,4 +41,4 @@ using StreamOrDevice = std::variant<std::monostate, Stream, Device>;
 Stream to_stream(StreamOrDevice s);
 Stream to_stream(StreamOrDevice s, Device default_);
 
-} // namespace mlx::core
+}  // namespace mlx::core

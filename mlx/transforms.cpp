@@ -1,12 +1,66 @@
 #include "mlx/transforms.h"
 
+#include <atomic>
+#include <mutex>
 #include <set>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "mlx/backend/gpu/eval.h"
 #include "mlx/primitives.h"
+#include "mlx/transforms_impl.h"
 
 namespace mlx::core {
+
+namespace detail {
+
+namespace {
+std::atomic<int> tracing_depth{0};
+
+struct SyncTickets {
+  std::mutex mtx;
+  std::unordered_map<int, uint64_t> started;  // synchronizes begun per stream
+  std::unordered_map<int, uint64_t> done;     // highest ticket whose wait has finished
+};
+SyncTickets& sync_tickets() {
+  static SyncTickets t;
+  return t;
+}
+}  // namespace
+
+bool in_tracing() {
+  return tracing_depth.load(std::memory_order_relaxed) > 0;
+}
+InTracing::InTracing() {
+  ++tracing_depth;
+}
+InTracing::~InTracing() {
+  --tracing_depth;
+}
+
+uint64_t sync_ticket(int stream) {
+  auto& t = sync_tickets();
+  std::lock_guard lk(t.mtx);
+  return t.started[stream];
+}
+uint64_t begin_sync(int stream) {
+  auto& t = sync_tickets();
+  std::lock_guard lk(t.mtx);
+  return ++t.started[stream];
+}
+void end_sync(int stream, uint64_t ticket) {
+  auto& t = sync_tickets();
+  std::lock_guard lk(t.mtx);
+  auto& d = t.done[stream];
+  d = std::max(d, ticket);
+}
+bool synced_since(int stream, uint64_t ticket) {
+  auto& t = sync_tickets();
+  std::lock_guard lk(t.mtx);
+  return t.done[stream] > ticket;
+}
+
+}  // namespace detail
 
 namespace {
 
@@ -59,7 +113,7 @@ void eval_impl(std::vector<array> outputs, bool wait) {
   for (auto& slot : tape) {
     array arr = std::move(slot);
     if (arr.status() != array::Status::unscheduled) {
-      continue; // evaluated as a sibling of an earlier node
+      continue;  // evaluated as a sibling of an earlier node
     }
     auto stream = arr.primitive().stream();
     // Inputs computed on another stream's GPU must be complete before the CPU reads them.
@@ -98,7 +152,7 @@ void eval_impl(std::vector<array> outputs, bool wait) {
   }
 }
 
-} // namespace
+}  // namespace
 
 void eval(std::vector<array> outputs) {
   eval_impl(std::move(outputs), true);
@@ -108,4 +162,4 @@ void async_eval(std::vector<array> outputs) {
   eval_impl(std::move(outputs), false);
 }
 
-} // namespace mlx::core
+}  // namespace mlx::core

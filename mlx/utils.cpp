@@ -1,6 +1,7 @@
 #include "mlx/utils.h"
 
 #include <algorithm>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 
@@ -30,6 +31,14 @@ std::vector<int> normalize_axes(const std::vector<int>& axes, int ndim, const ch
     throw std::invalid_argument(std::string("[") + op + "] received duplicate axes.");
   }
   return out;
+}
+
+ShapeElem checked_dim(int64_t n, const char* op) {
+  if (n > std::numeric_limits<ShapeElem>::max()) {
+    throw std::invalid_argument(std::string("[") + op + "] a dimension of " + std::to_string(n) +
+                                " elements is more than a dimension can hold (2^31 - 1).");
+  }
+  return static_cast<ShapeElem>(n);
 }
 
 std::string shape_to_string(const Shape& shape) {
@@ -86,7 +95,7 @@ void print_recursive(std::ostream& os, const T* data, const array& a, int dim, i
   os << "]";
 }
 
-} // namespace
+}  // namespace
 
 std::ostream& operator<<(std::ostream& os, array a) {
   a.eval();
@@ -99,4 +108,4 @@ std::ostream& operator<<(std::ostream& os, array a) {
   return os;
 }
 
-} // namespace mlx::core
+}  // namespace mlx::core

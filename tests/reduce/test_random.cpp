@@ -57,35 +57,42 @@ TEST_CASE("key(seed) holds the high and low 32 bits of the seed") {
   CHECK(to_vector<uint32_t>(k) == std::vector<uint32_t>{1u, 2u});
 }
 
-TEST_CASE("bits are threefry of the element's block counter under the key") {
-  // Words 2b and 2b+1 of the stream are threefry(key, (b, 0)).
+TEST_CASE("bits follow MLX's layout: counter (j, j + H + odd) fills words j and j + H + odd") {
+  // W words, H = W / 2: the hash of (j, j + H + odd) gives words j and j + H + odd, and an
+  // odd middle word H is the first half of the hash of (H, 0).
+  using mlx::core::random_detail::threefry2x32_20;
   auto b = to_vector<uint32_t>(rnd::bits({4}, 4, rnd::key(0)));
-  CHECK(b[0] == 0x6b200159u);
-  CHECK(b[1] == 0x99ba4efeu);
-  auto w1 = mx::random_detail::threefry2x32_20(0, 0, 1, 0);
-  CHECK(b[2] == w1.first);
-  CHECK(b[3] == w1.second);
+  auto c0 = threefry2x32_20(0, 0, 0, 2);
+  auto c1 = threefry2x32_20(0, 0, 1, 3);
+  CHECK(b == std::vector<uint32_t>{c0.first, c1.first, c0.second, c1.second});
   auto k = rnd::key(12345);
   auto kk = to_vector<uint32_t>(k);
-  auto w = mx::random_detail::threefry2x32_20(kk[0], kk[1], 7, 0);
-  CHECK(to_vector<uint32_t>(rnd::bits({16}, 4, k))[15] == w.second);
+  auto odd = to_vector<uint32_t>(rnd::bits({5}, 4, k));
+  auto o0 = threefry2x32_20(kk[0], kk[1], 0, 3);
+  auto o1 = threefry2x32_20(kk[0], kk[1], 1, 4);
+  auto mid = threefry2x32_20(kk[0], kk[1], 2, 0);
+  CHECK(odd == std::vector<uint32_t>{o0.first, o1.first, mid.first, o0.second, o1.second});
 }
 
-TEST_CASE("the bits of element i depend only on the key and i, for every width") {
+TEST_CASE("the bits of a draw depend on the key and the byte count, not the shape") {
   auto k = rnd::key(42);
   auto flat = to_vector<uint32_t>(rnd::bits({12}, 4, k));
   auto shaped = to_vector<uint32_t>(rnd::bits({3, 4}, 4, k));
   CHECK(flat == shaped);
-  auto prefix = to_vector<uint32_t>(rnd::bits({5}, 4, k));
-  CHECK(std::equal(prefix.begin(), prefix.end(), flat.begin()));
-  // Narrow widths slice the same byte stream, low byte first.
+  // Narrow widths read the byte stream of a draw of the same byte count, low byte first,
+  // with the last word cut to the bytes that remain (13 bytes: words 0-2 and 1 byte).
   auto bytes = to_vector<uint8_t>(rnd::bits({13}, 1, k));
-  auto halves = to_vector<uint16_t>(rnd::bits({7}, 2, k));
+  auto kk = to_vector<uint32_t>(k);
+  using mlx::core::random_detail::threefry2x32_20;
+  auto h0 = threefry2x32_20(kk[0], kk[1], 0, 2);
+  auto h1 = threefry2x32_20(kk[0], kk[1], 1, 3);
+  std::vector<uint32_t> words{h0.first, h1.first, h0.second, h1.second};
   for (int i = 0; i < 13; ++i) {
-    CHECK(bytes[i] == ((flat[i / 4] >> (8 * (i % 4))) & 0xffu));
+    CHECK(bytes[i] == ((words[i / 4] >> (8 * (i % 4))) & 0xffu));
   }
-  for (int i = 0; i < 7; ++i) {
-    CHECK(halves[i] == ((flat[i / 2] >> (16 * (i % 2))) & 0xffffu));
+  auto halves = to_vector<uint16_t>(rnd::bits({8}, 2, k));
+  for (int i = 0; i < 8; ++i) {
+    CHECK(halves[i] == ((words[i / 2] >> (16 * (i % 2))) & 0xffffu));
   }
   CHECK(rnd::bits({2}, 1, k).dtype() == mx::uint8);
   CHECK(rnd::bits({2}, 2, k).dtype() == mx::uint16);
@@ -260,7 +267,7 @@ TEST_CASE("randint draws every integer of [low, high) and nothing else") {
   }
 }
 
-TEST_CASE("randint covers ranges wider than 32 bits and yields low for empty ranges") {
+TEST_CASE("randint stays in wide ranges beyond 32 bits and yields low for empty ranges") {
   int64_t lo = -(int64_t{1} << 40), hi = int64_t{1} << 40;
   auto x = to_vector<int64_t>(
       rnd::randint(mx::array(lo), mx::array(hi), {1000}, mx::int64, rnd::key(33)));
@@ -279,6 +286,7 @@ TEST_CASE("randint covers ranges wider than 32 bits and yields low for empty ran
   CHECK(e2 == std::vector<int32_t>{5, 5});
   CHECK_THROWS_WITH_AS(rnd::randint(mx::array(0), mx::array(4), {3}, mx::float32),
                        doctest::Contains("[randint]"), std::invalid_argument);
-  CHECK_THROWS_AS(rnd::randint(mx::array(0), mx::array(4), {3}, mx::bool_), std::invalid_argument);
+  // As MLX, bool is an allowed randint dtype.
+  CHECK(rnd::randint(mx::array(0), mx::array(2), {3}, mx::bool_).dtype() == mx::bool_);
   CHECK_THROWS_AS(rnd::randint(mx::zeros({2}), mx::array(4), {3}), std::invalid_argument);
 }

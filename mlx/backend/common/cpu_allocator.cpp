@@ -1,6 +1,8 @@
 #include "mlx/backend/common/cpu_allocator.h"
 
+#include <cstddef>
 #include <cstdlib>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -8,16 +10,21 @@ namespace mlx::core::allocator {
 
 // Each block stores its size in a header so size() and the statistics need no map.
 namespace {
-constexpr size_t header_bytes = 64; // keeps the payload 64-byte aligned
+constexpr size_t header_bytes = 64;  // keeps the payload 64-byte aligned
 }
 
 Buffer CpuAllocator::malloc(size_t size) {
+  // The rounding below would wrap a size near SIZE_MAX to a small block.
+  if (size > static_cast<size_t>(std::numeric_limits<std::ptrdiff_t>::max()) - 2 * header_bytes) {
+    throw std::runtime_error("[malloc] unable to allocate " + std::to_string(size) +
+                             " bytes: larger than the address space allows.");
+  }
   {
     std::lock_guard lk(mtx_);
     if (limit_ && active_ + size > limit_) {
       throw std::runtime_error("[malloc] allocating " + std::to_string(size) +
-                               " bytes would exceed the memory limit of " +
-                               std::to_string(limit_) + " bytes.");
+                               " bytes would exceed the memory limit of " + std::to_string(limit_) +
+                               " bytes.");
     }
   }
   void* raw = std::aligned_alloc(header_bytes, header_bytes + ((size + 63) / 64) * 64);
@@ -54,4 +61,4 @@ size_t CpuAllocator::set_memory_limit(size_t limit) {
   return std::exchange(limit_, limit);
 }
 
-} // namespace mlx::core::allocator
+}  // namespace mlx::core::allocator

@@ -1,6 +1,7 @@
 #include "mlx/backend/common/utils.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace mlx::core {
 
@@ -15,7 +16,9 @@ void collapse_contiguous_dims(const Shape& shape, const std::vector<Strides>& st
     if (shape[i] == 1) {
       continue;
     }
-    bool merge = !out_shape.empty();
+    // A merged dim must still fit a Shape element (int32): 65536 x 32768 stays two dims.
+    bool merge = !out_shape.empty() &&
+                 int64_t(out_shape.back()) * shape[i] <= std::numeric_limits<int32_t>::max();
     for (size_t k = 0; merge && k < strides.size(); ++k) {
       merge = out_strides[k].back() == strides[k][i] * shape[i];
     }
@@ -75,10 +78,13 @@ ViewLayout view_layout(const Shape& shape, const Strides& strides) {
     col &= strides[i] == expect;
     expect *= shape[i];
   }
-  // Dense in some order: sorting |strides| reproduces a row-major layout of permuted dims.
+  // MLX's `contiguous`: no gaps in the data the view reads. Broadcast (stride-0) dims
+  // repeat data rather than add any, so they are left out; the other dims, sorted by
+  // stride, must form a row-major layout of permuted dims. data_size is then the number
+  // of distinct elements (a broadcast of 4 values to 16 has data_size 4).
   std::vector<std::pair<int64_t, int32_t>> dims;
   for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] != 1) {
+    if (shape[i] != 1 && strides[i] != 0) {
       dims.emplace_back(strides[i], shape[i]);
     }
   }
@@ -93,7 +99,7 @@ ViewLayout view_layout(const Shape& shape, const Strides& strides) {
   for (size_t i = 0; i < shape.size(); ++i) {
     extent += static_cast<size_t>(std::abs(strides[i])) * static_cast<size_t>(shape[i] - 1);
   }
-  return {{dense, row, col}, dense ? size : extent};
+  return {{dense, row, col}, dense ? static_cast<size_t>(span) : extent};
 }
 
 }  // namespace mlx::core

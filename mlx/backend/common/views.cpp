@@ -10,15 +10,21 @@ void broadcast_view(const array& in, array& out) {
   for (int i = static_cast<int>(in.ndim()) - 1; i >= 0; --i) {
     strides[i + diff] = in.shape(i) == 1 ? 0 : in.strides(i);
   }
-  auto layout = view_layout(out.shape(), strides);
-  // A broadcast view never spans more than the input's own data.
-  out.copy_shared_buffer(in, strides, layout.flags, in.data_size());
+  // As MLX: the view reads exactly the input's data, so `contiguous` and data_size carry
+  // over; row/col order holds only while no dim is actually repeated.
+  auto flags = in.flags();
+  if (out.size() > in.size()) {
+    flags.row_contiguous = flags.col_contiguous = false;
+  }
+  out.copy_shared_buffer(in, strides, flags, in.data_size());
 }
 
 bool reshape_view(const array& in, array& out) {
   if (in.flags().row_contiguous) {
     auto strides = row_major_strides(out.shape());
-    out.copy_shared_buffer(in, strides, view_layout(out.shape(), strides).flags, in.data_size());
+    auto flags = in.flags();
+    flags.col_contiguous = view_layout(out.shape(), strides).flags.col_contiguous;
+    out.copy_shared_buffer(in, strides, flags, in.data_size());
     return true;
   }
   // Match groups of input dims to groups of output dims with the same element count; a
@@ -75,8 +81,10 @@ bool reshape_view(const array& in, array& out) {
     i = i_end;
     o = o_end;
   }
-  auto layout = view_layout(out.shape(), out_strides);
-  out.copy_shared_buffer(in, out_strides, layout.flags, in.data_size());
+  // The same elements as the input: `contiguous` carries over, the orders are recomputed.
+  auto flags = view_layout(out.shape(), out_strides).flags;
+  flags.contiguous = in.flags().contiguous;
+  out.copy_shared_buffer(in, out_strides, flags, in.data_size());
   return true;
 }
 
@@ -85,9 +93,11 @@ void transpose_view(const array& in, array& out, const std::vector<int>& axes) {
   for (size_t i = 0; i < axes.size(); ++i) {
     strides[i] = in.strides(axes[i]);
   }
-  auto layout = view_layout(out.shape(), strides);
-  // A permutation touches exactly the input's elements, so the span is the input's.
-  out.copy_shared_buffer(in, strides, layout.flags, in.data_size());
+  // A permutation reads exactly the input's elements: `contiguous` and data_size carry
+  // over, and the orders are recomputed (a transposed row-major matrix is col-contiguous).
+  auto flags = view_layout(out.shape(), strides).flags;
+  flags.contiguous = in.flags().contiguous;
+  out.copy_shared_buffer(in, strides, flags, in.data_size());
 }
 
 void slice_view(const array& in, array& out, const Shape& start, const Shape& steps) {
@@ -110,4 +120,4 @@ void as_strided_view(const array& in, array& out, const Strides& strides, int64_
   out.copy_shared_buffer(in, strides, layout.flags, layout.data_size, out.size() == 0 ? 0 : offset);
 }
 
-} // namespace mlx::core
+}  // namespace mlx::core

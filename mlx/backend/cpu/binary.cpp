@@ -88,7 +88,8 @@ void binary_typed(const char* name, const array& a, const array& b, array& out, 
   using R = decltype(op(C{}, C{}));
   // Predicates write bool; every other op keeps the inputs' storage type.
   using Out = std::conditional_t<std::is_same_v<R, bool>, bool, T>;
-  if (out.dtype() != Dtype(TypeToDtype<Out>())) {
+  // (Not TypeToDtype<Out>: as in MLX it maps double to float32.)
+  if (out.dtype() != (std::is_same_v<Out, bool> ? bool_ : a.dtype())) {
     throw std::invalid_argument(dtype_mismatch(name, a, out));
   }
   cpu::set_output_buffer(out, {&a, &b});

@@ -3,8 +3,8 @@
 // The op broadcasts both operands to the output's batch shape (as views), so batch strides
 // may be 0. Per batch, B is packed into a dense K x N matrix of the accumulation type and
 // C is formed row by row with an i-k-j loop, whose inner loop streams contiguous memory.
-// 16-bit floats accumulate in float32 and round once on store; float32 accumulates in
-// float32 and float64 in double.
+// Every float dtype accumulates in double and rounds once on store, so a dot product of
+// 2e7 ones is exact (a float32 accumulator stops at 2^24).
 #include <stdexcept>
 
 #include "mlx/backend/common/utils.h"
@@ -16,7 +16,7 @@ namespace {
 
 template <typename T>
 void matmul_strided(const array& a, const array& b, array& out) {
-  using Acc = compute_type_t<T>;
+  using Acc = double;
   int nd = static_cast<int>(out.ndim());
   int64_t M = out.shape(-2);
   int64_t N = out.shape(-1);

@@ -14,6 +14,10 @@ void Copy::eval_cpu(const std::vector<array>& inputs, array& out) {
   cpu::copy_to_new(inputs[0], out);
 }
 
+void Full::eval_cpu(const std::vector<array>& inputs, array& out) {
+  cpu::copy_to_new(inputs[0], out);
+}
+
 void Contiguous::eval_cpu(const std::vector<array>& inputs, array& out) {
   auto& in = inputs[0];
   if (in.flags().row_contiguous || (allow_col_major_ && in.flags().col_contiguous)) {
@@ -37,4 +41,4 @@ void Reshape::eval_cpu(const std::vector<array>& inputs, array& out) {
   }
 }
 
-} // namespace mlx::core
+}  // namespace mlx::core

@@ -5,11 +5,12 @@
 // any layout, broadcast or transposed, is read once. Adjacent dims are collapsed first and
 // the innermost dim runs as a tight loop.
 //
-// Precision: 16-bit floats accumulate in float32, float32 in float32 and float64 in double,
-// and each output rounds once on store. Float sums use Neumaier's compensated summation, so
-// the reference result is accurate to about one rounding whatever the length (a GPU tree
-// reduction is less accurate; tests compare with dtype tolerances). Integer sums and
-// products wrap modulo 2^bits, computed in uint64 to avoid signed overflow.
+// Precision: float sums of every float dtype accumulate in double with Neumaier's
+// compensation and round once on store, so the reference is correctly rounded for any
+// length a machine can hold (a float32 accumulator, even compensated, stops growing at
+// 2^25 when every term is 1: its compensation term saturates too). Other float
+// arithmetic runs in the compute type (f32 for 16-bit floats). Integer sums and products
+// wrap modulo 2^bits, computed in uint64 to avoid signed overflow.
 //
 // The op layer casts the input to the output dtype first, so Sum/Prod/Max/Min see
 // in.dtype() == out.dtype(); And/Or read any dtype and output bool.
@@ -40,7 +41,7 @@ bool is_nan_value(V v) {
 
 template <typename T>
 struct CompensatedSum {
-  using Acc = compute_type_t<T>;  // float for f16/bf16/f32, double for f64
+  using Acc = double;
   struct State {
     Acc sum = 0;
     Acc comp = 0;
@@ -129,6 +130,36 @@ struct PlainArith {
   }
   static T finish(const State& st) {
     return static_cast<T>(st);
+  }
+};
+
+// complex64 max/min, as MLX: lexicographic (real part, then imaginary part); a value
+// with a NaN part wins and stays. The identity is (+-inf, 0).
+template <bool IsMax>
+struct ComplexExtremum {
+  using State = complex64_t;
+  static State init() {
+    float inf = std::numeric_limits<float>::infinity();
+    return State(IsMax ? -inf : inf, 0.0f);
+  }
+  static bool has_nan(const State& v) {
+    return std::isnan(v.real()) || std::isnan(v.imag());
+  }
+  static void add(State& st, State x) {
+    if (has_nan(st)) {
+      return;
+    }
+    bool greater = x.real() > st.real() || (x.real() == st.real() && x.imag() > st.imag());
+    bool less = x.real() < st.real() || (x.real() == st.real() && x.imag() < st.imag());
+    if (has_nan(x) || (IsMax ? greater : less)) {
+      st = x;
+    }
+  }
+  static void merge(State& st, const State& other) {
+    add(st, other);
+  }
+  static State finish(State st) {
+    return st;
   }
 };
 
@@ -242,8 +273,7 @@ void reduce_strided(const array& in, array& out, const std::vector<int>& axes) {
 }
 
 template <typename T>
-void reduce_typed(const array& in, array& out, ReduceType type, const std::vector<int>& axes,
-                  const char* name) {
+void reduce_typed(const array& in, array& out, ReduceType type, const std::vector<int>& axes) {
   constexpr bool is_float = std::is_floating_point_v<compute_type_t<T>>;
   switch (type) {
     case ReduceType::Sum:
@@ -265,8 +295,11 @@ void reduce_typed(const array& in, array& out, ReduceType type, const std::vecto
     case ReduceType::Max:
     case ReduceType::Min:
       if constexpr (is_complex_v<T>) {
-        throw std::invalid_argument(std::string("[") + name +
-                                    "] is not supported for complex inputs.");
+        if (type == ReduceType::Max) {
+          reduce_strided<T, ComplexExtremum<true>>(in, out, axes);
+        } else {
+          reduce_strided<T, ComplexExtremum<false>>(in, out, axes);
+        }
       } else if (type == ReduceType::Max) {
         reduce_strided<T, Extremum<T, true>>(in, out, axes);
       } else {
@@ -295,7 +328,7 @@ void Reduce::eval_cpu(const std::vector<array>& inputs, array& out) {
   }
   dispatch_dtype(in.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    reduce_typed<T>(in, out, type_, axes_, name());
+    reduce_typed<T>(in, out, type_, axes_);
   });
 }
 

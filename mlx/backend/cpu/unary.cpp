@@ -92,7 +92,8 @@ void unary_typed(const char* name, const array& in, array& out, Op op) {
   using R = decltype(op(C{}));
   // Predicates write bool; every other op keeps the input's storage type.
   using Out = std::conditional_t<std::is_same_v<R, bool>, bool, T>;
-  if (out.dtype() != Dtype(TypeToDtype<Out>())) {
+  // (Not TypeToDtype<Out>: as in MLX it maps double to float32.)
+  if (out.dtype() != (std::is_same_v<Out, bool> ? bool_ : in.dtype())) {
     throw std::invalid_argument(std::string("[") + name + "] output dtype " +
                                 dtype_to_string(out.dtype()) + " does not match input dtype " +
                                 dtype_to_string(in.dtype()) + ".");

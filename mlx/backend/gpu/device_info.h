@@ -7,6 +7,8 @@
 
 namespace mlx::core::gpu {
 
+// Whether this build has a usable GPU (MLX declares it here since 0.30.4).
+bool is_available();
 int device_count();
 
 // Keys include at least "device_name", "vendor", "driver", "memory_size" (bytes) and
@@ -14,4 +16,4 @@ int device_count();
 using DeviceInfoValue = std::variant<std::string, size_t>;
 const std::unordered_map<std::string, DeviceInfoValue>& device_info(int device_index = 0);
 
-} // namespace mlx::core::gpu
+}  // namespace mlx::core::gpu

@@ -5,12 +5,12 @@
 
 namespace mlx::core {
 
-#define NO_GPU(P)                                                            \
-  void P::eval_gpu(const std::vector<array>&, array&) {                      \
+#define NO_GPU(P)                                                                         \
+  void P::eval_gpu(const std::vector<array>&, array&) {                                   \
     throw std::runtime_error(std::string("[") + name() + "] has no GPU implementation."); \
   }
-#define NO_GPU_MULTI(P)                                                      \
-  void P::eval_gpu(const std::vector<array>&, std::vector<array>&) {         \
+#define NO_GPU_MULTI(P)                                                                   \
+  void P::eval_gpu(const std::vector<array>&, std::vector<array>&) {                      \
     throw std::runtime_error(std::string("[") + name() + "] has no GPU implementation."); \
   }
 
@@ -20,6 +20,7 @@ NO_GPU_MULTI(DivMod)
 NO_GPU(Select)
 NO_GPU(AsType)
 NO_GPU(Copy)
+NO_GPU(Full)
 NO_GPU(Contiguous)
 NO_GPU(Arange)
 NO_GPU(RandomBits)
@@ -37,4 +38,4 @@ NO_GPU(ArgReduce)
 NO_GPU(Softmax)
 NO_GPU(Matmul)
 
-} // namespace mlx::core
+}  // namespace mlx::core

@@ -235,6 +235,12 @@ VulkanAllocator::~VulkanAllocator() {
 allocator::Buffer VulkanAllocator::malloc(size_t size) {
   std::unique_lock lk(mtx_);
   const bool poison = poison_;
+  // Checked before size_class, whose rounding would wrap a size near SIZE_MAX to a small one.
+  if (size > memory_limit_) {
+    throw std::runtime_error("[malloc] allocating " + std::to_string(size) +
+                             " bytes would exceed the memory limit of " +
+                             std::to_string(memory_limit_) + " bytes.");
+  }
   size_t cap = size_class(poison ? size + kGuardBytes : size);
   if (active_ + cap > memory_limit_) {
     lk.unlock();
@@ -276,6 +282,7 @@ allocator::Buffer VulkanAllocator::malloc(size_t size) {
     a->mapped = got.first->mapped ? got.first->mapped + got.second : nullptr;
   }
   a->size = size;
+  a->guarded = poison;
   a->last_use = 0;
   a->writer_stream = -1;
   active_ += cap;
@@ -307,7 +314,8 @@ void VulkanAllocator::free(allocator::Buffer buffer) {
 
 size_t VulkanAllocator::size(allocator::Buffer buffer) const {
   auto* a = allocation(buffer);
-  return a ? a->size : 0;
+  // MLX reports the block's capacity; with poisoning on, bytes past the request are guards.
+  return a ? (a->guarded ? a->size : a->capacity) : 0;
 }
 
 void VulkanAllocator::release_locked(Allocation* a) {
@@ -631,6 +639,14 @@ size_t get_cache_memory() {
 size_t set_memory_limit(size_t limit) {
   return with_allocator([&](auto& a) { return a.set_memory_limit(limit); },
                         [&](auto& c) { return c.set_memory_limit(limit); });
+}
+size_t get_memory_limit() {
+  return with_allocator([](auto& a) { return a.memory_limit(); },
+                        [](auto& c) { return c.memory_limit(); });
+}
+size_t set_wired_limit(size_t limit) {
+  static std::atomic<size_t> wired{0};
+  return wired.exchange(limit);
 }
 size_t set_cache_limit(size_t limit) {
   return with_allocator([&](auto& a) { return a.set_cache_limit(limit); },

@@ -31,6 +31,7 @@ struct Allocation {
   VkDeviceSize offset = 0;           // byte offset inside `buffer`
   size_t size = 0;                   // bytes asked for
   size_t capacity = 0;               // bytes reserved (the size class)
+  bool guarded = false;              // poisoned: bytes past `size` are guard bytes
   char* mapped = nullptr;            // host pointer when the block is mapped
 
   // Staged path only: the host copy and which side is newer.
@@ -85,6 +86,9 @@ class VulkanAllocator : public allocator::Allocator {
   void reset_peak();
   size_t cache_memory();
   size_t set_memory_limit(size_t limit);
+  size_t memory_limit() const {
+    return memory_limit_;
+  }
   size_t set_cache_limit(size_t limit);
   void clear_cache();
 

@@ -1,4 +1,4 @@
-// eval_gpu of AsType, Copy and Contiguous: the "copy" kernel (strided read, dtype
+// eval_gpu of AsType, Copy, Full and Contiguous: the "copy" kernel (strided read, dtype
 // conversion, row-contiguous write).
 #include "mlx/backend/vulkan/cpu_fallback.h"
 #include "mlx/backend/vulkan/elementwise.h"
@@ -27,6 +27,11 @@ void AsType::eval_gpu(const std::vector<array>& inputs, array& out) {
 
 void Copy::eval_gpu(const std::vector<array>& inputs, array& out) {
   // A copy must not alias its input (that is its point), so no donation.
+  copy_eval(*this, inputs, out, false);
+}
+
+void Full::eval_gpu(const std::vector<array>& inputs, array& out) {
+  // The input is a broadcast view (usually of one element): it must not be donated.
   copy_eval(*this, inputs, out, false);
 }
 

@@ -282,6 +282,7 @@ VKAPI_ATTR VkBool32 VKAPI_CALL debug_callback_impl(VkDebugUtilsMessageSeverityFl
     dev->note_validation_error();
     std::fprintf(stderr, "[vulkan validation error] %s\n", data->pMessage);
   } else if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
+    dev->note_validation_warning();
     std::fprintf(stderr, "[vulkan validation warning] %s\n", data->pMessage);
   }
   return VK_FALSE;

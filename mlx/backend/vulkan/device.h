@@ -93,6 +93,13 @@ class Device {
   void note_validation_error() {
     validation_errors_++;
   }
+  // Warnings too: a clean run has none, and the stress test holds it to that.
+  size_t validation_warnings() const {
+    return validation_warnings_.load();
+  }
+  void note_validation_warning() {
+    validation_warnings_++;
+  }
 
   // Where arrays live. `array_memory_type` is device-local where the device has such
   // memory; it is mapped for host access when `arrays_mapped` (lavapipe, iGPUs, resizable
@@ -131,6 +138,7 @@ class Device {
   uint32_t staging_type_ = 0;
   bool validation_enabled_ = false;
   std::atomic<size_t> validation_errors_{0};
+  std::atomic<size_t> validation_warnings_{0};
   std::mutex teardown_mtx_;
   std::vector<std::function<void()>> teardown_;
   std::atomic<bool> torn_down_{false};

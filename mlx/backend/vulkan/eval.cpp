@@ -10,6 +10,7 @@
 #include "mlx/backend/vulkan/command_encoder.h"
 #include "mlx/backend/vulkan/device.h"
 #include "mlx/primitives.h"
+#include "mlx/transforms_impl.h"
 
 namespace mlx::core::gpu {
 
@@ -80,7 +81,9 @@ void finalize(Stream s) {
 }
 
 void synchronize(Stream s) {
+  uint64_t ticket = detail::begin_sync(s.index);
   vulkan::encoder(s.index).synchronize();
+  detail::end_sync(s.index, ticket);
   // Other streams' finished batches may still hold arrays (nobody has polled them).
   vulkan::poll_all_streams();
   // Under MLX_VK_VALIDATION=1 a validation error is a failure of the work that caused it.
