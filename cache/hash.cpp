@@ -1,7 +1,11 @@
 #include "cache/hash.h"
 
+// GCC 12 reports -Warray-bounds false positives inside the inlined xxHash update loop.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Warray-bounds"
 #define XXH_INLINE_ALL
 #include <xxhash.h>
+#pragma GCC diagnostic pop
 
 namespace mlx::core::vulkan::cache {
 
@@ -23,6 +27,15 @@ Hasher::~Hasher() {
 
 void Hasher::update(std::span<const uint8_t> bytes) {
   XXH64_update(static_cast<XXH64_state_t*>(state_), bytes.data(), bytes.size());
+}
+
+void Hasher::add(std::string_view field) {
+  add(static_cast<uint64_t>(field.size()));
+  XXH64_update(static_cast<XXH64_state_t*>(state_), field.data(), field.size());
+}
+
+void Hasher::add(uint64_t value) {
+  XXH64_update(static_cast<XXH64_state_t*>(state_), &value, sizeof(value));
 }
 
 uint64_t Hasher::digest() const {

@@ -11,7 +11,9 @@ namespace mlx::core::vulkan::cache {
 uint64_t xxh64(std::span<const uint8_t> bytes, uint64_t seed = 0);
 uint64_t xxh64(std::string_view text, uint64_t seed = 0);
 
-// Streaming form, for bundles that are too large to hash in one piece.
+// Streaming form: for bundles too large to hash in one piece, and for identities built
+// from many fields (codegen's kernel_hash), which use the length-prefixed add() so that no
+// two different field lists hash the same byte stream.
 class Hasher {
  public:
   Hasher();
@@ -19,6 +21,8 @@ class Hasher {
   Hasher(const Hasher&) = delete;
   Hasher& operator=(const Hasher&) = delete;
   void update(std::span<const uint8_t> bytes);
+  void add(std::string_view field);  // its length, then its bytes
+  void add(uint64_t value);          // 8 bytes, host order
   uint64_t digest() const;
 
  private:

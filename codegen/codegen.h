@@ -55,8 +55,30 @@ struct KernelSource {
   std::map<uint32_t, uint32_t> spec_constants;
 };
 
-// Renders a key into GLSL. Throws std::invalid_argument naming the key for an unknown
-// family or a bad parameter, and std::runtime_error when the device cannot run the kernel.
+// The numbers of one dispatch of a rendered kernel. Every family's launch planner returns
+// one; the runtime pushes the constants, uploads `meta` and dispatches `groups`.
+struct Launch {
+  std::vector<uint8_t> push_constants;  // exactly source.push_constant_bytes long
+  // Extra read-only data (e.g. shapes/strides of an N-d path); when non-empty the runtime
+  // uploads it and binds it as the LAST storage buffer (binding num_buffers - 1).
+  std::vector<uint8_t> meta;
+  std::array<uint32_t, 3> groups{1, 1, 1};  // vkCmdDispatch group counts
+};
+
+// One row per kernel family: how its keys render and at which SPIRV-Tools level they
+// compile. A new family is a template, a key + render in codegen, and one row of this
+// table (codegen/families.cpp).
+struct Family {
+  std::string name;  // the key's family ("unary", "transpose", ...)
+  KernelSource (*render)(const KernelKey& key, const DeviceCaps& caps);
+  int optimizer_level;  // 0: none, 1: size/cleanup passes, 2: performance passes
+};
+const std::vector<Family>& families();
+// The row of `name`; throws std::invalid_argument listing the known families.
+const Family& family(const std::string& name);
+
+// Renders a key into GLSL (its family's row). Throws std::invalid_argument naming the key for an
+// unknown family or a bad parameter, and std::runtime_error when the device cannot run the kernel.
 KernelSource render(const KernelKey& key, const DeviceCaps& caps);
 
 struct SpirvModule {
@@ -72,7 +94,8 @@ SpirvModule compile(const KernelKey& key, const KernelSource& source);
 // The same at an explicit optimizer level (0, 1 or 2), for measurements and tools.
 SpirvModule compile(const KernelKey& key, const KernelSource& source, int optimizer_level);
 
-// The optimizer level used for a family (chosen from measurements, see docs/codegen.md).
+// The optimizer level used for a family: its row of families() (chosen from measurements,
+// see docs/codegen.md).
 int optimizer_level_for(const std::string& family);
 
 // The kernel's cache identity: xxHash64 over the canonical key, the template hash, the

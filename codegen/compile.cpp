@@ -120,13 +120,6 @@ std::string compiler_version() {
          spvSoftwareVersionString() + "; target vulkan1.2/spv1.5";
 }
 
-int optimizer_level_for(const std::string& family) {
-  // Measured (docs/codegen.md): for elementwise kernels the optimizer costs several times
-  // glslang's own time and changes nothing the driver's compiler would not do itself.
-  (void)family;
-  return 0;
-}
-
 SpirvModule compile(const KernelKey& key, const KernelSource& source) {
   return compile(key, source, optimizer_level_for(key.family));
 }

@@ -20,15 +20,19 @@ namespace {
 constexpr uint32_t kMaxGroups = 65535;  // the minimum maxComputeWorkGroupCount Vulkan allows
 constexpr uint32_t kWorkgroupSize = 256;
 
+// The elementwise families and their input counts.
+struct ElementwiseFamily {
+  const char* name;
+  size_t inputs;
+};
+constexpr ElementwiseFamily kElementwiseFamilies[] = {
+    {"unary", 1}, {"binary", 2}, {"select", 3}, {"copy", 1}};
+
 size_t input_count(const std::string& family) {
-  if (family == "unary" || family == "copy") {
-    return 1;
-  }
-  if (family == "binary") {
-    return 2;
-  }
-  if (family == "select") {
-    return 3;
+  for (const auto& f : kElementwiseFamilies) {
+    if (family == f.name) {
+      return f.inputs;
+    }
   }
   throw std::invalid_argument("[elementwise] unknown elementwise family '" + family +
                               "' (expected unary, binary, select or copy).");
@@ -302,9 +306,6 @@ KernelKey elementwise_key(const std::string& family, const std::string& op,
                                 std::to_string(in_dtypes.size()) + ".");
   }
   Normalized n = normalize(geometry, inputs);
-  if (family == "copy" && is_transpose(n)) {
-    return transpose_key(in_dtypes[0], out_dtype, n);
-  }
   std::vector<std::string> all_dtypes = in_dtypes;
   all_dtypes.push_back(out_dtype);
   Layout l = classify(n, vector_width(all_dtypes), geometry.binding_alignment);
@@ -322,6 +323,18 @@ KernelKey elementwise_key(const std::string& family, const std::string& op,
     key.params["vec"] = std::to_string(l.vec);
   }
   return key;
+}
+
+KernelKey plan_elementwise(const std::string& family, const std::string& op,
+                           const std::vector<std::string>& in_dtypes, const std::string& out_dtype,
+                           const ElementwiseGeometry& geometry) {
+  if (family == "copy" && in_dtypes.size() == 1) {
+    Normalized n = normalize(geometry, 1);
+    if (is_transpose(n)) {
+      return transpose_key(in_dtypes[0], out_dtype, n);
+    }
+  }
+  return elementwise_key(family, op, in_dtypes, out_dtype, geometry);
 }
 
 KernelSource render_elementwise(const KernelKey& key, const DeviceCaps& caps) {

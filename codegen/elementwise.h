@@ -32,29 +32,31 @@ struct ElementwiseGeometry {
 //
 // family: "unary" (op = a UnaryOp name, e.g. "Exp"), "binary" (a BinaryOp name, e.g. "Add"),
 // "select" (op "Select"; inputs: bool condition, x, y), "copy" (op "Copy"; converts in -> out
-// dtype, covering astype/copy/contiguous). Picks the layout class from the geometry:
-// per input 's' (a single element), 'c' (contiguous like the output) or 'g' (strided), the
-// strided rank class "1", "2", "3" or "n" (only when some input is 'g'), and 32- or 64-bit
-// indexing (64 when any index or offset can exceed 2^31-1). Adds "vec" (elements per
-// vector step: 16 bytes of the widest dtype, at least 4 bytes of the narrowest) when every
-// operand can be read as whole vectors: bindings 32-byte aligned, contiguous operands and
-// the output starting at a multiple of vec, and each strided input having an inner extent
-// that is a multiple of vec and an inner stride of 0 or 1 (1: offset and strides multiples
-// of vec too). A copy whose input is contiguous along the output's second-to-last dim (a
-// transpose) gets a key of family "transpose" instead: a tiled kernel (codegen/transpose.h).
+// dtype, covering astype/copy/contiguous).
+//
+// plan_elementwise is the planning step: it picks the kernel variant a launch needs and
+// returns that variant's key. Today one choice exists: a copy whose input is contiguous
+// along the output's second-to-last dim (a transpose) gets the tiled "transpose" kernel
+// (codegen/transpose.h); everything else gets elementwise_key's strided kernel. The
+// variant is visible in the key's family.
+KernelKey plan_elementwise(const std::string& family, const std::string& op,
+                           const std::vector<std::string>& in_dtypes, const std::string& out_dtype,
+                           const ElementwiseGeometry& geometry);
+
+// The strided elementwise kernel's key (no variant choice). Picks the layout class from the
+// geometry: per input 's' (a single element), 'c' (contiguous like the output) or 'g'
+// (strided), the strided rank class "1", "2", "3" or "n" (only when some input is 'g'), and
+// 32- or 64-bit indexing (64 when any index or offset can exceed 2^31-1). Adds "vec"
+// (elements per vector step: 16 bytes of the widest dtype, at least 4 bytes of the
+// narrowest) when every operand can be read as whole vectors: bindings 32-byte aligned,
+// contiguous operands and the output starting at a multiple of vec, and each strided input
+// having an inner extent that is a multiple of vec and an inner stride of 0 or 1 (1: offset
+// and strides multiples of vec too).
 KernelKey elementwise_key(const std::string& family, const std::string& op,
                           const std::vector<std::string>& in_dtypes, const std::string& out_dtype,
                           const ElementwiseGeometry& geometry);
 
-struct Launch {
-  std::vector<uint8_t> push_constants;  // exactly source.push_constant_bytes long
-  // Extra read-only data (e.g. shapes/strides of the N-d path); when non-empty the runtime
-  // uploads it and binds it as the LAST storage buffer (binding num_buffers - 1).
-  std::vector<uint8_t> meta;
-  std::array<uint32_t, 3> groups{1, 1, 1};  // vkCmdDispatch group counts
-};
-
-// Packs the push constants / meta buffer for a key (of any family elementwise_key returns)
+// Packs the push constants / meta buffer for a key (of any variant plan_elementwise returns)
 // rendered into `source`, and computes the dispatch size (splitting large launches over y/z
 // so no dimension exceeds device limits).
 Launch elementwise_launch(const KernelKey& key, const KernelSource& source,

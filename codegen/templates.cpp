@@ -8,13 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
-// GCC 12 reports -Warray-bounds false positives inside the inlined xxHash update loop.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Warray-bounds"
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-#pragma GCC diagnostic pop
-
+#include "cache/hash.h"
 #include "codegen/codegen.h"
 #include "codegen/internal.h"
 
@@ -146,7 +140,7 @@ KernelSource render_template(const std::string& template_name,
   KernelSource source;
   source.template_name = template_name;
   source.defines = defines;
-  source.template_hash = XXH64(body.data(), body.size(), 0);
+  source.template_hash = cache::xxh64(body);
 
   // Inject the defines right after #version; the #line marker keeps the template's own line
   // numbers in glslang's messages.

@@ -274,10 +274,10 @@ TEST_CASE("vector keys launch one step per vector and only on aligned geometries
   CHECK_THROWS_AS(render(rank1, full_caps()), std::invalid_argument);
 }
 
-TEST_CASE("copies of transposed views get the tiled transpose kernel") {
+TEST_CASE("planning gives copies of transposed views the tiled transpose kernel") {
   // Input contiguous along the output's dim 0: a 2-d transpose.
   auto g2 = geom({64, 96}, {{1, 64}}, {5}, 3);
-  KernelKey k2 = elementwise_key("copy", "Copy", {"f32"}, "bf16", g2);
+  KernelKey k2 = plan_elementwise("copy", "Copy", {"f32"}, "bf16", g2);
   CHECK(k2.canonical() == "transpose:idx=32,in=f32,out=bf16");
   KernelSource s2 = render(k2, full_caps());
   CHECK(s2.workgroup_size == std::array<uint32_t, 3>{32, 8, 1});
@@ -287,23 +287,29 @@ TEST_CASE("copies of transposed views get the tiled transpose kernel") {
   CHECK(l2.groups == std::array<uint32_t, 3>{3, 2, 1});
   // A batch dim outside, a negative column stride and partial tiles.
   auto g3 = geom({3, 37, 40}, {{1480, 1, -37}}, {1443});
-  KernelKey k3 = elementwise_key("copy", "Copy", {"i64"}, "i64", g3);
+  KernelKey k3 = plan_elementwise("copy", "Copy", {"i64"}, "i64", g3);
   CHECK(k3.family == "transpose");
   Launch l3 = elementwise_launch(k3, render(k3, full_caps()), g3);
   CHECK(words(l3.push_constants, false) == std::vector<int64_t>{37, 40, 1443, 0, -37, 1480});
   CHECK(l3.groups == std::array<uint32_t, 3>{2, 2, 3});
   // 64-bit indexing like every other kernel.
   auto big = geom({64, 96}, {{1, 64}}, {3000000000ull});
-  CHECK(elementwise_key("copy", "Copy", {"u8"}, "u8", big).canonical() ==
+  CHECK(plan_elementwise("copy", "Copy", {"u8"}, "u8", big).canonical() ==
         "transpose:idx=64,in=u8,out=u8");
 
   // Not transposes: a thin side, a broadcast, rank 4, an op other than copy.
-  CHECK(elementwise_key("copy", "Copy", {"f32"}, "f32", geom({4, 96}, {{1, 4}})).family == "copy");
-  CHECK(elementwise_key("copy", "Copy", {"f32"}, "f32", geom({64, 96}, {{1, 0}})).family == "copy");
-  CHECK(
-      elementwise_key("copy", "Copy", {"f32"}, "f32", geom({2, 3, 64, 96}, {{50000, 20000, 1, 64}}))
-          .family == "copy");
-  CHECK(elementwise_key("unary", "Exp", {"f32"}, "f32", g2).family == "unary");
+  CHECK(plan_elementwise("copy", "Copy", {"f32"}, "f32", geom({4, 96}, {{1, 4}})).family == "copy");
+  CHECK(plan_elementwise("copy", "Copy", {"f32"}, "f32", geom({64, 96}, {{1, 0}})).family ==
+        "copy");
+  CHECK(plan_elementwise("copy", "Copy", {"f32"}, "f32",
+                         geom({2, 3, 64, 96}, {{50000, 20000, 1, 64}}))
+            .family == "copy");
+  CHECK(plan_elementwise("unary", "Exp", {"f32"}, "f32", g2).family == "unary");
   // A transpose key refuses another geometry.
   CHECK_THROWS_AS(elementwise_launch(k2, s2, geom({64, 96}, {{96, 1}})), std::invalid_argument);
+  // The variant choice is the planning step's alone: the strided key stays a strided copy
+  // (which runs the same geometry correctly, only slower).
+  KernelKey strided = elementwise_key("copy", "Copy", {"f32"}, "bf16", g2);
+  CHECK(strided.family == "copy");
+  CHECK_NOTHROW(elementwise_launch(strided, render(strided, full_caps()), g2));
 }

@@ -4,7 +4,6 @@
 #include <mutex>
 #include <set>
 
-#include "mlx/backend/vulkan/elementwise.h"
 #include "mlx/backend/vulkan/utils.h"
 #include "mlx/primitives.h"
 

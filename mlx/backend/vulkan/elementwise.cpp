@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
-#include <string>
 #include <stdexcept>
+#include <string>
 
 #include "codegen/elementwise.h"
 #include "mlx/backend/common/utils.h"
@@ -15,61 +15,6 @@
 
 namespace mlx::core::vulkan {
 
-const char* gpu_dtype_name(Dtype dt) {
-  const auto& caps = device("eval_gpu").caps();
-  switch (dt) {
-    case bool_:
-      return caps.storage_8bit ? "b" : nullptr;
-    case uint8:
-      return caps.storage_8bit ? "u8" : nullptr;
-    case int8:
-      return caps.storage_8bit ? "i8" : nullptr;
-    case uint16:
-      return caps.storage_16bit ? "u16" : nullptr;
-    case int16:
-      return caps.storage_16bit ? "i16" : nullptr;
-    case float16:
-      return caps.storage_16bit ? "f16" : nullptr;
-    case bfloat16:
-      return caps.storage_16bit ? "bf16" : nullptr;
-    case uint32:
-      return "u32";
-    case int32:
-      return "i32";
-    case float32:
-      return "f32";
-    case uint64:
-      return caps.shader_int64 ? "u64" : nullptr;
-    case int64:
-      return caps.shader_int64 ? "i64" : nullptr;
-    default:
-      return nullptr;  // float64, complex64: CPU only, as in MLX
-  }
-}
-
-bool gpu_supports(Dtype dt) {
-  return gpu_dtype_name(dt) != nullptr;
-}
-
-bool gpu_supports(const std::vector<array>& arrays) {
-  return std::all_of(arrays.begin(), arrays.end(),
-                     [](const array& a) { return gpu_supports(a.dtype()); });
-}
-
-void allocate_or_donate(const std::vector<array>& inputs, array& out, bool allow_donation) {
-  if (allow_donation) {
-    for (auto& in : inputs) {
-      if (in.has_data() && in.is_donatable() && in.flags().row_contiguous &&
-          in.data_size() == in.size() && in.size() == out.size() &&
-          in.itemsize() == out.itemsize()) {
-        out.copy_shared_buffer(in);
-        return;
-      }
-    }
-  }
-  out.set_data(allocator::malloc(out.nbytes()));
-}
-
 namespace {
 
 struct Chunkable {
@@ -78,14 +23,6 @@ struct Chunkable {
   int64_t itemsize;  // bytes
   std::vector<int64_t> strides;
 };
-
-// Bindings start at multiples of 32 bytes so codegen may read aligned operands as vectors
-// (codegen::ElementwiseGeometry::binding_alignment).
-constexpr int64_t kBindAlignment = 32;
-
-int64_t align_down(int64_t v, int64_t a) {
-  return v / a * a;
-}
 
 // Per-thread working storage of launch_elementwise: cleared but never shrunk, so a warm
 // launch allocates nothing for its geometry (allocation was most of a dispatch's host cost).
@@ -109,10 +46,6 @@ void assign_view(View& dst, const array& a) {
 }
 
 }  // namespace
-
-View view_of(const array& a) {
-  return {a.buffer(), static_cast<int64_t>(a.offset()), a.dtype(), a.strides()};
-}
 
 void launch_elementwise(const char* name, const std::string& family, const std::string& op,
                         const std::vector<array>& inputs, array& out) {
@@ -151,7 +84,6 @@ void launch_elementwise(int stream, const char* name, const std::string& family,
   auto& dev = device(name);
   auto& enc = encoder(stream);
   const int64_t max_range = dev.limits().maxStorageBufferRange;
-  const int64_t min_align = static_cast<int64_t>(dev.limits().minStorageBufferOffsetAlignment);
 
   thread_local LaunchScratch scratch;
   auto& [all_strides, shape, strides, in_dtype_ptrs, arrays, g, bindings, sig] = scratch;
@@ -208,8 +140,8 @@ void launch_elementwise(int stream, const char* name, const std::string& family,
   int64_t rows = rows_total;
   for (auto& c : arrays) {
     auto [lo, hi] = reach(c, rows_total);
-    int64_t align = std::max({min_align, c.itemsize, kBindAlignment});
-    if ((hi - lo + 1) * c.itemsize + align <= max_range) {
+    int64_t align = binding_alignment(dev, c.itemsize);
+    if (fits_one_binding(dev, {c.alloc, c.base, c.itemsize, lo, hi})) {
       continue;
     }
     auto [lo1, hi1] = reach(c, 1);
@@ -240,17 +172,10 @@ void launch_elementwise(int stream, const char* name, const std::string& family,
       auto& c = arrays[k];
       int64_t origin = c.base + (nd ? r0 * c.strides[0] : 0) * c.itemsize;  // bytes
       auto [lo, hi] = reach(c, m);
-      int64_t align = std::max({min_align, c.itemsize, kBindAlignment});
-      int64_t bind = align_down(origin + lo * c.itemsize, align);
-      int64_t need = origin + (hi + 1) * c.itemsize - bind;
-      // Bind to the end of the allocation where the limit allows: a stray write then lands
-      // in the (debug) guard region instead of going unnoticed.
-      int64_t range = std::max(
-          need, std::min<int64_t>(static_cast<int64_t>(c.alloc->capacity) - bind, max_range));
       bool is_out = k + 1 == arrays.size();
-      bindings.push_back(
-          {c.alloc, static_cast<VkDeviceSize>(bind), static_cast<VkDeviceSize>(range), is_out});
-      uint64_t elem_offset = static_cast<uint64_t>((origin - bind) / c.itemsize);
+      auto bound = bind_operand(dev, {c.alloc, origin, c.itemsize, lo, hi}, is_out);
+      bindings.push_back(bound.binding);
+      uint64_t elem_offset = bound.elem_offset;
       if (is_out) {
         g.out_offset = elem_offset;
       } else {
@@ -278,20 +203,12 @@ void launch_elementwise(int stream, const char* name, const std::string& family,
     const MemoEntry* entry = memo.find(sig, sig_hash);
     if (!entry) {
       std::vector<std::string> in_dtypes(in_dtype_ptrs.begin(), in_dtype_ptrs.end());
-      auto key = codegen::elementwise_key(family, op, in_dtypes, out_dtype, g);
+      auto key = codegen::plan_elementwise(family, op, in_dtypes, out_dtype, g);
       const Kernel& built = kernel_library().get(key);
-      entry = &memo.insert(sig, sig_hash, {&built, codegen::elementwise_launch(key, built.source, g)});
+      entry =
+          &memo.insert(sig, sig_hash, {&built, codegen::elementwise_launch(key, built.source, g)});
     }
-    const Kernel& kernel = *entry->kernel;
-    const codegen::Launch& launch = entry->launch;
-    if (!launch.meta.empty()) {
-      auto meta = allocator::malloc(launch.meta.size());
-      Binding mb{allocation(meta), 0, (launch.meta.size() + 3) / 4 * 4, false};
-      enc.write(mb, launch.meta.data(), launch.meta.size());
-      enc.add_temporary(meta);
-      bindings.push_back(mb);
-    }
-    enc.dispatch(kernel, bindings, launch.push_constants, launch.groups);
+    record_launch(enc, *entry->kernel, entry->launch, bindings);
   }
 }
 

@@ -1,35 +1,16 @@
-// The shared path of every elementwise eval_gpu (unary, binary, select, copy): collapse the
-// layout, bind each array at an aligned offset, ask codegen for the key and launch numbers,
-// and dispatch; launches whose bindings would exceed maxStorageBufferRange are split into
-// chunks along the outermost dimension.
+// The elementwise geometry on top of the launch layer (kernels.h), shared by every
+// elementwise eval_gpu (unary, binary, select, copy): collapse the layout, split launches
+// whose bindings would exceed maxStorageBufferRange into chunks along the outermost
+// dimension, and plan, bind and record each chunk.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "mlx/array.h"
+#include "mlx/backend/vulkan/kernels.h"
 
 namespace mlx::core::vulkan {
-
-// The dtype's name in kernel keys ("f32", "bf16", "b", ...), or nullptr when kernels on
-// this device cannot hold it (float64 and complex64 always; 8/16/64-bit types when the
-// device lacks the storage or int64 feature).
-const char* gpu_dtype_name(Dtype dt);
-bool gpu_supports(Dtype dt);
-bool gpu_supports(const std::vector<array>& arrays);
-
-// Gives `out` a row-contiguous buffer: an input's buffer when donation is safe (the input
-// is row-contiguous, dense, the same item size, and nothing else holds it), else new memory.
-void allocate_or_donate(const std::vector<array>& inputs, array& out, bool allow_donation);
-
-// A strided view of a buffer: the operand of one elementwise launch.
-struct View {
-  allocator::Buffer buffer{nullptr};
-  int64_t offset = 0;  // bytes from the buffer's start to element 0
-  Dtype dtype = float32;
-  Strides strides;  // elements, one per dim of the launch shape
-};
-View view_of(const array& a);
 
 // Records `family`/`op` over `inputs` into `out` (row-contiguous over `shape`) on stream
 // `stream`. `name` is the primitive, for error messages.

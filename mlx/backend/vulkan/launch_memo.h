@@ -1,5 +1,6 @@
-// Remembers the kernel and packed launch numbers of recent elementwise launches, keyed by
-// their exact signature (family, op, dtypes, collapsed shape, strides, offsets). A repeated
+// Remembers the kernel and packed launch numbers of recent launches of any family, keyed by
+// a signature the family builds from exactly what its key and numbers depend on (for the
+// elementwise families: family, op, dtypes, collapsed shape, strides, offsets). A repeated
 // geometry, such as every layer of a decode step, then skips key building, the kernel
 // library lookup and launch packing, which are most of the host cost of a dispatch.
 #pragma once
@@ -9,7 +10,6 @@
 #include <vector>
 
 #include "codegen/codegen.h"
-#include "codegen/elementwise.h"
 
 namespace mlx::core::vulkan {
 
@@ -42,4 +42,4 @@ class LaunchMemo {
 // The calling thread's memo (no locking: each thread records its own launches).
 LaunchMemo& launch_memo();
 
-} // namespace mlx::core::vulkan
+}  // namespace mlx::core::vulkan

@@ -1,0 +1,106 @@
+#include "mlx/backend/vulkan/kernels.h"
+
+#include <algorithm>
+
+#include "mlx/backend/vulkan/allocator.h"
+#include "mlx/backend/vulkan/device.h"
+
+namespace mlx::core::vulkan {
+
+const char* gpu_dtype_name(Dtype dt) {
+  const auto& caps = device("eval_gpu").caps();
+  switch (dt) {
+    case bool_:
+      return caps.storage_8bit ? "b" : nullptr;
+    case uint8:
+      return caps.storage_8bit ? "u8" : nullptr;
+    case int8:
+      return caps.storage_8bit ? "i8" : nullptr;
+    case uint16:
+      return caps.storage_16bit ? "u16" : nullptr;
+    case int16:
+      return caps.storage_16bit ? "i16" : nullptr;
+    case float16:
+      return caps.storage_16bit ? "f16" : nullptr;
+    case bfloat16:
+      return caps.storage_16bit ? "bf16" : nullptr;
+    case uint32:
+      return "u32";
+    case int32:
+      return "i32";
+    case float32:
+      return "f32";
+    case uint64:
+      return caps.shader_int64 ? "u64" : nullptr;
+    case int64:
+      return caps.shader_int64 ? "i64" : nullptr;
+    default:
+      return nullptr;  // float64, complex64: CPU only, as in MLX
+  }
+}
+
+bool gpu_supports(Dtype dt) {
+  return gpu_dtype_name(dt) != nullptr;
+}
+
+bool gpu_supports(const std::vector<array>& arrays) {
+  return std::all_of(arrays.begin(), arrays.end(),
+                     [](const array& a) { return gpu_supports(a.dtype()); });
+}
+
+void allocate_or_donate(const std::vector<array>& inputs, array& out, bool allow_donation) {
+  if (allow_donation) {
+    for (auto& in : inputs) {
+      if (in.has_data() && in.is_donatable() && in.flags().row_contiguous &&
+          in.data_size() == in.size() && in.size() == out.size() &&
+          in.itemsize() == out.itemsize()) {
+        out.copy_shared_buffer(in);
+        return;
+      }
+    }
+  }
+  out.set_data(allocator::malloc(out.nbytes()));
+}
+
+View view_of(const array& a) {
+  return {a.buffer(), static_cast<int64_t>(a.offset()), a.dtype(), a.strides()};
+}
+
+int64_t binding_alignment(const Device& dev, int64_t itemsize) {
+  int64_t min_align = static_cast<int64_t>(dev.limits().minStorageBufferOffsetAlignment);
+  return std::max({min_align, itemsize, kBindAlignment});
+}
+
+bool fits_one_binding(const Device& dev, const OperandSpan& span) {
+  int64_t max_range = dev.limits().maxStorageBufferRange;
+  return (span.hi - span.lo + 1) * span.itemsize + binding_alignment(dev, span.itemsize) <=
+         max_range;
+}
+
+BoundOperand bind_operand(const Device& dev, const OperandSpan& span, bool is_output) {
+  int64_t max_range = dev.limits().maxStorageBufferRange;
+  int64_t align = binding_alignment(dev, span.itemsize);
+  int64_t bind = (span.origin + span.lo * span.itemsize) / align * align;
+  int64_t need = span.origin + (span.hi + 1) * span.itemsize - bind;
+  int64_t range = std::max(
+      need, std::min<int64_t>(static_cast<int64_t>(span.alloc->capacity) - bind, max_range));
+  BoundOperand b;
+  b.binding = {span.alloc, static_cast<VkDeviceSize>(bind), static_cast<VkDeviceSize>(range),
+               is_output};
+  b.elem_offset = static_cast<uint64_t>((span.origin - bind) / span.itemsize);
+  return b;
+}
+
+void record_launch(CommandEncoder& enc, const Kernel& kernel, const codegen::Launch& launch,
+                   std::vector<Binding>& bindings) {
+  if (!launch.meta.empty()) {
+    auto meta = allocator::malloc(launch.meta.size());
+    Binding mb{allocation(meta), 0, (launch.meta.size() + 3) / 4 * 4, false};
+    enc.write(mb, launch.meta.data(), launch.meta.size());
+    enc.add_temporary(meta);
+    bindings.push_back(mb);
+  }
+  enc.dispatch(kernel, bindings, launch.push_constants, launch.groups);
+}
+
+}  // namespace mlx::core::vulkan

@@ -1,0 +1,78 @@
+// The launch layer every kernel family shares. An eval_gpu reads the same way for each:
+//   plan    the family's codegen picks the variant and builds the key and Launch numbers;
+//   bind    each operand is bound at an aligned offset within maxStorageBufferRange
+//           (bind_operand), and the kernel learns where element 0 sits (elem_offset);
+//   record  the meta buffer is uploaded and the dispatch recorded (record_launch).
+// Repeated launches skip planning through the launch memo (launch_memo.h), keyed by a
+// signature the family builds from exactly what its key and numbers depend on.
+// docs/architecture.md walks one kernel through these steps.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "codegen/codegen.h"
+#include "mlx/array.h"
+#include "mlx/backend/vulkan/command_encoder.h"
+
+namespace mlx::core::vulkan {
+
+struct Allocation;
+struct Kernel;
+
+// The dtype's name in kernel keys ("f32", "bf16", "b", ...), or nullptr when kernels on
+// this device cannot hold it (float64 and complex64 always; 8/16/64-bit types when the
+// device lacks the storage or int64 feature).
+const char* gpu_dtype_name(Dtype dt);
+bool gpu_supports(Dtype dt);
+bool gpu_supports(const std::vector<array>& arrays);
+
+// Gives `out` a row-contiguous buffer: an input's buffer when donation is safe (the input
+// is row-contiguous, dense, the same item size, and nothing else holds it), else new memory.
+void allocate_or_donate(const std::vector<array>& inputs, array& out, bool allow_donation);
+
+// A strided view of a buffer: one operand of a launch.
+struct View {
+  allocator::Buffer buffer{nullptr};
+  int64_t offset = 0;  // bytes from the buffer's start to element 0
+  Dtype dtype = float32;
+  Strides strides;  // elements, one per dim of the launch shape
+};
+View view_of(const array& a);
+
+// Bindings start at multiples of 32 bytes (or the device's minimum offset alignment, or
+// the item size, whichever is larger), so codegen may read aligned operands as vectors.
+constexpr int64_t kBindAlignment = 32;
+
+// Where an operand's elements lie in its allocation: element 0 at byte `origin`, and the
+// lowest and highest elements the launch touches at element offsets lo <= 0 <= hi.
+struct OperandSpan {
+  Allocation* alloc = nullptr;
+  int64_t origin = 0;
+  int64_t itemsize = 1;
+  int64_t lo = 0;
+  int64_t hi = 0;
+};
+
+// The byte alignment of an operand's binding on `dev`.
+int64_t binding_alignment(const Device& dev, int64_t itemsize);
+
+// Whether the span fits one binding of maxStorageBufferRange once aligned.
+bool fits_one_binding(const Device& dev, const OperandSpan& span);
+
+struct BoundOperand {
+  Binding binding;
+  uint64_t elem_offset = 0;  // element 0's index within the binding
+};
+
+// Binds a span at an aligned offset. The range reaches the end of the allocation where
+// maxStorageBufferRange allows, so a stray write lands in the (debug) guard region instead
+// of going unnoticed. The caller checks fits_one_binding first (or splits the launch).
+BoundOperand bind_operand(const Device& dev, const OperandSpan& span, bool is_output);
+
+// Uploads launch.meta (if any) as the last binding and records the dispatch on `enc`.
+// `bindings` holds the operands in binding order; the meta binding is appended to it.
+void record_launch(CommandEncoder& enc, const Kernel& kernel, const codegen::Launch& launch,
+                   std::vector<Binding>& bindings);
+
+}  // namespace mlx::core::vulkan
