@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "mlx/backend/gpu/eval.h"
 #include "mlx/primitives.h"
 #include "mlx/transforms.h"
 #include "mlx/transforms_impl.h"
@@ -183,16 +184,16 @@ void array::eval() {
 }
 
 bool array::is_available() const {
-  if (status() == Status::evaluated && desc_->pending_stream >= 0 &&
-      detail::synced_since(desc_->pending_stream, desc_->pending_ticket)) {
-    set_status(Status::available);  // a synchronize of its stream has finished since
+  // A GPU-evaluated array is available once the work that wrote its data has completed,
+  // whether or not anyone waited for it (MLX checks its event the same way).
+  if (status() == Status::evaluated && desc_->pending_stream >= 0 && gpu::is_ready(*this)) {
+    set_status(Status::available);
   }
   return status() == Status::available;
 }
 
 void array::set_pending_stream(int stream_index) const {
   desc_->pending_stream = stream_index;
-  desc_->pending_ticket = detail::sync_ticket(stream_index);
 }
 
 bool array::is_tracer() const {
@@ -203,6 +204,8 @@ void array::wait() {
   if (status() == Status::evaluated) {
     if (desc_->pending_stream >= 0) {
       synchronize(Stream(desc_->pending_stream, Device::gpu));
+      // A view recorded on this stream may share a buffer another stream still writes.
+      gpu::wait_ready(*this);
     }
     set_status(Status::available);
   } else if (status() == Status::unscheduled) {

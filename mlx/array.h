@@ -265,7 +265,6 @@ class array {
     std::shared_ptr<Primitive> primitive;
     Status status;
     int pending_stream = -1;
-    uint64_t pending_ticket = 0;  // the stream's sync ticket when this was recorded
     bool is_tracer = false;
     std::shared_ptr<Data> data;
     size_t offset = 0;

@@ -140,6 +140,22 @@ array pad(const array& a, int pad_width, const array& pad_value, const std::stri
   return pad(a, std::pair<int, int>{pad_width, pad_width}, pad_value, mode, s);
 }
 
+namespace {
+
+// The sum of several shifts, reduced modulo the rolled extent (the axis, or the whole array
+// when axis < 0) so that it fits an int.
+int total_shift(const array& a, const Shape& shift, int axis) {
+  int64_t n = axis < 0 ? static_cast<int64_t>(a.size())
+                       : a.shape(normalize_axis(axis, static_cast<int>(a.ndim()), "roll"));
+  int64_t total = 0;
+  for (int v : shift) {
+    total += v;
+  }
+  return n == 0 ? 0 : static_cast<int>(((total % n) + n) % n);
+}
+
+}  // namespace
+
 array roll(const array& a, const Shape& shift, const std::vector<int>& axes, StreamOrDevice s) {
   if (shift.size() != axes.size()) {
     throw std::invalid_argument("[roll] shift and axes must have the same length, got " +
@@ -154,7 +170,8 @@ array roll(const array& a, const Shape& shift, const std::vector<int>& axes, Str
     if (n == 0) {
       continue;
     }
-    int k = ((shift[i] % n) + n) % n;  // elements move k places towards the end
+    // Elements move k places towards the end (64-bit: shift + n may pass INT_MAX).
+    int k = static_cast<int>(((int64_t{shift[i]} % n) + n) % n);
     if (k == 0) {
       continue;
     }
@@ -167,11 +184,7 @@ array roll(const array& a, const Shape& shift, const std::vector<int>& axes, Str
 array roll(const array& a, const Shape& shift, int axis, StreamOrDevice s) {
   if (shift.size() != 1) {
     // As MLX: several shifts along one axis add up.
-    int total = 0;
-    for (int v : shift) {
-      total += v;
-    }
-    return roll(a, Shape{total}, std::vector<int>{axis}, s);
+    return roll(a, Shape{total_shift(a, shift, axis)}, std::vector<int>{axis}, s);
   }
   return roll(a, shift, std::vector<int>{axis}, s);
 }
@@ -185,11 +198,7 @@ array roll(const array& a, int shift, int axis, StreamOrDevice s) {
 }
 
 array roll(const array& a, const Shape& shift, StreamOrDevice s) {
-  int total = 0;
-  for (int v : shift) {
-    total += v;
-  }
-  return roll(a, total, s);
+  return roll(a, total_shift(a, shift, -1), s);
 }
 
 array roll(const array& a, int shift, StreamOrDevice s) {
@@ -240,9 +249,10 @@ array diag(const array& a, int k, StreamOrDevice s) {
   }
   // The vector on the k-th diagonal of an n x n matrix: row i holds v[i] at column i + k
   // (k >= 0), or column j holds v[j] at row j - k (k < 0).
-  int off = k >= 0 ? k : -k;
+  int64_t off = k >= 0 ? int64_t{k} : -int64_t{k};
   int n = checked_dim(int64_t{a.shape(0)} + off, "diag");
-  auto v = pad(a, std::pair<int, int>{0, off}, array(0, a.dtype()), "constant", s);
+  auto v =
+      pad(a, std::pair<int, int>{0, static_cast<int>(off)}, array(0, a.dtype()), "constant", s);
   auto values = k >= 0 ? broadcast_to(reshape(v, {n, 1}, s), {n, n}, s)
                        : broadcast_to(reshape(v, {1, n}, s), {n, n}, s);
   return where(eye(n, n, k, bool_, s), values, zeros({n, n}, a.dtype(), s), s);

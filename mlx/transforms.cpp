@@ -1,9 +1,7 @@
 #include "mlx/transforms.h"
 
 #include <atomic>
-#include <mutex>
 #include <set>
-#include <unordered_map>
 #include <unordered_set>
 
 #include "mlx/backend/gpu/eval.h"
@@ -17,15 +15,6 @@ namespace detail {
 namespace {
 std::atomic<int> tracing_depth{0};
 
-struct SyncTickets {
-  std::mutex mtx;
-  std::unordered_map<int, uint64_t> started;  // synchronizes begun per stream
-  std::unordered_map<int, uint64_t> done;     // highest ticket whose wait has finished
-};
-SyncTickets& sync_tickets() {
-  static SyncTickets t;
-  return t;
-}
 }  // namespace
 
 bool in_tracing() {
@@ -36,28 +25,6 @@ InTracing::InTracing() {
 }
 InTracing::~InTracing() {
   --tracing_depth;
-}
-
-uint64_t sync_ticket(int stream) {
-  auto& t = sync_tickets();
-  std::lock_guard lk(t.mtx);
-  return t.started[stream];
-}
-uint64_t begin_sync(int stream) {
-  auto& t = sync_tickets();
-  std::lock_guard lk(t.mtx);
-  return ++t.started[stream];
-}
-void end_sync(int stream, uint64_t ticket) {
-  auto& t = sync_tickets();
-  std::lock_guard lk(t.mtx);
-  auto& d = t.done[stream];
-  d = std::max(d, ticket);
-}
-bool synced_since(int stream, uint64_t ticket) {
-  auto& t = sync_tickets();
-  std::lock_guard lk(t.mtx);
-  return t.done[stream] > ticket;
 }
 
 }  // namespace detail

@@ -83,9 +83,9 @@ TEST_CASE("half precision storage rounds to nearest even") {
   // 1 + 2^-11 lies exactly between two float16 values; the tie goes to the even one (1.0).
   CHECK(static_cast<float>(mx::float16_t(1.0f + 0x1.0p-11f)) == 1.0f);
   CHECK(static_cast<float>(mx::float16_t(1.0f + 3 * 0x1.0p-11f)) == 1.0f + 0x1.0p-9f);
-  CHECK(static_cast<float>(mx::float16_t(65520.0f)) == INFINITY); // rounds past max
+  CHECK(static_cast<float>(mx::float16_t(65520.0f)) == INFINITY);  // rounds past max
   CHECK(static_cast<float>(mx::float16_t(65504.0f)) == 65504.0f);
-  CHECK(static_cast<float>(mx::float16_t(0x1.0p-24f)) == 0x1.0p-24f); // smallest subnormal
+  CHECK(static_cast<float>(mx::float16_t(0x1.0p-24f)) == 0x1.0p-24f);  // smallest subnormal
   CHECK(std::isnan(static_cast<float>(mx::float16_t(NAN))));
   CHECK(static_cast<float>(mx::bfloat16_t(1.0f + 0x1.0p-8f)) == 1.0f);
   CHECK(static_cast<float>(mx::bfloat16_t(1.0f + 3 * 0x1.0p-8f)) == 1.0f + 0x1.0p-6f);

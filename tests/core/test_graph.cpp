@@ -16,16 +16,16 @@ TEST_CASE("ops are lazy until eval") {
   CHECK(std::string(b.primitive().name()) == "Add");
   b.eval();
   CHECK(b.status() == mx::array::Status::available);
-  CHECK_FALSE(b.has_primitive()); // detached: the graph behind it is released
+  CHECK_FALSE(b.has_primitive());  // detached: the graph behind it is released
   CHECK(to_doubles(b) == std::vector<double>{2, 4});
 }
 
 TEST_CASE("a diamond graph evaluates shared nodes once and in order") {
   auto x = mx::array({1.0f, 2.0f, 3.0f});
-  auto y = mx::multiply(x, x, mx::Device::cpu);       // shared
+  auto y = mx::multiply(x, x, mx::Device::cpu);  // shared
   auto z = mx::add(y, mx::array(1.0f), mx::Device::cpu);
   auto w = mx::subtract(y, mx::array(1.0f), mx::Device::cpu);
-  auto out = mx::multiply(z, w, mx::Device::cpu);       // (x^2+1)(x^2-1) = x^4 - 1
+  auto out = mx::multiply(z, w, mx::Device::cpu);  // (x^2+1)(x^2-1) = x^4 - 1
   CHECK(to_doubles(out) == std::vector<double>{0, 15, 80});
 }
 
@@ -47,7 +47,7 @@ TEST_CASE("a 100k-node chain evaluates and frees without overflowing the stack")
 }
 
 TEST_CASE("intermediates are released as soon as they are dead") {
-  mx::Shape shape{1024, 1024}; // 4 MiB per float32 array
+  mx::Shape shape{1024, 1024};  // 4 MiB per float32 array
   auto a = mx::full(shape, 1.0f, mx::Device::cpu);
   a.eval();
   size_t base = mx::get_active_memory();
@@ -71,7 +71,7 @@ TEST_CASE("multi-output primitives produce siblings evaluated together") {
   REQUIRE(outs.size() == 2);
   CHECK(outs[0].siblings().size() == 1);
   CHECK(outs[0].outputs()[1].id() == outs[1].id());
-  outs[1].eval(); // evaluating one output evaluates its sibling too
+  outs[1].eval();  // evaluating one output evaluates its sibling too
   CHECK(outs[0].status() == mx::array::Status::available);
   CHECK(to_doubles(outs[0]) == std::vector<double>{3, -4, -3, 1});
   CHECK(to_doubles(outs[1]) == std::vector<double>{1, 1, -3, 0});
@@ -83,7 +83,7 @@ TEST_CASE("an unevaluated sibling group is freed when its outputs go out of scop
     auto outs = mx::divmod(mx::full({256, 256}, 9), mx::array(4), mx::Device::cpu);
     auto q = outs[0];
     outs.clear();
-    CHECK(mx::get_active_memory() > before); // the 0-d inputs hold a little memory
+    CHECK(mx::get_active_memory() > before);  // the 0-d inputs hold a little memory
   }
   CHECK(mx::get_active_memory() == before);
 }
@@ -102,7 +102,7 @@ TEST_CASE("eval of several outputs and of already evaluated arrays") {
   auto b = mx::add(a, a, mx::Device::cpu);
   auto c = mx::multiply(a, a, mx::Device::cpu);
   mx::eval(b, c);
-  mx::eval(b, c); // no-op
+  mx::eval(b, c);  // no-op
   mx::async_eval(b);
   b.wait();
   CHECK(to_doubles(b) == std::vector<double>{2, 4});
@@ -117,8 +117,10 @@ TEST_CASE("a loop of 10,000 evals keeps active memory flat") {
     auto b = mx::add(mx::multiply(a, a, mx::Device::cpu), a, mx::Device::cpu);
     b.eval();
     // Measured at the same point of the iteration (with b alive) early and late.
-    if (i == 10) start = mx::get_active_memory();
-    if (i == 9999) end = mx::get_active_memory();
+    if (i == 10)
+      start = mx::get_active_memory();
+    if (i == 9999)
+      end = mx::get_active_memory();
   }
   CHECK(end == start);
 }

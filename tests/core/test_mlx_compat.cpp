@@ -5,6 +5,7 @@
 // (see docs/compatibility.md).
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <climits>
 #include <cmath>
 #include <complex>
@@ -252,6 +253,23 @@ TEST_CASE("arrays the user keeps are available after async_eval and eval") {
     CHECK(b.is_available());
     CHECK(a.is_available());  // an intermediate on the same stream finished with b
     CHECK(to_doubles(a)[0] == doctest::Approx(std::exp(1.0f)));
+    // Polling alone (no eval, no wait) sees the work finish, as MLX's event check does.
+    auto p = mx::exp(mx::ones({1 << 16}, d), d);
+    mx::async_eval(p);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!p.is_available() && std::chrono::steady_clock::now() < deadline) {
+    }
+    CHECK(p.is_available());
+  }
+  if (mx::gpu::is_available()) {
+    // A view recorded on another stream shares the producer's buffer: reading it waits for
+    // the producer's stream, not only its own.
+    auto sa = mx::new_stream(mx::Device::gpu);
+    auto sb = mx::new_stream(mx::Device::gpu);
+    auto x = mx::exp(mx::ones({1 << 20}, sa), sa);
+    auto y = mx::reshape(x, {-1, 1024}, sb);
+    mx::eval(y);
+    CHECK(y.data<float>()[(1 << 20) - 1] == doctest::Approx(std::exp(1.0f)));
   }
 }
 

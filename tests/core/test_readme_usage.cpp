@@ -12,11 +12,11 @@ TEST_CASE("the README usage example runs and gives normalized probabilities") {
   // --- as in README.md ---
   auto x = mx::random::normal({64, 256});
   auto w = mx::random::normal({256, 10});
-  auto probs = mx::softmax(mx::matmul(x, w), -1); // lazy: nothing computed yet
+  auto probs = mx::softmax(mx::matmul(x, w), -1);  // lazy: nothing computed yet
   auto best = mx::argmax(probs, -1);
-  mx::eval(probs, best);                           // runs on the default device
+  mx::eval(probs, best);  // runs on the default device
   out << best << "\n";
-  auto on_cpu = mx::exp(x, mx::Device::cpu);       // any op can target a device or stream
+  auto on_cpu = mx::exp(x, mx::Device::cpu);  // any op can target a device or stream
   // ---
   CHECK(best.shape() == mx::Shape{64});
   CHECK(best.dtype() == mx::uint32);

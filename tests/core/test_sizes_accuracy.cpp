@@ -44,6 +44,11 @@ TEST_CASE("float32 sums, means, variances and dot products of 4e7 terms are exac
     // Small terms after a large one: 1 + 1e7 * 1e-7 = 2 (a float32 running sum gives 1).
     auto mixed = mx::concatenate({mx::array({1.0f}), mx::full({10000000}, 1e-7f, d)}, 0, d);
     CHECK(mx::sum(mixed, false, d).item<float>() == doctest::Approx(2.0).epsilon(1e-6));
+    // complex64 sums too (each part keeps growing past 2^24).
+    auto c1 = mx::broadcast_to(mx::array(std::complex<float>(1, -1)), {40000000}, d);
+    auto cs = mx::sum(c1, false, d).item<mx::complex64_t>();
+    CHECK(cs.real() == 40000000.0f);
+    CHECK(cs.imag() == -40000000.0f);
     // float16 sums accumulate wider too: 4096 ones overflow nothing and stay exact.
     CHECK(mx::sum(mx::ones({4096}, mx::float16, d), false, d).item<float>() == 4096.0f);
   }
@@ -107,6 +112,11 @@ TEST_CASE("shapes and byte counts that overflow are refused where the array is m
 TEST_CASE("allocators refuse sizes near SIZE_MAX instead of wrapping them") {
   CHECK_THROWS_AS(mx::allocator::malloc(SIZE_MAX), std::runtime_error);
   CHECK_THROWS_AS(mx::allocator::malloc(SIZE_MAX - 63), std::runtime_error);
+  // Even with the memory limit lifted, a size near SIZE_MAX must not wrap to a tiny block.
+  size_t old_limit = mx::set_memory_limit(SIZE_MAX);
+  CHECK_THROWS_AS(mx::allocator::malloc(SIZE_MAX), std::runtime_error);
+  CHECK_THROWS_AS(mx::allocator::malloc(SIZE_MAX / 2), std::runtime_error);
+  mx::set_memory_limit(old_limit);
   mx::allocator::CpuAllocator cpu;
   CHECK_THROWS_AS(cpu.malloc(SIZE_MAX), std::runtime_error);
   CHECK_THROWS_AS(cpu.malloc(SIZE_MAX / 2 + 1), std::runtime_error);

@@ -4,7 +4,8 @@
 // may be 0. Per batch, B is packed into a dense K x N matrix of the accumulation type and
 // C is formed row by row with an i-k-j loop, whose inner loop streams contiguous memory.
 // Every float dtype accumulates in double and rounds once on store, so a dot product of
-// 2e7 ones is exact (a float32 accumulator stops at 2^24).
+// 2e7 ones is exact (a float32 accumulator stops at 2^24); B is packed in its compute type
+// (exact), which keeps the scratch at K x N floats.
 #include <stdexcept>
 
 #include "mlx/backend/common/utils.h"
@@ -16,7 +17,8 @@ namespace {
 
 template <typename T>
 void matmul_strided(const array& a, const array& b, array& out) {
-  using Acc = double;
+  using Acc = double;                // row sums
+  using Packed = compute_type_t<T>;  // B as packed: exact for every float dtype
   int nd = static_cast<int>(out.ndim());
   int64_t M = out.shape(-2);
   int64_t N = out.shape(-1);
@@ -32,21 +34,21 @@ void matmul_strided(const array& a, const array& b, array& out) {
   StridedIterator b_it(batch_shape, b_batch);
 
   T* c = out.data<T>();
-  std::vector<Acc> packed(static_cast<size_t>(K * N));
+  std::vector<Packed> packed(static_cast<size_t>(K * N));
   std::vector<Acc> row(static_cast<size_t>(N));
   for (size_t batch = 0; batch < batches; ++batch, a_it.step(), b_it.step()) {
     const T* A = a.data<T>() + a_it.loc();
     const T* B = b.data<T>() + b_it.loc();
     for (int64_t k = 0; k < K; ++k) {
       for (int64_t j = 0; j < N; ++j) {
-        packed[k * N + j] = static_cast<Acc>(B[k * b_rs + j * b_cs]);
+        packed[k * N + j] = static_cast<Packed>(B[k * b_rs + j * b_cs]);
       }
     }
     for (int64_t i = 0; i < M; ++i) {
       std::fill(row.begin(), row.end(), Acc(0));
       for (int64_t k = 0; k < K; ++k) {
         Acc aik = static_cast<Acc>(A[i * a_rs + k * a_cs]);
-        const Acc* bk = packed.data() + k * N;
+        const Packed* bk = packed.data() + k * N;
         for (int64_t j = 0; j < N; ++j) {
           row[j] += aik * bk[j];
         }

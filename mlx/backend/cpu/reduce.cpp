@@ -107,10 +107,11 @@ struct WrappingProd {
   }
 };
 
-// Float products and complex sums/products, in the compute type.
+// Float products in the compute type; complex sums and products in complex<double>, so a
+// complex sum keeps growing past 2^24 terms like the real ones.
 template <typename T, bool IsProd>
 struct PlainArith {
-  using State = std::conditional_t<is_complex_v<T>, std::complex<float>, compute_type_t<T>>;
+  using State = std::conditional_t<is_complex_v<T>, std::complex<double>, compute_type_t<T>>;
   static State init() {
     return State(IsProd ? 1 : 0);
   }
@@ -129,7 +130,11 @@ struct PlainArith {
     }
   }
   static T finish(const State& st) {
-    return static_cast<T>(st);
+    if constexpr (is_complex_v<T>) {
+      return T(std::complex<float>(st));
+    } else {
+      return static_cast<T>(st);
+    }
   }
 };
 

@@ -18,4 +18,11 @@ void finalize(Stream s);
 // Waits until everything submitted on the stream has completed.
 void synchronize(Stream s);
 
+// Whether the GPU work that wrote `a`'s data has completed (never blocks): MLX's event
+// check behind array::is_available(). A view shares its producer's buffer, so this holds
+// for views evaluated on another stream too.
+bool is_ready(const array& a);
+// Blocks until is_ready(a), whichever stream wrote the data.
+void wait_ready(const array& a);
+
 } // namespace mlx::core::gpu

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -236,7 +237,8 @@ allocator::Buffer VulkanAllocator::malloc(size_t size) {
   std::unique_lock lk(mtx_);
   const bool poison = poison_;
   // Checked before size_class, whose rounding would wrap a size near SIZE_MAX to a small one.
-  if (size > memory_limit_) {
+  // (Also past SIZE_MAX / 4, whatever the limit: size_class and the guard bytes would wrap.)
+  if (size > memory_limit_ || size > std::numeric_limits<size_t>::max() / 4) {
     throw std::runtime_error("[malloc] allocating " + std::to_string(size) +
                              " bytes would exceed the memory limit of " +
                              std::to_string(memory_limit_) + " bytes.");
@@ -284,6 +286,7 @@ allocator::Buffer VulkanAllocator::malloc(size_t size) {
   a->size = size;
   a->guarded = poison;
   a->last_use = 0;
+  a->write_serial = 0;
   a->writer_stream = -1;
   active_ += cap;
   peak_ = std::max(peak_, active_);
@@ -424,6 +427,9 @@ bool VulkanAllocator::prepare_gpu_use(Allocation* a, uint64_t serial, bool write
     a->host_dirty = false;
     a->upload_serial = serial;
     need = true;
+  }
+  if (write) {
+    a->write_serial.store(std::max(a->write_serial.load(), serial));
   }
   if (write && !mapped_) {
     a->device_newer = true;

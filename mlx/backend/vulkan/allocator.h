@@ -43,6 +43,9 @@ struct Allocation {
   uint64_t upload_serial = 0;
 
   uint64_t last_use = 0;  // serial of the last command buffer that referenced this buffer
+  // Serial of the last command buffer that wrote it (0: none since it was handed out), so
+  // gpu::is_ready can tell whether an array's data is final without waiting.
+  std::atomic<uint64_t> write_serial{0};
   // The stream whose command buffer last wrote the buffer (-1: none), so a reader on
   // another stream can submit that stream's open batch first.
   std::atomic<int> writer_stream{-1};

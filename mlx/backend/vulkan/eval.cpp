@@ -7,10 +7,11 @@
 
 #include "mlx/backend/gpu/available.h"
 #include "mlx/backend/gpu/device_info.h"
+#include "mlx/backend/vulkan/allocator.h"
 #include "mlx/backend/vulkan/command_encoder.h"
 #include "mlx/backend/vulkan/device.h"
+#include "mlx/backend/vulkan/serials.h"
 #include "mlx/primitives.h"
-#include "mlx/transforms_impl.h"
 
 namespace mlx::core::gpu {
 
@@ -81,9 +82,7 @@ void finalize(Stream s) {
 }
 
 void synchronize(Stream s) {
-  uint64_t ticket = detail::begin_sync(s.index);
   vulkan::encoder(s.index).synchronize();
-  detail::end_sync(s.index, ticket);
   // Other streams' finished batches may still hold arrays (nobody has polled them).
   vulkan::poll_all_streams();
   // Under MLX_VK_VALIDATION=1 a validation error is a failure of the work that caused it.
@@ -95,6 +94,28 @@ void synchronize(Stream s) {
     throw std::runtime_error("[vulkan] the validation layer reported " +
                              std::to_string(errors - seen) +
                              " error(s) (printed above) since the last synchronize.");
+  }
+}
+
+bool is_ready(const array& a) {
+  if (!a.has_data() || !a.buffer().ptr()) {
+    return true;
+  }
+  uint64_t serial = vulkan::allocation(a.buffer())->write_serial.load();
+  return serial == 0 || vulkan::serial_completed(serial);
+}
+
+void wait_ready(const array& a) {
+  if (is_ready(a)) {
+    return;
+  }
+  // The writing stream first (the usual case: a view on another stream), then everything.
+  int w = vulkan::allocation(a.buffer())->writer_stream.load();
+  if (w >= 0) {
+    vulkan::encoder(w).synchronize();
+  }
+  if (!is_ready(a)) {
+    vulkan::synchronize_all_streams();
   }
 }
 

@@ -51,6 +51,20 @@ bool serial_submitted(uint64_t serial) {
   return it == s.outstanding.end() || it->second.fence != VK_NULL_HANDLE;
 }
 
+bool serial_completed(uint64_t serial) {
+  auto& s = serials();
+  std::lock_guard lk(s.mtx);
+  auto it = s.outstanding.find(serial);
+  if (it == s.outstanding.end()) {
+    return serial < s.next;  // ended (completed or never submitted)
+  }
+  if (!it->second.fence || vkGetFenceStatus(it->second.device, it->second.fence) != VK_SUCCESS) {
+    return false;
+  }
+  s.outstanding.erase(it);
+  return true;
+}
+
 uint64_t completed_watermark() {
   auto& s = serials();
   std::lock_guard lk(s.mtx);

@@ -22,6 +22,8 @@ void submitted_serial(uint64_t serial, VkDevice device, VkFence fence);
 void end_serial(uint64_t serial);
 // True once the serial's batch has been submitted (or completed).
 bool serial_submitted(uint64_t serial);
+// True once this one serial's batch has completed (queries its fence; never blocks).
+bool serial_completed(uint64_t serial);
 // Every serial <= the watermark has completed (checks the fences of the oldest ones).
 uint64_t completed_watermark();
 
