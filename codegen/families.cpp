@@ -5,6 +5,7 @@
 
 #include "codegen/codegen.h"
 #include "codegen/internal.h"
+#include "codegen/reduce.h"
 
 namespace mlx::core::vulkan::codegen {
 
@@ -15,7 +16,7 @@ const std::vector<Family>& families() {
   static const std::vector<Family> table{
       {"unary", render_elementwise, 0},   {"binary", render_elementwise, 0},
       {"select", render_elementwise, 0},  {"copy", render_elementwise, 0},
-      {"transpose", render_transpose, 0},
+      {"transpose", render_transpose, 0}, {"reduce", render_reduce, 0},
   };
   return table;
 }

@@ -1,0 +1,243 @@
+// The reduce family: keys, rendering and launch packing for templates/reduce.glsl.
+#include "codegen/reduce.h"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+#include <stdexcept>
+
+#include "codegen/dtypes.h"
+#include "codegen/geometry.h"
+#include "codegen/internal.h"
+
+namespace mlx::core::vulkan::codegen {
+
+namespace {
+
+constexpr uint32_t kWorkgroupSize = 256;  // a power of two: the shared-memory tree halves it
+constexpr uint64_t kMaxGroups = 65535;    // the minimum maxComputeWorkGroupCount
+// A GPU is full at about this many workgroups of 256 (an H200 runs ~16 per SM x 132 SMs).
+constexpr int64_t kTargetGroups = 1024;
+constexpr int64_t kMinSlice = 4096;  // elements: below this a slice is mostly overhead
+
+const std::set<std::string> kOps{"Sum", "Prod", "Max", "Min", "And", "Or"};
+
+bool logical(const std::string& op) {
+  return op == "And" || op == "Or";
+}
+
+// The accumulator: "f32" for floats, the dtype for integers, "b" for and/or.
+const DtypeInfo& acc_info(const std::string& op, const DtypeInfo& out, const std::string& where) {
+  if (logical(op)) {
+    return dtype_info("b", where);
+  }
+  return out.kind == Kind::Float ? dtype_info("f32", where) : out;
+}
+
+// The identity of op in accumulator `acc`, as GLSL.
+std::string identity(const std::string& op, const DtypeInfo& acc) {
+  std::string t = acc.compute;
+  bool is64 = acc.bits == 64;
+  if (op == "Sum" || op == "Or") {
+    return acc.kind == Kind::Float ? "0.0f" : t + "(0)";
+  }
+  if (op == "Prod" || op == "And") {
+    return acc.kind == Kind::Float ? "1.0f" : t + "(1)";
+  }
+  bool max = op == "Max";
+  switch (acc.kind) {
+    case Kind::Float:
+      return max ? "uintBitsToFloat(0xff800000u)" : "uintBitsToFloat(0x7f800000u)";
+    case Kind::Bool:
+      return max ? "0u" : "1u";
+    case Kind::Uint:
+      if (max) {
+        return t + "(0)";
+      }
+      // No 64-bit literals: defines are injected before the int64 extension is enabled.
+      return is64 ? "(~uint64_t(0))" : "0xffffffffu";
+    case Kind::Int:
+      if (is64) {
+        return max ? "(int64_t(1) << 63)" : "(~(int64_t(1) << 63))";
+      }
+      return max ? "int(0x80000000u)" : "int(0x7fffffffu)";
+  }
+  return t + "(0)";
+}
+
+std::string combine(const std::string& op, const DtypeInfo& acc) {
+  if (op == "Sum") {
+    return "((a) + (b))";
+  }
+  if (op == "Prod") {
+    return "((a) * (b))";
+  }
+  if (op == "And") {
+    return "((a) & (b))";
+  }
+  if (op == "Or") {
+    return "((a) | (b))";
+  }
+  bool max = op == "Max";
+  if (acc.kind == Kind::Float) {
+    // NaN wins and stays: a NaN `a` is never replaced, a NaN `b` always replaces.
+    return max ? "((isnan(b) || (b) > (a)) ? (b) : (a))" : "((isnan(b) || (b) < (a)) ? (b) : (a))";
+  }
+  return max ? "max((a), (b))" : "min((a), (b))";
+}
+
+struct Spec {
+  std::string op;
+  const DtypeInfo* in;
+  const DtypeInfo* out;
+  bool columns;
+  bool idx64;
+};
+
+Spec parse(const KernelKey& key, const std::string& where) {
+  for (const auto& [name, value] : key.params) {
+    static const std::set<std::string> known{"op", "in", "out", "mode", "idx"};
+    if (!known.count(name)) {
+      throw std::invalid_argument("[render] " + where + ": unknown parameter '" + name + "'.");
+    }
+  }
+  Spec s;
+  s.op = key_param(key, "op", where);
+  if (!kOps.count(s.op)) {
+    throw std::invalid_argument("[render] " + where + ": unknown reduction '" + s.op +
+                                "' (expected Sum, Prod, Max, Min, And or Or).");
+  }
+  s.in = &dtype_info(key_param(key, "in", where), where);
+  s.out = &dtype_info(key_param(key, "out", where), where);
+  const std::string& mode = key_param(key, "mode", where);
+  if (mode != "row" && mode != "col") {
+    throw std::invalid_argument("[render] " + where + ": mode must be row or col.");
+  }
+  s.columns = mode == "col";
+  const std::string& idx = key_param(key, "idx", where);
+  if (idx != "32" && idx != "64") {
+    throw std::invalid_argument("[render] " + where + ": idx must be 32 or 64.");
+  }
+  s.idx64 = idx == "64";
+  // in == out (one launch), or one side is the accumulator: a partial launch stores it,
+  // the launch that finishes partials reads it.
+  bool ok = logical(s.op) ? s.out->kind == Kind::Bool
+                          : (s.in == s.out || s.in == &acc_info(s.op, *s.out, where) ||
+                             s.out == &acc_info(s.op, *s.in, where));
+  if (!ok) {
+    throw std::invalid_argument("[render] " + where + ": " + s.op + " of " + s.in->name +
+                                " cannot produce " + s.out->name + ".");
+  }
+  return s;
+}
+
+// Whether an index can pass 2^31 - 1: the input spans count * len elements either way
+// (columns: outer * len * inner), the output count (* splits) elements.
+bool geometry_idx64(const ReduceGeometry& g) {
+  uint64_t reach = g.in_offset + static_cast<uint64_t>(g.count) * static_cast<uint64_t>(g.len);
+  uint64_t outs = g.out_offset + static_cast<uint64_t>(g.count) * (g.columns ? 1 : g.splits);
+  return std::max(reach, outs) > static_cast<uint64_t>(std::numeric_limits<int32_t>::max());
+}
+
+void check(const ReduceGeometry& g, const std::string& where) {
+  if (g.count < 0 || g.len < 0 || g.inner < 1 || g.splits < 1 ||
+      (g.columns && (g.splits != 1 || g.count % g.inner != 0))) {
+    throw std::invalid_argument("[reduce] " + where + ": inconsistent reduce geometry.");
+  }
+}
+
+}  // namespace
+
+int64_t reduce_splits(int64_t rows, int64_t len) {
+  if (rows <= 0 || len <= kMinSlice || rows >= kTargetGroups) {
+    return 1;
+  }
+  int64_t want = std::min((kTargetGroups + rows - 1) / rows, (len + kMinSlice - 1) / kMinSlice);
+  int64_t chunk = (len + want - 1) / want;
+  return (len + chunk - 1) / chunk;  // every slice non-empty
+}
+
+std::string reduce_partial_dtype(const std::string& op, const std::string& out_dtype) {
+  std::string where = "reduce partials of " + op;
+  return acc_info(op, dtype_info(out_dtype, where), where).name;
+}
+
+KernelKey reduce_key(const std::string& op, const std::string& in_dtype,
+                     const std::string& out_dtype, const ReduceGeometry& g) {
+  check(g, op);
+  KernelKey key;
+  key.family = "reduce";
+  key.params["op"] = op;
+  key.params["in"] = in_dtype;
+  key.params["out"] = out_dtype;
+  key.params["mode"] = g.columns ? "col" : "row";
+  key.params["idx"] = geometry_idx64(g) ? "64" : "32";
+  return key;
+}
+
+KernelSource render_reduce(const KernelKey& key, const DeviceCaps& caps) {
+  const std::string where = "kernel " + key.canonical();
+  Spec s = parse(key, where);
+  // A partial launch stores the accumulator itself; the final one converts to out.
+  const DtypeInfo& acc = acc_info(s.op, *s.out, where);  // f32 for any float out
+  std::vector<std::string> defines = storage_defines({s.in, s.out}, s.idx64, caps, where);
+  defines.push_back("IDX64 " + std::string(s.idx64 ? "1" : "0"));
+  defines.push_back("MODE_COL " + std::string(s.columns ? "1" : "0"));
+  add_input_defines("IN0_", *s.in, defines);
+  add_output_defines(*s.out, defines);
+  defines.push_back(std::string("ACC_T ") + acc.compute);
+  defines.push_back("ACC_INIT " + identity(s.op, acc));
+  defines.push_back("TO_ACC(x) " + convert_expr(*s.in, acc, "x"));
+  defines.push_back("ACC_COMBINE(a, b) " + combine(s.op, acc));
+  defines.push_back("FINISH(a) " + convert_expr(acc, *s.out, "a"));
+  // Float sums carry Neumaier/TwoSum error terms (templates/reduce.glsl).
+  bool compensated = s.op == "Sum" && acc.kind == Kind::Float;
+  defines.push_back("COMPENSATED " + std::string(compensated ? "1" : "0"));
+
+  KernelSource source = render_template("reduce.glsl", defines);
+  source.num_buffers = 2;
+  source.push_constant_bytes = 6 * (s.idx64 ? 8 : 4);
+  uint32_t wg = kWorkgroupSize;
+  while (wg > caps.max_workgroup_invocations) {
+    wg /= 2;
+  }
+  source.workgroup_size = {wg, 1, 1};
+  source.spec_constants = {{0, wg}};
+  return source;
+}
+
+Launch reduce_launch(const KernelKey& key, const KernelSource& source, const ReduceGeometry& g) {
+  const std::string where = "kernel " + key.canonical();
+  Spec s = parse(key, where);
+  check(g, where);
+  if (s.columns != g.columns || s.idx64 != geometry_idx64(g)) {
+    throw std::invalid_argument("[reduce_launch] " + where +
+                                " does not match the geometry (mode or index width).");
+  }
+  Launch launch;
+  int64_t slice = g.columns ? g.inner : (g.len + g.splits - 1) / g.splits;
+  for (int64_t v : {static_cast<int64_t>(g.in_offset), static_cast<int64_t>(g.out_offset), g.len,
+                    g.count, slice, g.columns ? int64_t{1} : g.splits}) {
+    put(launch.push_constants, v, s.idx64);
+  }
+  if (launch.push_constants.size() != source.push_constant_bytes) {
+    throw std::invalid_argument("[reduce_launch] " + where +
+                                ": packed push constants do not match the kernel's block.");
+  }
+  uint64_t wg = source.workgroup_size[0];
+  uint64_t groups = g.columns ? (static_cast<uint64_t>(g.count) + wg - 1) / wg
+                              : static_cast<uint64_t>(g.count) * g.splits;
+  if (groups == 0) {
+    launch.groups = {0, 1, 1};
+    return launch;
+  }
+  uint64_t x = std::min(groups, kMaxGroups);
+  uint64_t y = (groups + x - 1) / x;
+  if (y > kMaxGroups) {
+    throw std::invalid_argument("[reduce_launch] " + where + ": too many outputs for one launch.");
+  }
+  launch.groups = {static_cast<uint32_t>(x), static_cast<uint32_t>(y), 1};
+  return launch;
+}
+
+}  // namespace mlx::core::vulkan::codegen

@@ -1,0 +1,48 @@
+// The reduce family ("reduce", templates/reduce.glsl): sum, prod, max, min, and, or over a
+// row-contiguous input, planned as rows or columns (docs/reduce.md). Like every family: a
+// key, a render (a row of codegen::families()) and a launch packer; no arrays, no Vulkan.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "codegen/codegen.h"
+
+namespace mlx::core::vulkan::codegen {
+
+// One reduce launch, in elements of a row-contiguous input.
+//   rows:    `count` rows of `len` contiguous elements, each folded in `splits` slices
+//            (splits > 1 writes count * splits partials for a second rows launch);
+//   columns: an [outer, len, inner] input folded over len; count = outer * inner.
+struct ReduceGeometry {
+  bool columns = false;
+  int64_t count = 0;
+  int64_t len = 0;
+  int64_t inner = 1;   // columns only
+  int64_t splits = 1;  // rows only
+  uint64_t in_offset = 0;
+  uint64_t out_offset = 0;
+};
+
+// Slices per row for `rows` rows of `len`: enough workgroups to fill a GPU when there are
+// few long rows (the all-reduce is one row), one slice otherwise. Never an empty slice.
+int64_t reduce_splits(int64_t rows, int64_t len);
+
+// The dtype partials of `op` producing `out_dtype` are stored in between two launches: the
+// accumulator's ("f32" for every float dtype, the dtype itself for integers, "b" for
+// and/or).
+std::string reduce_partial_dtype(const std::string& op, const std::string& out_dtype);
+
+// "reduce:idx=32|64,in=<dtype>,mode=row|col,op=Sum|Prod|Max|Min|And|Or,out=<dtype>".
+// in is the input's dtype; out the stored dtype (reduce_partial_dtype for a partial
+// launch). Sum/Prod/Max/Min expect in == out or in == the partial dtype of out.
+KernelKey reduce_key(const std::string& op, const std::string& in_dtype,
+                     const std::string& out_dtype, const ReduceGeometry& g);
+
+KernelSource render_reduce(const KernelKey& key, const DeviceCaps& caps);
+
+// Push constants (in offset, out offset, len, count, inner or slice length, splits) and
+// groups. Throws std::invalid_argument when the geometry does not match the key.
+Launch reduce_launch(const KernelKey& key, const KernelSource& source, const ReduceGeometry& g);
+
+}  // namespace mlx::core::vulkan::codegen

@@ -1,0 +1,260 @@
+// eval_gpu of Reduce: the "reduce" kernel family (codegen/reduce.h, docs/reduce.md).
+//
+// Plan: drop size-1 dims and merge neighbouring dims that are both reduced or both kept.
+// A row-contiguous input whose blocks read [kept, reduced] is reduced as rows, and one
+// whose blocks read [kept, reduced, kept] (either kept block may be absent) as columns.
+// Anything else (reduced axes interleaved with kept ones, or a strided input) is first
+// copied with its reduced axes moved last, then reduced as rows. Rows that leave too few
+// workgroups (the all-reduce is one row) are split into slices whose partials a second
+// launch finishes; anything larger than one binding (maxStorageBufferRange) is cut into
+// launches that each fit one.
+#include <algorithm>
+#include <numeric>
+
+#include "codegen/reduce.h"
+#include "mlx/backend/vulkan/allocator.h"
+#include "mlx/backend/vulkan/cpu_fallback.h"
+#include "mlx/backend/vulkan/device.h"
+#include "mlx/backend/vulkan/elementwise.h"
+#include "mlx/backend/vulkan/kernel_library.h"
+#include "mlx/primitives.h"
+
+namespace mlx::core {
+
+namespace {
+
+using vulkan::Allocation;
+using vulkan::CommandEncoder;
+using vulkan::Device;
+namespace codegen = vulkan::codegen;
+
+const char* op_name(ReduceType t) {
+  switch (t) {
+    case ReduceType::Sum:
+      return "Sum";
+    case ReduceType::Prod:
+      return "Prod";
+    case ReduceType::Max:
+      return "Max";
+    case ReduceType::Min:
+      return "Min";
+    case ReduceType::And:
+      return "And";
+    case ReduceType::Or:
+      return "Or";
+  }
+  return "Sum";
+}
+
+// A dense run of elements in an allocation: element 0 at byte `offset`.
+struct Buf {
+  Allocation* alloc;
+  int64_t offset;
+  std::string dtype;  // key name
+  int64_t itemsize;
+  Buf at(int64_t elems) const {
+    return {alloc, offset + elems * itemsize, dtype, itemsize};
+  }
+};
+
+struct Context {
+  CommandEncoder& enc;
+  Device& dev;
+  std::string op;
+};
+
+int64_t itemsize_of(const std::string& dtype) {
+  if (dtype == "b" || dtype == "u8" || dtype == "i8")
+    return 1;
+  if (dtype == "u16" || dtype == "i16" || dtype == "f16" || dtype == "bf16")
+    return 2;
+  if (dtype == "u64" || dtype == "i64")
+    return 8;
+  return 4;
+}
+
+// A temporary buffer of `elems` elements, freed when the batch completes.
+Buf temporary(Context& c, int64_t elems, const std::string& dtype) {
+  int64_t isz = itemsize_of(dtype);
+  auto buffer = allocator::malloc(static_cast<size_t>(std::max<int64_t>(elems, 1) * isz));
+  c.enc.add_temporary(buffer);
+  return {vulkan::allocation(buffer), 0, dtype, isz};
+}
+
+// Elements one binding can hold once aligned.
+int64_t binding_elems(const Device& dev, int64_t itemsize) {
+  int64_t max_range = dev.limits().maxStorageBufferRange;
+  return (max_range - vulkan::binding_alignment(dev, itemsize)) / itemsize;
+}
+
+// Records one kernel: plan (key, pipeline, numbers), bind, record.
+void launch(Context& c, const Buf& in, const Buf& out, codegen::ReduceGeometry g) {
+  int64_t in_elems = g.count * g.len;
+  int64_t out_elems = g.columns ? g.count : g.count * g.splits;
+  auto bi = vulkan::bind_operand(
+      c.dev, {in.alloc, in.offset, in.itemsize, 0, std::max<int64_t>(in_elems - 1, 0)}, false);
+  auto bo = vulkan::bind_operand(
+      c.dev, {out.alloc, out.offset, out.itemsize, 0, std::max<int64_t>(out_elems - 1, 0)}, true);
+  g.in_offset = bi.elem_offset;
+  g.out_offset = bo.elem_offset;
+  auto key = codegen::reduce_key(c.op, in.dtype, out.dtype, g);
+  const auto& kernel = vulkan::kernel_library().get(key);
+  auto numbers = codegen::reduce_launch(key, kernel.source, g);
+  std::vector<vulkan::Binding> bindings{bi.binding, bo.binding};
+  vulkan::record_launch(c.enc, kernel, numbers, bindings);
+}
+
+// `count` rows of `len` contiguous elements of `in` into `count` elements of `out`.
+void reduce_rows(Context& c, const Buf& in, int64_t count, int64_t len, const Buf& out) {
+  if (count == 0) {
+    return;
+  }
+  int64_t max_elems = binding_elems(c.dev, in.itemsize);
+  std::string partial = codegen::reduce_partial_dtype(c.op, out.dtype);
+  if (count * len <= max_elems) {
+    int64_t splits = codegen::reduce_splits(count, len);
+    codegen::ReduceGeometry g;
+    g.count = count;
+    g.len = len;
+    g.splits = splits;
+    if (splits == 1) {
+      launch(c, in, out, g);
+      return;
+    }
+    Buf parts = temporary(c, count * splits, partial);
+    launch(c, in, parts, g);
+    reduce_rows(c, parts, count, splits, out);
+    return;
+  }
+  if (len <= max_elems) {
+    int64_t per = max_elems / std::max<int64_t>(len, 1);
+    for (int64_t r0 = 0; r0 < count; r0 += per) {
+      reduce_rows(c, in.at(r0 * len), std::min(per, count - r0), len, out.at(r0));
+    }
+    return;
+  }
+  // Rows longer than one binding: each row in segments, each segment in slices; a slice
+  // past the end of a short last segment folds nothing and stores the identity.
+  int64_t segments = (len + max_elems - 1) / max_elems;
+  int64_t splits = codegen::reduce_splits(1, max_elems);
+  Buf parts = temporary(c, count * segments * splits, partial);
+  for (int64_t r = 0; r < count; ++r) {
+    for (int64_t s = 0; s < segments; ++s) {
+      codegen::ReduceGeometry g;
+      g.count = 1;
+      g.len = std::min(max_elems, len - s * max_elems);
+      g.splits = splits;
+      launch(c, in.at(r * len + s * max_elems), parts.at((r * segments + s) * splits), g);
+    }
+  }
+  reduce_rows(c, parts, count, segments * splits, out);
+}
+
+// [outer, len, inner] folded over len into outer * inner elements; false when even one
+// outer block is larger than a binding (the caller then reduces rows instead).
+bool reduce_columns(Context& c, const Buf& in, int64_t outer, int64_t len, int64_t inner,
+                    const Buf& out) {
+  int64_t max_elems = binding_elems(c.dev, in.itemsize);
+  int64_t block = len * inner;
+  if (block > max_elems) {
+    return false;
+  }
+  int64_t per = std::max<int64_t>(1, max_elems / std::max<int64_t>(block, 1));
+  for (int64_t o0 = 0; o0 < outer; o0 += per) {
+    codegen::ReduceGeometry g;
+    g.columns = true;
+    g.count = std::min(per, outer - o0) * inner;
+    g.len = len;
+    g.inner = inner;
+    launch(c, in.at(o0 * block), out.at(o0 * inner), g);
+  }
+  return true;
+}
+
+// Copies `in` with its reduced axes moved last into a row-contiguous temporary.
+Buf reduced_last(Context& c, int stream, const array& in, const std::vector<int>& axes,
+                 const char* dtype) {
+  std::vector<int> order;
+  for (int d = 0; d < static_cast<int>(in.ndim()); ++d) {
+    if (std::find(axes.begin(), axes.end(), d) == axes.end()) {
+      order.push_back(d);
+    }
+  }
+  order.insert(order.end(), axes.begin(), axes.end());
+  Shape shape;
+  vulkan::View src = vulkan::view_of(in);
+  src.strides.clear();
+  for (int d : order) {
+    shape.push_back(in.shape(d));
+    src.strides.push_back(in.strides(d));
+  }
+  Buf tmp = temporary(c, static_cast<int64_t>(in.size()), dtype);
+  // The temporary as an allocator buffer for the copy kernel (it is already registered
+  // for release when the batch completes).
+  vulkan::View dst{allocator::Buffer(tmp.alloc), 0, in.dtype(), row_major_strides(shape)};
+  vulkan::launch_elementwise(stream, "Reduce", "copy", "Copy", {src}, dst, shape);
+  return tmp;
+}
+
+}  // namespace
+
+void Reduce::eval_gpu(const std::vector<array>& inputs, array& out) {
+  const auto& in = inputs[0];
+  const char* in_dtype = vulkan::gpu_dtype_name(in.dtype());
+  const char* out_dtype = vulkan::gpu_dtype_name(out.dtype());
+  if (!in_dtype || !out_dtype) {
+    vulkan::cpu_fallback(*this, inputs, out, "a dtype the GPU kernels do not hold");
+    return;
+  }
+  out.set_data(allocator::malloc(out.nbytes()));
+  if (out.size() == 0) {
+    return;
+  }
+  int stream = this->stream().index;
+  Context c{vulkan::encoder(stream), vulkan::device(name()), op_name(type())};
+  Buf dst{vulkan::allocation(out.buffer()), static_cast<int64_t>(out.offset()), out_dtype,
+          static_cast<int64_t>(out.itemsize())};
+  if (in.size() == 0) {
+    reduce_rows(c, dst, static_cast<int64_t>(out.size()), 0, dst);  // identities
+    return;
+  }
+  // Blocks of merged dims (size-1 dims dropped): (extent, reduced?).
+  std::vector<std::pair<int64_t, bool>> blocks;
+  for (int d = 0; d < static_cast<int>(in.ndim()); ++d) {
+    if (in.shape(d) == 1) {
+      continue;
+    }
+    bool r = std::find(axes().begin(), axes().end(), d) != axes().end();
+    if (!blocks.empty() && blocks.back().second == r) {
+      blocks.back().first *= in.shape(d);
+    } else {
+      blocks.emplace_back(in.shape(d), r);
+    }
+  }
+  Buf src{vulkan::allocation(in.buffer()), static_cast<int64_t>(in.offset()), in_dtype,
+          static_cast<int64_t>(in.itemsize())};
+  int64_t total = static_cast<int64_t>(in.size());
+  int64_t reduced = 1;
+  for (auto& [n, r] : blocks) {
+    reduced *= r ? n : 1;
+  }
+  bool dense = in.flags().row_contiguous;
+  size_t nb = blocks.size();
+  if (dense && nb <= 3 && !(nb == 3 && blocks[0].second)) {
+    // [R], [K, R], [R, K], [K, R, K], or no reduced dims at all (a cast).
+    bool rows = nb == 0 || blocks.back().second || reduced == 1;
+    if (rows) {
+      reduce_rows(c, src, total / reduced, reduced, dst);
+      return;
+    }
+    int64_t outer = blocks[0].second ? 1 : blocks[0].first;
+    int64_t inner = blocks.back().first;
+    if (reduce_columns(c, src, outer, reduced, inner, dst)) {
+      return;
+    }
+  }
+  Buf rows = reduced_last(c, stream, in, axes(), in_dtype);
+  reduce_rows(c, rows, total / reduced, reduced, dst);
+}
+
+}  // namespace mlx::core

@@ -1,0 +1,150 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// Reductions (sum, prod, max, min, and, or) of a row-contiguous input, in one of two shapes
+// (codegen/reduce.h picks one; see docs/reduce.md):
+//
+// MODE_ROW: the input is `rows` rows of `len` contiguous elements. Workgroup (r, s) folds
+//   the s-th of `splits` slices of row r: each invocation strides through the slice (so
+//   loads are coalesced), then the workgroup combines its partials in shared memory. With
+//   splits == 1 it stores the finished value; otherwise it stores the partial in the
+//   accumulator's type, and a second ROW launch over `splits`-long rows finishes the job
+//   (this is how one long row, the all-reduce, uses the whole GPU).
+// MODE_COL: the input is [outer, len, inner]; invocation (o, i) folds the `len` elements
+//   in[o][*][i]. Neighbouring invocations read neighbouring i, so loads stay coalesced.
+//
+// The engine defines the op through ACC_T (accumulator type), ACC_INIT, TO_ACC(x) (input
+// compute value -> accumulator), ACC_COMBINE(a, b) and FINISH(a) (accumulator -> output
+// compute value). Float accumulators are f32 for every float dtype, integers wrap in their
+// own width, max/min propagate NaN. Float sums define COMPENSATED: each invocation keeps
+// Neumaier's running error term and the tree merges (sum, error) pairs with TwoSum, so the
+// result is within about one f32 rounding per launch of the exact sum, whatever the length
+// (a plain f32 sum of 1e8, 1000 ones and -1e8 gives 992, not 1000). Defaults: f32 sum
+// over rows.
+#ifndef MODE_COL
+#define MODE_COL 0
+#endif
+#ifndef COMPENSATED
+#define COMPENSATED 0
+#endif
+#ifndef ACC_T
+#define ACC_T float
+#define ACC_INIT 0.0f
+#define TO_ACC(x) (x)
+#define ACC_COMBINE(a, b) ((a) + (b))
+#define FINISH(a) (a)
+#endif
+
+#include "include/operands.glsl"
+
+layout(local_size_x_id = 0) in;
+
+layout(std430, set = 0, binding = 0) readonly buffer In0 {
+  IN0_ST in0[];
+};
+// Not restrict, like every output (include/elementwise.glsl).
+layout(std430, set = 0, binding = 1) writeonly buffer Out {
+  OUT_ST outv[];
+};
+
+// codegen/reduce.cpp packs exactly these fields, each IDX_T.
+layout(push_constant) uniform Params {
+  IDX_T in0_offset;
+  IDX_T out_offset;
+  IDX_T len;     // elements folded into one output
+  IDX_T count;   // ROW: rows; COL: outer * inner outputs
+  IDX_T inner;   // COL: inner extent (stride of the reduced axis); ROW: slice length
+  IDX_T splits;  // ROW: slices per row (1: the output is final)
+}
+pc;
+
+ACC_T load_acc(IDX_T i) {
+  return TO_ACC(IN0_LOAD(in0[uint(i)]));
+}
+
+#if COMPENSATED
+// (s, c) += x, Neumaier: c collects what rounding s dropped. `precise` keeps the compiler
+// from reassociating or contracting these operations, which would cancel the error terms.
+void add_compensated(inout float s, inout float c, float x) {
+  precise float t = s + x;
+  precise float e = abs(s) >= abs(x) ? (s - t) + x : (x - t) + s;
+  c += e;
+  s = t;
+}
+#define FOLD(s, c, x) add_compensated(s, c, x)
+#else
+#define FOLD(s, c, x) s = ACC_COMBINE(s, x)
+#endif
+
+#if MODE_COL == 0
+shared ACC_T partial[gl_WorkGroupSize.x];
+#if COMPENSATED
+shared float partial_c[gl_WorkGroupSize.x];
+#endif
+#endif
+
+void main() {
+#if MODE_COL
+  // One invocation per output; a 2-d grid covers more than 65535 groups.
+  IDX_T o = IDX_T(gl_WorkGroupID.y) * IDX_T(gl_NumWorkGroups.x * gl_WorkGroupSize.x) +
+            IDX_T(gl_GlobalInvocationID.x);
+  if (o >= pc.count) {
+    return;
+  }
+  IDX_T outer = o / pc.inner;
+  IDX_T i = o - outer * pc.inner;
+  IDX_T base = pc.in0_offset + outer * pc.len * pc.inner + i;
+  ACC_T acc = ACC_INIT;
+  ACC_T comp = ACC_INIT;
+  for (IDX_T r = 0; r < pc.len; ++r) {
+    FOLD(acc, comp, load_acc(base + r * pc.inner));
+  }
+#if COMPENSATED
+  acc = isinf(acc) || isnan(acc) ? acc : acc + comp;  // inf - inf in comp would be NaN
+#endif
+  outv[uint(pc.out_offset + o)] = OUT_STORE(FINISH(acc));
+#else
+  IDX_T row = IDX_T(gl_WorkGroupID.y) * IDX_T(gl_NumWorkGroups.x) + IDX_T(gl_WorkGroupID.x);
+  IDX_T r = row / pc.splits;
+  IDX_T s = row - r * pc.splits;
+  if (r >= pc.count) {
+    return;  // uniform for the whole workgroup: no barrier is skipped by part of it
+  }
+  IDX_T begin = s * pc.inner;
+  IDX_T end = min(begin + pc.inner, pc.len);
+  IDX_T base = pc.in0_offset + r * pc.len;
+  uint t = gl_LocalInvocationID.x;
+  ACC_T acc = ACC_INIT;
+  ACC_T comp = ACC_INIT;
+  for (IDX_T j = begin + IDX_T(t); j < end; j += IDX_T(gl_WorkGroupSize.x)) {
+    FOLD(acc, comp, load_acc(base + j));
+  }
+  partial[t] = acc;
+#if COMPENSATED
+  partial_c[t] = comp;
+#endif
+  barrier();
+  for (uint w = gl_WorkGroupSize.x / 2u; w > 0u; w >>= 1u) {
+    if (t < w) {
+#if COMPENSATED
+      // TwoSum: the exact error of s1 + s2 joins the two error terms.
+      float s1 = partial[t], s2 = partial[t + w];
+      precise float s = s1 + s2;
+      precise float bp = s - s1;
+      precise float err = (s1 - (s - bp)) + (s2 - bp);
+      partial_c[t] += partial_c[t + w] + err;
+      partial[t] = s;
+#else
+      partial[t] = ACC_COMBINE(partial[t], partial[t + w]);
+#endif
+    }
+    barrier();
+  }
+  if (t == 0u) {
+    ACC_T total = partial[0];
+#if COMPENSATED
+    total = isinf(total) || isnan(total) ? total : total + partial_c[0];
+#endif
+    outv[uint(pc.out_offset + row)] = OUT_STORE(FINISH(total));
+  }
+#endif
+}
