@@ -1,6 +1,8 @@
 // Internal helpers shared by codegen's sources; not part of the public interface.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -26,5 +28,18 @@ const std::string& key_param(const KernelKey& key, const char* name, const std::
 // (transpose.cpp).
 KernelSource render_elementwise(const KernelKey& key, const DeviceCaps& caps);
 KernelSource render_transpose(const KernelKey& key, const DeviceCaps& caps);
+
+struct DtypeInfo;
+// The identity of a reduction ("Sum", "Prod", "Max", "Min", "And", "Or") in accumulator
+// `acc`, as a GLSL expression (reduce.cpp; arg_reduce.cpp uses Max/Min's).
+std::string reduce_identity(const std::string& op, const DtypeInfo& acc);
+
+// The power-of-two workgroup size of the row kernels: 256, or less where the device
+// allows fewer invocations.
+uint32_t row_workgroup_size(const DeviceCaps& caps);
+
+// vkCmdDispatch groups for `groups` workgroups: x up to 65535, the rest over y. Throws
+// std::invalid_argument (naming `where`) past 65535^2.
+std::array<uint32_t, 3> row_groups(uint64_t groups, const std::string& where);
 
 }  // namespace mlx::core::vulkan::codegen

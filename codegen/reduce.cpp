@@ -34,8 +34,9 @@ const DtypeInfo& acc_info(const std::string& op, const DtypeInfo& out, const std
   return out.kind == Kind::Float ? dtype_info("f32", where) : out;
 }
 
-// The identity of op in accumulator `acc`, as GLSL.
-std::string identity(const std::string& op, const DtypeInfo& acc) {
+}  // namespace
+
+std::string reduce_identity(const std::string& op, const DtypeInfo& acc) {
   std::string t = acc.compute;
   bool is64 = acc.bits == 64;
   if (op == "Sum" || op == "Or") {
@@ -64,6 +65,8 @@ std::string identity(const std::string& op, const DtypeInfo& acc) {
   }
   return t + "(0)";
 }
+
+namespace {
 
 std::string combine(const std::string& op, const DtypeInfo& acc) {
   if (op == "Sum") {
@@ -186,7 +189,7 @@ KernelSource render_reduce(const KernelKey& key, const DeviceCaps& caps) {
   add_input_defines("IN0_", *s.in, defines);
   add_output_defines(*s.out, defines);
   defines.push_back(std::string("ACC_T ") + acc.compute);
-  defines.push_back("ACC_INIT " + identity(s.op, acc));
+  defines.push_back("ACC_INIT " + reduce_identity(s.op, acc));
   defines.push_back("TO_ACC(x) " + convert_expr(*s.in, acc, "x"));
   defines.push_back("ACC_COMBINE(a, b) " + combine(s.op, acc));
   defines.push_back("FINISH(a) " + convert_expr(acc, *s.out, "a"));
@@ -197,10 +200,7 @@ KernelSource render_reduce(const KernelKey& key, const DeviceCaps& caps) {
   KernelSource source = render_template("reduce.glsl", defines);
   source.num_buffers = 2;
   source.push_constant_bytes = 6 * (s.idx64 ? 8 : 4);
-  uint32_t wg = kWorkgroupSize;
-  while (wg > caps.max_workgroup_invocations) {
-    wg /= 2;
-  }
+  uint32_t wg = row_workgroup_size(caps);
   source.workgroup_size = {wg, 1, 1};
   source.spec_constants = {{0, wg}};
   return source;
@@ -227,17 +227,28 @@ Launch reduce_launch(const KernelKey& key, const KernelSource& source, const Red
   uint64_t wg = source.workgroup_size[0];
   uint64_t groups = g.columns ? (static_cast<uint64_t>(g.count) + wg - 1) / wg
                               : static_cast<uint64_t>(g.count) * g.splits;
+  launch.groups = row_groups(groups, where);
+  return launch;
+}
+
+uint32_t row_workgroup_size(const DeviceCaps& caps) {
+  uint32_t wg = kWorkgroupSize;
+  while (wg > 1 && wg > caps.max_workgroup_invocations) {
+    wg /= 2;
+  }
+  return wg;
+}
+
+std::array<uint32_t, 3> row_groups(uint64_t groups, const std::string& where) {
   if (groups == 0) {
-    launch.groups = {0, 1, 1};
-    return launch;
+    return {0, 1, 1};
   }
   uint64_t x = std::min(groups, kMaxGroups);
   uint64_t y = (groups + x - 1) / x;
   if (y > kMaxGroups) {
-    throw std::invalid_argument("[reduce_launch] " + where + ": too many outputs for one launch.");
+    throw std::invalid_argument("[launch] " + where + ": too many workgroups for one launch.");
   }
-  launch.groups = {static_cast<uint32_t>(x), static_cast<uint32_t>(y), 1};
-  return launch;
+  return {static_cast<uint32_t>(x), static_cast<uint32_t>(y), 1};
 }
 
 }  // namespace mlx::core::vulkan::codegen

@@ -45,4 +45,20 @@ KernelSource render_reduce(const KernelKey& key, const DeviceCaps& caps);
 // groups. Throws std::invalid_argument when the geometry does not match the key.
 Launch reduce_launch(const KernelKey& key, const KernelSource& source, const ReduceGeometry& g);
 
+// The row kernels built on the same plan (rows of a row-contiguous input, or columns of an
+// [outer, len, inner] one), without slices: ReduceGeometry with splits == 1.
+//
+// "arg_reduce:idx=32|64,in=<dtype>,mode=row|col,op=ArgMax|ArgMin" (templates/
+// arg_reduce.glsl): uint32 index of the first extreme, NaN counting as the extreme.
+KernelKey arg_reduce_key(const std::string& op, const std::string& in_dtype,
+                         const ReduceGeometry& g);
+KernelSource render_arg_reduce(const KernelKey& key, const DeviceCaps& caps);
+Launch arg_reduce_launch(const KernelKey& key, const KernelSource& source, const ReduceGeometry& g);
+
+// "softmax:dtype=f16|bf16|f32,idx=32|64" (templates/softmax.glsl): softmax of each row, in
+// f32, rounded once on store. Rows only.
+KernelKey softmax_key(const std::string& dtype, const ReduceGeometry& g);
+KernelSource render_softmax(const KernelKey& key, const DeviceCaps& caps);
+Launch softmax_launch(const KernelKey& key, const KernelSource& source, const ReduceGeometry& g);
+
 }  // namespace mlx::core::vulkan::codegen

@@ -17,6 +17,7 @@
 #include "mlx/backend/vulkan/device.h"
 #include "mlx/backend/vulkan/elementwise.h"
 #include "mlx/backend/vulkan/kernel_library.h"
+#include "mlx/backend/vulkan/reduce_plan.h"
 #include "mlx/primitives.h"
 
 namespace mlx::core {
@@ -46,46 +47,13 @@ const char* op_name(ReduceType t) {
   return "Sum";
 }
 
-// A dense run of elements in an allocation: element 0 at byte `offset`.
-struct Buf {
-  Allocation* alloc;
-  int64_t offset;
-  std::string dtype;  // key name
-  int64_t itemsize;
-  Buf at(int64_t elems) const {
-    return {alloc, offset + elems * itemsize, dtype, itemsize};
-  }
-};
+using vulkan::Buf;
 
 struct Context {
   CommandEncoder& enc;
   Device& dev;
   std::string op;
 };
-
-int64_t itemsize_of(const std::string& dtype) {
-  if (dtype == "b" || dtype == "u8" || dtype == "i8")
-    return 1;
-  if (dtype == "u16" || dtype == "i16" || dtype == "f16" || dtype == "bf16")
-    return 2;
-  if (dtype == "u64" || dtype == "i64")
-    return 8;
-  return 4;
-}
-
-// A temporary buffer of `elems` elements, freed when the batch completes.
-Buf temporary(Context& c, int64_t elems, const std::string& dtype) {
-  int64_t isz = itemsize_of(dtype);
-  auto buffer = allocator::malloc(static_cast<size_t>(std::max<int64_t>(elems, 1) * isz));
-  c.enc.add_temporary(buffer);
-  return {vulkan::allocation(buffer), 0, dtype, isz};
-}
-
-// Elements one binding can hold once aligned.
-int64_t binding_elems(const Device& dev, int64_t itemsize) {
-  int64_t max_range = dev.limits().maxStorageBufferRange;
-  return (max_range - vulkan::binding_alignment(dev, itemsize)) / itemsize;
-}
 
 // Records one kernel: plan (key, pipeline, numbers), bind, record.
 void launch(Context& c, const Buf& in, const Buf& out, codegen::ReduceGeometry g) {
@@ -109,7 +77,7 @@ void reduce_rows(Context& c, const Buf& in, int64_t count, int64_t len, const Bu
   if (count == 0) {
     return;
   }
-  int64_t max_elems = binding_elems(c.dev, in.itemsize);
+  int64_t max_elems = vulkan::binding_elems(c.dev, in.itemsize);
   std::string partial = codegen::reduce_partial_dtype(c.op, out.dtype);
   if (count * len <= max_elems) {
     int64_t splits = codegen::reduce_splits(count, len);
@@ -121,7 +89,7 @@ void reduce_rows(Context& c, const Buf& in, int64_t count, int64_t len, const Bu
       launch(c, in, out, g);
       return;
     }
-    Buf parts = temporary(c, count * splits, partial);
+    Buf parts = vulkan::temporary(c.enc, count * splits, partial);
     launch(c, in, parts, g);
     reduce_rows(c, parts, count, splits, out);
     return;
@@ -137,7 +105,7 @@ void reduce_rows(Context& c, const Buf& in, int64_t count, int64_t len, const Bu
   // past the end of a short last segment folds nothing and stores the identity.
   int64_t segments = (len + max_elems - 1) / max_elems;
   int64_t splits = codegen::reduce_splits(1, max_elems);
-  Buf parts = temporary(c, count * segments * splits, partial);
+  Buf parts = vulkan::temporary(c.enc, count * segments * splits, partial);
   for (int64_t r = 0; r < count; ++r) {
     for (int64_t s = 0; s < segments; ++s) {
       codegen::ReduceGeometry g;
@@ -154,7 +122,7 @@ void reduce_rows(Context& c, const Buf& in, int64_t count, int64_t len, const Bu
 // outer block is larger than a binding (the caller then reduces rows instead).
 bool reduce_columns(Context& c, const Buf& in, int64_t outer, int64_t len, int64_t inner,
                     const Buf& out) {
-  int64_t max_elems = binding_elems(c.dev, in.itemsize);
+  int64_t max_elems = vulkan::binding_elems(c.dev, in.itemsize);
   int64_t block = len * inner;
   if (block > max_elems) {
     return false;
@@ -169,31 +137,6 @@ bool reduce_columns(Context& c, const Buf& in, int64_t outer, int64_t len, int64
     launch(c, in.at(o0 * block), out.at(o0 * inner), g);
   }
   return true;
-}
-
-// Copies `in` with its reduced axes moved last into a row-contiguous temporary.
-Buf reduced_last(Context& c, int stream, const array& in, const std::vector<int>& axes,
-                 const char* dtype) {
-  std::vector<int> order;
-  for (int d = 0; d < static_cast<int>(in.ndim()); ++d) {
-    if (std::find(axes.begin(), axes.end(), d) == axes.end()) {
-      order.push_back(d);
-    }
-  }
-  order.insert(order.end(), axes.begin(), axes.end());
-  Shape shape;
-  vulkan::View src = vulkan::view_of(in);
-  src.strides.clear();
-  for (int d : order) {
-    shape.push_back(in.shape(d));
-    src.strides.push_back(in.strides(d));
-  }
-  Buf tmp = temporary(c, static_cast<int64_t>(in.size()), dtype);
-  // The temporary as an allocator buffer for the copy kernel (it is already registered
-  // for release when the batch completes).
-  vulkan::View dst{allocator::Buffer(tmp.alloc), 0, in.dtype(), row_major_strides(shape)};
-  vulkan::launch_elementwise(stream, "Reduce", "copy", "Copy", {src}, dst, shape);
-  return tmp;
 }
 
 }  // namespace
@@ -212,8 +155,7 @@ void Reduce::eval_gpu(const std::vector<array>& inputs, array& out) {
   }
   int stream = this->stream().index;
   Context c{vulkan::encoder(stream), vulkan::device(name()), op_name(type())};
-  Buf dst{vulkan::allocation(out.buffer()), static_cast<int64_t>(out.offset()), out_dtype,
-          static_cast<int64_t>(out.itemsize())};
+  Buf dst = vulkan::buf_of(out, out_dtype);
   if (in.size() == 0) {
     reduce_rows(c, dst, static_cast<int64_t>(out.size()), 0, dst);  // identities
     return;
@@ -231,8 +173,7 @@ void Reduce::eval_gpu(const std::vector<array>& inputs, array& out) {
       blocks.emplace_back(in.shape(d), r);
     }
   }
-  Buf src{vulkan::allocation(in.buffer()), static_cast<int64_t>(in.offset()), in_dtype,
-          static_cast<int64_t>(in.itemsize())};
+  Buf src = vulkan::buf_of(in, in_dtype);
   int64_t total = static_cast<int64_t>(in.size());
   int64_t reduced = 1;
   for (auto& [n, r] : blocks) {
@@ -253,7 +194,7 @@ void Reduce::eval_gpu(const std::vector<array>& inputs, array& out) {
       return;
     }
   }
-  Buf rows = reduced_last(c, stream, in, axes(), in_dtype);
+  Buf rows = vulkan::axes_last(c.enc, stream, in, axes(), in_dtype);
   reduce_rows(c, rows, total / reduced, reduced, dst);
 }
 

@@ -1,0 +1,174 @@
+// The arg_reduce and softmax families: row kernels planned like reductions
+// (codegen/reduce.h), with their own templates.
+#include <limits>
+#include <set>
+#include <stdexcept>
+
+#include "codegen/dtypes.h"
+#include "codegen/geometry.h"
+#include "codegen/internal.h"
+#include "codegen/reduce.h"
+
+namespace mlx::core::vulkan::codegen {
+
+namespace {
+
+void check_params(const KernelKey& key, const std::set<std::string>& known,
+                  const std::string& where) {
+  for (const auto& [name, value] : key.params) {
+    if (!known.count(name)) {
+      throw std::invalid_argument("[render] " + where + ": unknown parameter '" + name + "'.");
+    }
+  }
+}
+
+bool parse_idx(const KernelKey& key, const std::string& where) {
+  const std::string& idx = key_param(key, "idx", where);
+  if (idx != "32" && idx != "64") {
+    throw std::invalid_argument("[render] " + where + ": idx must be 32 or 64.");
+  }
+  return idx == "64";
+}
+
+bool parse_columns(const KernelKey& key, const std::string& where) {
+  const std::string& mode = key_param(key, "mode", where);
+  if (mode != "row" && mode != "col") {
+    throw std::invalid_argument("[render] " + where + ": mode must be row or col.");
+  }
+  return mode == "col";
+}
+
+// Whether an index can pass 2^31 - 1 (the input spans count * len elements).
+bool needs_64(const ReduceGeometry& g, uint64_t out_elems) {
+  uint64_t reach = g.in_offset + static_cast<uint64_t>(g.count) * static_cast<uint64_t>(g.len);
+  uint64_t outs = g.out_offset + out_elems;
+  return std::max(reach, outs) > static_cast<uint64_t>(std::numeric_limits<int32_t>::max());
+}
+
+void check_unsplit(const ReduceGeometry& g, const std::string& where) {
+  if (g.count < 0 || g.len < 0 || g.inner < 1 || g.splits != 1 ||
+      (g.columns && g.count % g.inner != 0)) {
+    throw std::invalid_argument("[launch] " + where + ": inconsistent row-kernel geometry.");
+  }
+}
+
+KernelSource finish_source(const std::string& tmpl, const std::vector<std::string>& defines,
+                           uint32_t fields, bool idx64, const DeviceCaps& caps) {
+  KernelSource source = render_template(tmpl, defines);
+  source.num_buffers = 2;
+  source.push_constant_bytes = fields * (idx64 ? 8 : 4);
+  uint32_t wg = row_workgroup_size(caps);
+  source.workgroup_size = {wg, 1, 1};
+  source.spec_constants = {{0, wg}};
+  return source;
+}
+
+Launch pack(const KernelSource& source, const std::vector<int64_t>& fields, bool idx64,
+            uint64_t groups, const std::string& where) {
+  Launch launch;
+  for (int64_t v : fields) {
+    put(launch.push_constants, v, idx64);
+  }
+  if (launch.push_constants.size() != source.push_constant_bytes) {
+    throw std::invalid_argument("[launch] " + where +
+                                ": packed push constants do not match the kernel's block.");
+  }
+  launch.groups = row_groups(groups, where);
+  return launch;
+}
+
+}  // namespace
+
+KernelKey arg_reduce_key(const std::string& op, const std::string& in_dtype,
+                         const ReduceGeometry& g) {
+  check_unsplit(g, op);
+  KernelKey key;
+  key.family = "arg_reduce";
+  key.params["op"] = op;
+  key.params["in"] = in_dtype;
+  key.params["mode"] = g.columns ? "col" : "row";
+  key.params["idx"] = needs_64(g, static_cast<uint64_t>(g.count)) ? "64" : "32";
+  return key;
+}
+
+KernelSource render_arg_reduce(const KernelKey& key, const DeviceCaps& caps) {
+  const std::string where = "kernel " + key.canonical();
+  check_params(key, {"op", "in", "mode", "idx"}, where);
+  const std::string& op = key_param(key, "op", where);
+  if (op != "ArgMax" && op != "ArgMin") {
+    throw std::invalid_argument("[render] " + where + ": op must be ArgMax or ArgMin.");
+  }
+  const DtypeInfo& in = dtype_info(key_param(key, "in", where), where);
+  bool idx64 = parse_idx(key, where);
+  bool columns = parse_columns(key, where);
+  std::vector<std::string> defines =
+      storage_defines({&in, &dtype_info("u32", where)}, idx64, caps, where);
+  defines.push_back("IDX64 " + std::string(idx64 ? "1" : "0"));
+  defines.push_back("MODE_COL " + std::string(columns ? "1" : "0"));
+  defines.push_back("ARGMAX " + std::string(op == "ArgMax" ? "1" : "0"));
+  add_input_defines("IN0_", in, defines);
+  defines.push_back(std::string("V_T ") + in.compute);
+  defines.push_back("V_INIT " + reduce_identity(op == "ArgMax" ? "Max" : "Min", in));
+  defines.push_back(in.kind == Kind::Float ? "IS_NAN(v) isnan(v)" : "IS_NAN(v) false");
+  return finish_source("arg_reduce.glsl", defines, 5, idx64, caps);
+}
+
+Launch arg_reduce_launch(const KernelKey& key, const KernelSource& source,
+                         const ReduceGeometry& g) {
+  const std::string where = "kernel " + key.canonical();
+  check_unsplit(g, where);
+  bool idx64 = parse_idx(key, where);
+  if (parse_columns(key, where) != g.columns ||
+      idx64 != needs_64(g, static_cast<uint64_t>(g.count))) {
+    throw std::invalid_argument("[launch] " + where + " does not match the geometry.");
+  }
+  uint64_t wg = source.workgroup_size[0];
+  uint64_t groups =
+      g.columns ? (static_cast<uint64_t>(g.count) + wg - 1) / wg : static_cast<uint64_t>(g.count);
+  return pack(source,
+              {static_cast<int64_t>(g.in_offset), static_cast<int64_t>(g.out_offset), g.len,
+               g.count, g.inner},
+              idx64, groups, where);
+}
+
+KernelKey softmax_key(const std::string& dtype, const ReduceGeometry& g) {
+  check_unsplit(g, "softmax");
+  if (g.columns) {
+    throw std::invalid_argument("[softmax_key] softmax runs over rows only.");
+  }
+  KernelKey key;
+  key.family = "softmax";
+  key.params["dtype"] = dtype;
+  key.params["idx"] = needs_64(g, static_cast<uint64_t>(g.count * g.len)) ? "64" : "32";
+  return key;
+}
+
+KernelSource render_softmax(const KernelKey& key, const DeviceCaps& caps) {
+  const std::string where = "kernel " + key.canonical();
+  check_params(key, {"dtype", "idx"}, where);
+  const DtypeInfo& dt = dtype_info(key_param(key, "dtype", where), where);
+  if (dt.kind != Kind::Float) {
+    throw std::invalid_argument("[render] " + where + ": softmax needs a float dtype.");
+  }
+  bool idx64 = parse_idx(key, where);
+  std::vector<std::string> defines = storage_defines({&dt}, idx64, caps, where);
+  defines.push_back("IDX64 " + std::string(idx64 ? "1" : "0"));
+  add_input_defines("IN0_", dt, defines);
+  add_output_defines(dt, defines);
+  return finish_source("softmax.glsl", defines, 4, idx64, caps);
+}
+
+Launch softmax_launch(const KernelKey& key, const KernelSource& source, const ReduceGeometry& g) {
+  const std::string where = "kernel " + key.canonical();
+  check_unsplit(g, where);
+  bool idx64 = parse_idx(key, where);
+  if (g.columns || idx64 != needs_64(g, static_cast<uint64_t>(g.count * g.len))) {
+    throw std::invalid_argument("[launch] " + where + " does not match the geometry.");
+  }
+  return pack(
+      source,
+      {static_cast<int64_t>(g.in_offset), static_cast<int64_t>(g.out_offset), g.len, g.count},
+      idx64, static_cast<uint64_t>(g.count), where);
+}
+
+}  // namespace mlx::core::vulkan::codegen

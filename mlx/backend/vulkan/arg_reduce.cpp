@@ -1,0 +1,141 @@
+// eval_gpu of ArgReduce and Softmax: the "arg_reduce" and "softmax" row kernels
+// (codegen/reduce.h, docs/reduce.md). A row-contiguous input is read in place (rows when
+// the axis is last; columns otherwise, for arg reductions); any other layout is copied
+// with the axis moved last. Launches are cut so each fits one binding; a single row longer
+// than a binding takes the explicit CPU route.
+#include <algorithm>
+
+#include "codegen/reduce.h"
+#include "mlx/backend/vulkan/allocator.h"
+#include "mlx/backend/vulkan/cpu_fallback.h"
+#include "mlx/backend/vulkan/kernel_library.h"
+#include "mlx/backend/vulkan/kernels.h"
+#include "mlx/backend/vulkan/reduce_plan.h"
+#include "mlx/primitives.h"
+
+namespace mlx::core {
+
+namespace {
+
+namespace codegen = vulkan::codegen;
+using vulkan::Buf;
+
+enum class RowFamily { ArgReduce, Softmax };
+
+// Plans, binds and records one row-kernel launch over `g` (offsets filled here).
+void launch(RowFamily family, const std::string& op, const Buf& in, const Buf& out,
+            codegen::ReduceGeometry g, int stream) {
+  auto& dev = vulkan::device(op.c_str());
+  auto& enc = vulkan::encoder(stream);
+  int64_t in_elems = g.count * g.len;
+  int64_t out_elems = family == RowFamily::Softmax ? in_elems : g.count;
+  auto bi = vulkan::bind_operand(
+      dev, {in.alloc, in.offset, in.itemsize, 0, std::max<int64_t>(in_elems - 1, 0)}, false);
+  auto bo = vulkan::bind_operand(
+      dev, {out.alloc, out.offset, out.itemsize, 0, std::max<int64_t>(out_elems - 1, 0)}, true);
+  g.in_offset = bi.elem_offset;
+  g.out_offset = bo.elem_offset;
+  auto key = family == RowFamily::Softmax ? codegen::softmax_key(in.dtype, g)
+                                          : codegen::arg_reduce_key(op, in.dtype, g);
+  const auto& kernel = vulkan::kernel_library().get(key);
+  auto numbers = family == RowFamily::Softmax ? codegen::softmax_launch(key, kernel.source, g)
+                                              : codegen::arg_reduce_launch(key, kernel.source, g);
+  std::vector<vulkan::Binding> bindings{bi.binding, bo.binding};
+  vulkan::record_launch(enc, kernel, numbers, bindings);
+}
+
+// Rows of `len` in groups that fit one binding; false when one row alone does not.
+bool run_rows(RowFamily family, const std::string& op, const Buf& in, int64_t count, int64_t len,
+              const Buf& out, int stream) {
+  int64_t max_elems = vulkan::binding_elems(vulkan::device(op.c_str()), in.itemsize);
+  if (len > max_elems) {
+    return false;
+  }
+  int64_t per = std::max<int64_t>(1, max_elems / std::max<int64_t>(len, 1));
+  int64_t out_per_row = family == RowFamily::Softmax ? len : 1;
+  for (int64_t r0 = 0; r0 < count; r0 += per) {
+    codegen::ReduceGeometry g;
+    g.count = std::min(per, count - r0);
+    g.len = len;
+    launch(family, op, in.at(r0 * len), out.at(r0 * out_per_row), g, stream);
+  }
+  return true;
+}
+
+}  // namespace
+
+void ArgReduce::eval_gpu(const std::vector<array>& inputs, array& out) {
+  const auto& in = inputs[0];
+  const char* dtype = vulkan::gpu_dtype_name(in.dtype());
+  if (!dtype) {
+    vulkan::cpu_fallback(*this, inputs, out, "a dtype the GPU kernels do not hold");
+    return;
+  }
+  out.set_data(allocator::malloc(out.nbytes()));
+  if (out.size() == 0) {
+    return;
+  }
+  int stream = this->stream().index;
+  std::string op = type() == ArgReduceType::ArgMax ? "ArgMax" : "ArgMin";
+  int ax = axis();
+  int64_t len = in.shape(ax);
+  int64_t inner = 1;
+  for (int d = ax + 1; d < static_cast<int>(in.ndim()); ++d) {
+    inner *= in.shape(d);
+  }
+  int64_t count = static_cast<int64_t>(in.size()) / len;
+  Buf dst = vulkan::buf_of(out, "u32");
+  if (in.flags().row_contiguous && inner > 1) {
+    int64_t max_elems = vulkan::binding_elems(vulkan::device("ArgReduce"), in.itemsize());
+    int64_t block = len * inner;
+    if (block <= max_elems) {
+      // Columns: [outer, len, inner], read in place.
+      Buf src = vulkan::buf_of(in, dtype);
+      int64_t outer = count / inner;
+      int64_t per = std::max<int64_t>(1, max_elems / block);
+      for (int64_t o0 = 0; o0 < outer; o0 += per) {
+        codegen::ReduceGeometry g;
+        g.columns = true;
+        g.count = std::min(per, outer - o0) * inner;
+        g.len = len;
+        g.inner = inner;
+        launch(RowFamily::ArgReduce, op, src.at(o0 * block), dst.at(o0 * inner), g, stream);
+      }
+      return;
+    }
+  }
+  auto& enc = vulkan::encoder(stream);
+  Buf rows = in.flags().row_contiguous && inner == 1
+                 ? vulkan::buf_of(in, dtype)
+                 : vulkan::axes_last(enc, stream, in, {ax}, dtype);
+  if (!run_rows(RowFamily::ArgReduce, op, rows, count, len, dst, stream)) {
+    vulkan::cpu_fallback(*this, inputs, out, "a row longer than one storage binding");
+  }
+}
+
+void Softmax::eval_gpu(const std::vector<array>& inputs, array& out) {
+  const auto& in = inputs[0];
+  const char* dtype = vulkan::gpu_dtype_name(in.dtype());
+  bool floating = in.dtype() == float32 || in.dtype() == float16 || in.dtype() == bfloat16;
+  if (!dtype || !floating) {
+    vulkan::cpu_fallback(*this, inputs, out, "a dtype the softmax kernel does not hold");
+    return;
+  }
+  out.set_data(allocator::malloc(out.nbytes()));
+  if (out.size() == 0) {
+    return;
+  }
+  int stream = this->stream().index;
+  int64_t len = in.ndim() == 0 ? 1 : in.shape(-1);
+  int64_t count = static_cast<int64_t>(in.size()) / len;
+  auto& enc = vulkan::encoder(stream);
+  Buf rows = in.flags().row_contiguous
+                 ? vulkan::buf_of(in, dtype)
+                 : vulkan::axes_last(enc, stream, in, {static_cast<int>(in.ndim()) - 1}, dtype);
+  if (!run_rows(RowFamily::Softmax, "Softmax", rows, count, len, vulkan::buf_of(out, dtype),
+                stream)) {
+    vulkan::cpu_fallback(*this, inputs, out, "a row longer than one storage binding");
+  }
+}
+
+}  // namespace mlx::core

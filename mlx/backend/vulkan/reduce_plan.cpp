@@ -1,0 +1,67 @@
+#include "mlx/backend/vulkan/reduce_plan.h"
+
+#include <algorithm>
+
+#include "mlx/backend/vulkan/allocator.h"
+#include "mlx/backend/vulkan/elementwise.h"
+
+namespace mlx::core::vulkan {
+
+namespace {
+
+int64_t itemsize_of(const std::string& dtype) {
+  if (dtype == "b" || dtype == "u8" || dtype == "i8") {
+    return 1;
+  }
+  if (dtype == "u16" || dtype == "i16" || dtype == "f16" || dtype == "bf16") {
+    return 2;
+  }
+  if (dtype == "u64" || dtype == "i64") {
+    return 8;
+  }
+  return 4;
+}
+
+}  // namespace
+
+Buf buf_of(const array& a, const char* dtype) {
+  return {allocation(a.buffer()), static_cast<int64_t>(a.offset()), dtype,
+          static_cast<int64_t>(a.itemsize())};
+}
+
+Buf temporary(CommandEncoder& enc, int64_t elems, const std::string& dtype) {
+  int64_t isz = itemsize_of(dtype);
+  auto buffer = allocator::malloc(static_cast<size_t>(std::max<int64_t>(elems, 1) * isz));
+  enc.add_temporary(buffer);
+  return {allocation(buffer), 0, dtype, isz};
+}
+
+int64_t binding_elems(const Device& dev, int64_t itemsize) {
+  int64_t max_range = dev.limits().maxStorageBufferRange;
+  return (max_range - binding_alignment(dev, itemsize)) / itemsize;
+}
+
+Buf axes_last(CommandEncoder& enc, int stream, const array& in, const std::vector<int>& axes,
+              const char* dtype) {
+  std::vector<int> order;
+  for (int d = 0; d < static_cast<int>(in.ndim()); ++d) {
+    if (std::find(axes.begin(), axes.end(), d) == axes.end()) {
+      order.push_back(d);
+    }
+  }
+  order.insert(order.end(), axes.begin(), axes.end());
+  Shape shape;
+  View src = view_of(in);
+  src.strides.clear();
+  for (int d : order) {
+    shape.push_back(in.shape(d));
+    src.strides.push_back(in.strides(d));
+  }
+  Buf tmp = temporary(enc, static_cast<int64_t>(in.size()), dtype);
+  // The temporary as an allocator buffer (an Allocation is the Vulkan buffer handle).
+  View dst{allocator::Buffer(tmp.alloc), 0, in.dtype(), row_major_strides(shape)};
+  launch_elementwise(stream, "copy", "copy", "Copy", {src}, dst, shape);
+  return tmp;
+}
+
+}  // namespace mlx::core::vulkan

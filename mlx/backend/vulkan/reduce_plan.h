@@ -1,0 +1,40 @@
+// Shared by the row-kernel families (reduce, arg_reduce, softmax): dense runs of elements
+// in an allocation, batch-lifetime temporaries, per-binding element limits and the copy
+// that moves chosen axes last.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "mlx/array.h"
+#include "mlx/backend/vulkan/command_encoder.h"
+#include "mlx/backend/vulkan/device.h"
+
+namespace mlx::core::vulkan {
+
+// A dense run of elements in an allocation: element 0 at byte `offset`.
+struct Buf {
+  Allocation* alloc = nullptr;
+  int64_t offset = 0;
+  std::string dtype;  // key name ("f32", ...)
+  int64_t itemsize = 4;
+  Buf at(int64_t elems) const {
+    return {alloc, offset + elems * itemsize, dtype, itemsize};
+  }
+};
+
+// The array's data as a Buf (element 0 at its offset); dtype is the key name.
+Buf buf_of(const array& a, const char* dtype);
+
+// `elems` elements of `dtype`, freed when the stream's open batch completes.
+Buf temporary(CommandEncoder& enc, int64_t elems, const std::string& dtype);
+
+// Elements of `itemsize` bytes one binding can hold once aligned.
+int64_t binding_elems(const Device& dev, int64_t itemsize);
+
+// Copies `in` into a row-contiguous temporary with `axes` (sorted, normalized) moved last,
+// in their order; the other axes keep theirs.
+Buf axes_last(CommandEncoder& enc, int stream, const array& in, const std::vector<int>& axes,
+              const char* dtype);
+
+}  // namespace mlx::core::vulkan

@@ -1,0 +1,110 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// argmax / argmin: the uint32 index of the first extreme along one axis of a row-contiguous
+// input (docs/reduce.md). MODE_COL 0: `count` rows of `len` contiguous elements, one
+// workgroup per row, a shared-memory tree of (value, index) pairs; MODE_COL 1: an
+// [outer, len, inner] input, one invocation per output. NaN counts as the extreme (the
+// first NaN wins), and ties keep the smaller index, as the CPU reference. The engine
+// defines ARGMAX (1: max, 0: min), V_T (the compute type) and V_INIT (the identity);
+// IS_NAN(v) is false for integer types. Defaults: f32 argmax over rows.
+#ifndef MODE_COL
+#define MODE_COL 0
+#endif
+#ifndef ARGMAX
+#define ARGMAX 1
+#endif
+#ifndef V_T
+#define V_T float
+#define V_INIT uintBitsToFloat(0xff800000u)
+#define IS_NAN(v) isnan(v)
+#endif
+
+#include "include/operands.glsl"
+
+layout(local_size_x_id = 0) in;
+
+layout(std430, set = 0, binding = 0) readonly buffer In0 {
+  IN0_ST in0[];
+};
+layout(std430, set = 0, binding = 1) writeonly buffer Out {
+  uint outv[];
+};
+
+// codegen/arg_reduce.cpp packs exactly these fields, each IDX_T.
+layout(push_constant) uniform Params {
+  IDX_T in0_offset;
+  IDX_T out_offset;
+  IDX_T len;
+  IDX_T count;  // ROW: rows; COL: outer * inner
+  IDX_T inner;  // COL: stride of the reduced axis
+}
+pc;
+
+// Whether (vb, ib) should replace (va, ia).
+bool better(V_T va, uint ia, V_T vb, uint ib) {
+  if (IS_NAN(va)) {
+    return IS_NAN(vb) && ib < ia;
+  }
+  if (IS_NAN(vb)) {
+    return true;
+  }
+#if ARGMAX
+  return vb > va || (vb == va && ib < ia);
+#else
+  return vb < va || (vb == va && ib < ia);
+#endif
+}
+
+#if MODE_COL == 0
+shared V_T best_v[gl_WorkGroupSize.x];
+shared uint best_i[gl_WorkGroupSize.x];
+#endif
+
+void main() {
+  V_T v = V_INIT;
+  uint idx = 0xffffffffu;
+#if MODE_COL
+  IDX_T o = IDX_T(gl_WorkGroupID.y) * IDX_T(gl_NumWorkGroups.x * gl_WorkGroupSize.x) +
+            IDX_T(gl_GlobalInvocationID.x);
+  if (o >= pc.count) {
+    return;
+  }
+  IDX_T outer = o / pc.inner;
+  IDX_T base = pc.in0_offset + outer * pc.len * pc.inner + (o - outer * pc.inner);
+  for (IDX_T r = 0; r < pc.len; ++r) {
+    V_T x = V_T(IN0_LOAD(in0[uint(base + r * pc.inner)]));
+    if (better(v, idx, x, uint(r))) {
+      v = x;
+      idx = uint(r);
+    }
+  }
+  outv[uint(pc.out_offset + o)] = idx;
+#else
+  IDX_T row = IDX_T(gl_WorkGroupID.y) * IDX_T(gl_NumWorkGroups.x) + IDX_T(gl_WorkGroupID.x);
+  if (row >= pc.count) {
+    return;  // uniform for the whole workgroup
+  }
+  IDX_T base = pc.in0_offset + row * pc.len;
+  uint t = gl_LocalInvocationID.x;
+  for (IDX_T j = IDX_T(t); j < pc.len; j += IDX_T(gl_WorkGroupSize.x)) {
+    V_T x = V_T(IN0_LOAD(in0[uint(base + j)]));
+    if (better(v, idx, x, uint(j))) {
+      v = x;
+      idx = uint(j);
+    }
+  }
+  best_v[t] = v;
+  best_i[t] = idx;
+  barrier();
+  for (uint w = gl_WorkGroupSize.x / 2u; w > 0u; w >>= 1u) {
+    if (t < w && better(best_v[t], best_i[t], best_v[t + w], best_i[t + w])) {
+      best_v[t] = best_v[t + w];
+      best_i[t] = best_i[t + w];
+    }
+    barrier();
+  }
+  if (t == 0u) {
+    outv[uint(pc.out_offset + row)] = best_i[0];
+  }
+#endif
+}
