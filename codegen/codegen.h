@@ -14,6 +14,8 @@ namespace mlx::core::vulkan::codegen {
 // What the device can do; part of every kernel's identity (the "capability path").
 struct DeviceCaps {
   uint32_t subgroup_size = 32;
+  // Subgroup basic + shuffle operations in compute shaders (the row kernels' trees).
+  bool subgroup_shuffle = false;
   bool shader_float16 = false;  // arithmetic in f16
   bool shader_int8 = false;
   bool shader_int16 = false;

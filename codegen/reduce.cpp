@@ -99,7 +99,7 @@ struct Spec {
 
 Spec parse(const KernelKey& key, const std::string& where) {
   for (const auto& [name, value] : key.params) {
-    static const std::set<std::string> known{"op", "in", "out", "mode", "idx"};
+    static const std::set<std::string> known{"op", "in", "out", "mode", "idx", "sg"};
     if (!known.count(name)) {
       throw std::invalid_argument("[render] " + where + ": unknown parameter '" + name + "'.");
     }
@@ -166,7 +166,8 @@ std::string reduce_partial_dtype(const std::string& op, const std::string& out_d
 }
 
 KernelKey reduce_key(const std::string& op, const std::string& in_dtype,
-                     const std::string& out_dtype, const ReduceGeometry& g) {
+                     const std::string& out_dtype, const ReduceGeometry& g,
+                     const DeviceCaps& caps) {
   check(g, op);
   KernelKey key;
   key.family = "reduce";
@@ -175,6 +176,11 @@ KernelKey reduce_key(const std::string& op, const std::string& in_dtype,
   key.params["out"] = out_dtype;
   key.params["mode"] = g.columns ? "col" : "row";
   key.params["idx"] = geometry_idx64(g) ? "64" : "32";
+  std::string where = "reduce key";
+  const DtypeInfo& acc = acc_info(op, dtype_info(out_dtype, where), where);
+  if (!g.columns && caps.subgroup_shuffle && acc.bits <= 32 && caps.subgroup_size > 1) {
+    key.params["sg"] = std::to_string(caps.subgroup_size);
+  }
   return key;
 }
 
@@ -196,6 +202,15 @@ KernelSource render_reduce(const KernelKey& key, const DeviceCaps& caps) {
   // Float sums carry Neumaier/TwoSum error terms (templates/reduce.glsl).
   bool compensated = s.op == "Sum" && acc.kind == Kind::Float;
   defines.push_back("COMPENSATED " + std::string(compensated ? "1" : "0"));
+  auto sg = key.params.find("sg");
+  if (sg != key.params.end()) {
+    if (s.columns || acc.bits > 32 || !caps.subgroup_shuffle) {
+      throw std::runtime_error("[render] " + where +
+                               ": the subgroup tree needs rows, a 32-bit accumulator and "
+                               "subgroup shuffles.");
+    }
+    defines.push_back("SUBGROUP 1");
+  }
 
   KernelSource source = render_template("reduce.glsl", defines);
   source.num_buffers = 2;

@@ -36,8 +36,11 @@ std::string reduce_partial_dtype(const std::string& op, const std::string& out_d
 // "reduce:idx=32|64,in=<dtype>,mode=row|col,op=Sum|Prod|Max|Min|And|Or,out=<dtype>".
 // in is the input's dtype; out the stored dtype (reduce_partial_dtype for a partial
 // launch). Sum/Prod/Max/Min expect in == out or in == the partial dtype of out.
+// With `sg` > 0 (the device has subgroup shuffles and the accumulator is 32-bit) the
+// key gets "sg=<subgroup size>" and the rows tree runs in subgroup shuffles with one
+// barrier instead of a shared-memory level per halving.
 KernelKey reduce_key(const std::string& op, const std::string& in_dtype,
-                     const std::string& out_dtype, const ReduceGeometry& g);
+                     const std::string& out_dtype, const ReduceGeometry& g, const DeviceCaps& caps);
 
 KernelSource render_reduce(const KernelKey& key, const DeviceCaps& caps);
 

@@ -23,6 +23,13 @@
 #ifndef MODE_COL
 #define MODE_COL 0
 #endif
+#ifndef SUBGROUP
+#define SUBGROUP 0
+#endif
+#if SUBGROUP
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#endif
 #ifndef COMPENSATED
 #define COMPENSATED 0
 #endif
@@ -82,6 +89,30 @@ shared float partial_c[gl_WorkGroupSize.x];
 #endif
 #endif
 
+// (s1, c1) += (s2, c2): TwoSum when compensated, ACC_COMBINE otherwise.
+void merge_pair(inout ACC_T s1, inout ACC_T c1, ACC_T s2, ACC_T c2) {
+#if COMPENSATED
+  precise float s = s1 + s2;
+  precise float bp = s - s1;
+  precise float err = (s1 - (s - bp)) + (s2 - bp);
+  c1 += c2 + err;
+  s1 = s;
+#else
+  s1 = ACC_COMBINE(s1, s2);
+#endif
+}
+
+#if SUBGROUP
+// Butterfly over the subgroup: every lane ends with the subgroup's combined pair.
+void subgroup_fold(inout ACC_T s, inout ACC_T c) {
+  for (uint off = gl_SubgroupSize / 2u; off > 0u; off >>= 1u) {
+    ACC_T so = subgroupShuffleXor(s, off);
+    ACC_T co = subgroupShuffleXor(c, off);
+    merge_pair(s, c, so, co);
+  }
+}
+#endif
+
 void main() {
 #if MODE_COL
   // One invocation per output; a 2-d grid covers more than 65535 groups.
@@ -118,6 +149,34 @@ void main() {
   for (IDX_T j = begin + IDX_T(t); j < end; j += IDX_T(gl_WorkGroupSize.x)) {
     FOLD(acc, comp, load_acc(base + j));
   }
+#if SUBGROUP
+  // Each subgroup folds itself in registers; subgroup 0 then folds the subgroups' pairs.
+  subgroup_fold(acc, comp);
+  if (gl_SubgroupInvocationID == 0u) {
+    partial[gl_SubgroupID] = acc;
+#if COMPENSATED
+    partial_c[gl_SubgroupID] = comp;
+#endif
+  }
+  barrier();
+  if (gl_SubgroupID == 0u) {
+    ACC_T s = ACC_INIT, c = ACC_INIT;
+    for (uint k = gl_SubgroupInvocationID; k < gl_NumSubgroups; k += gl_SubgroupSize) {
+#if COMPENSATED
+      merge_pair(s, c, partial[k], partial_c[k]);
+#else
+      merge_pair(s, c, partial[k], ACC_INIT);
+#endif
+    }
+    subgroup_fold(s, c);
+    if (t == 0u) {
+#if COMPENSATED
+      s = isinf(s) || isnan(s) ? s : s + c;
+#endif
+      outv[uint(pc.out_offset + row)] = OUT_STORE(FINISH(s));
+    }
+  }
+#else
   partial[t] = acc;
 #if COMPENSATED
   partial_c[t] = comp;
@@ -146,5 +205,6 @@ void main() {
 #endif
     outv[uint(pc.out_offset + row)] = OUT_STORE(FINISH(total));
   }
+#endif  // SUBGROUP
 #endif
 }

@@ -65,7 +65,7 @@ void launch(Context& c, const Buf& in, const Buf& out, codegen::ReduceGeometry g
       c.dev, {out.alloc, out.offset, out.itemsize, 0, std::max<int64_t>(out_elems - 1, 0)}, true);
   g.in_offset = bi.elem_offset;
   g.out_offset = bo.elem_offset;
-  auto key = codegen::reduce_key(c.op, in.dtype, out.dtype, g);
+  auto key = codegen::reduce_key(c.op, in.dtype, out.dtype, g, c.dev.caps());
   const auto& kernel = vulkan::kernel_library().get(key);
   auto numbers = codegen::reduce_launch(key, kernel.source, g);
   std::vector<vulkan::Binding> bindings{bi.binding, bo.binding};
