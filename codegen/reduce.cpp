@@ -26,12 +26,20 @@ bool logical(const std::string& op) {
   return op == "And" || op == "Or";
 }
 
-// The accumulator: "f32" for floats, the dtype for integers, "b" for and/or.
+// The accumulator: "f32" for floats, "b" for and/or, and for integers the dtype widened to
+// 32 bits (partials of 8/16-bit max/min must hold the 32-bit identity an empty slice
+// stores).
 const DtypeInfo& acc_info(const std::string& op, const DtypeInfo& out, const std::string& where) {
   if (logical(op)) {
     return dtype_info("b", where);
   }
-  return out.kind == Kind::Float ? dtype_info("f32", where) : out;
+  if (out.kind == Kind::Float) {
+    return dtype_info("f32", where);
+  }
+  if (out.kind != Kind::Bool && out.bits < 32) {
+    return dtype_info(out.kind == Kind::Int ? "i32" : "u32", where);
+  }
+  return out;
 }
 
 }  // namespace
@@ -134,12 +142,14 @@ Spec parse(const KernelKey& key, const std::string& where) {
   return s;
 }
 
-// Whether an index can pass 2^31 - 1: the input spans count * len elements either way
-// (columns: outer * len * inner), the output count (* splits) elements.
+// Whether an index the kernel forms can pass 2^31 - 1. Not only the data: a slice's end
+// (up to twice the row), a loop index one stride past the end, and the workgroup index of
+// a grid rounded up to 65535-wide rows all go further, so 32-bit math needs headroom.
 bool geometry_idx64(const ReduceGeometry& g) {
   uint64_t reach = g.in_offset + static_cast<uint64_t>(g.count) * static_cast<uint64_t>(g.len);
   uint64_t outs = g.out_offset + static_cast<uint64_t>(g.count) * (g.columns ? 1 : g.splits);
-  return std::max(reach, outs) > static_cast<uint64_t>(std::numeric_limits<int32_t>::max());
+  return std::max(2 * reach, 2 * outs) + (uint64_t{1} << 17) >
+         static_cast<uint64_t>(std::numeric_limits<int32_t>::max());
 }
 
 void check(const ReduceGeometry& g, const std::string& where) {

@@ -38,11 +38,13 @@ bool parse_columns(const KernelKey& key, const std::string& where) {
   return mode == "col";
 }
 
-// Whether an index can pass 2^31 - 1 (the input spans count * len elements).
+// Whether an index can pass 2^31 - 1, with the headroom reduce.cpp explains (loop indices
+// one stride past a row, grids rounded up to 65535-wide rows).
 bool needs_64(const ReduceGeometry& g, uint64_t out_elems) {
   uint64_t reach = g.in_offset + static_cast<uint64_t>(g.count) * static_cast<uint64_t>(g.len);
   uint64_t outs = g.out_offset + out_elems;
-  return std::max(reach, outs) > static_cast<uint64_t>(std::numeric_limits<int32_t>::max());
+  return std::max(2 * reach, 2 * outs) + (uint64_t{1} << 17) >
+         static_cast<uint64_t>(std::numeric_limits<int32_t>::max());
 }
 
 void check_unsplit(const ReduceGeometry& g, const std::string& where) {

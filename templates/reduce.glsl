@@ -169,7 +169,8 @@ void main() {
 #endif
     }
     subgroup_fold(s, c);
-    if (t == 0u) {
+    // Lane 0 of subgroup 0 (which invocation that is, is the implementation's choice).
+    if (gl_SubgroupInvocationID == 0u) {
 #if COMPENSATED
       s = isinf(s) || isnan(s) ? s : s + c;
 #endif

@@ -205,3 +205,30 @@ TEST_CASE("an all-reduce larger than one binding is split and still accurate") {
   auto mx_ = mx::max(x, false, mx::Device::gpu).item<float>();
   CHECK(mx_ == 6.0f);
 }
+
+TEST_CASE("8-bit max and min of rows longer than one binding keep their identities wide") {
+  if (!gpu_present())
+    return;
+  // On lavapipe (128 MiB bindings) 2^27 + 3 int8 elements need two segments; the short last
+  // one has empty slices, whose partials must hold a 32-bit identity, not a truncated one.
+  int n = (1 << 27) + 3;
+  auto neg = mx::full({n}, mx::array(int8_t{-5}), mx::Device::gpu);
+  auto pos = mx::full({n}, mx::array(int8_t{5}), mx::Device::gpu);
+  CHECK(mx::max(neg, false, mx::Device::gpu).item<int8_t>() == -5);
+  CHECK(mx::min(pos, false, mx::Device::gpu).item<int8_t>() == 5);
+}
+
+TEST_CASE("a transposed input wider than one binding still reduces (CPU route if needed)") {
+  if (!gpu_present())
+    return;
+  // 8192 x 8192 f32 is 256 MiB: too wide for one lavapipe binding, so the axes-last copy
+  // cannot run there; the op must still give the right answer.
+  auto x = mx::full({8192, 8192}, mx::array(0.5f), mx::Device::gpu);
+  auto s = mx::sum(mx::transpose(x, mx::Device::gpu), 1, false, mx::Device::gpu);
+  auto v = mlx_test::to_doubles(s);
+  CHECK(v.size() == 8192);
+  CHECK(v.front() == 4096.0);
+  CHECK(v.back() == 4096.0);
+  auto a = mx::argmax(mx::transpose(x, mx::Device::gpu), 1, false, mx::Device::gpu);
+  CHECK(mlx_test::to_doubles(a).front() == 0.0);
+}

@@ -47,12 +47,16 @@ void launch(RowFamily family, const std::string& op, const Buf& in, const Buf& o
 // Rows of `len` in groups that fit one binding; false when one row alone does not.
 bool run_rows(RowFamily family, const std::string& op, const Buf& in, int64_t count, int64_t len,
               const Buf& out, int stream) {
-  int64_t max_elems = vulkan::binding_elems(vulkan::device(op.c_str()), in.itemsize);
-  if (len > max_elems) {
+  auto& dev = vulkan::device(op.c_str());
+  int64_t max_elems = vulkan::binding_elems(dev, in.itemsize);
+  int64_t out_per_row = family == RowFamily::Softmax ? len : 1;
+  int64_t max_out = vulkan::binding_elems(dev, out.itemsize);
+  if (len > max_elems || out_per_row > max_out) {
     return false;
   }
-  int64_t per = std::max<int64_t>(1, max_elems / std::max<int64_t>(len, 1));
-  int64_t out_per_row = family == RowFamily::Softmax ? len : 1;
+  // Rows per launch: both the input and the output of a launch must fit one binding.
+  int64_t per =
+      std::max<int64_t>(1, std::min(max_elems / std::max<int64_t>(len, 1), max_out / out_per_row));
   for (int64_t r0 = 0; r0 < count; r0 += per) {
     codegen::ReduceGeometry g;
     g.count = std::min(per, count - r0);
@@ -86,13 +90,16 @@ void ArgReduce::eval_gpu(const std::vector<array>& inputs, array& out) {
   int64_t count = static_cast<int64_t>(in.size()) / len;
   Buf dst = vulkan::buf_of(out, "u32");
   if (in.flags().row_contiguous && inner > 1) {
-    int64_t max_elems = vulkan::binding_elems(vulkan::device("ArgReduce"), in.itemsize());
+    auto& dev = vulkan::device("ArgReduce");
+    int64_t max_elems = vulkan::binding_elems(dev, in.itemsize());
+    int64_t max_out = vulkan::binding_elems(dev, 4);
     int64_t block = len * inner;
-    if (block <= max_elems) {
-      // Columns: [outer, len, inner], read in place.
+    if (block <= max_elems && inner <= max_out) {
+      // Columns: [outer, len, inner], read in place; input and output blocks per launch
+      // both fit one binding.
       Buf src = vulkan::buf_of(in, dtype);
       int64_t outer = count / inner;
-      int64_t per = std::max<int64_t>(1, max_elems / block);
+      int64_t per = std::max<int64_t>(1, std::min(max_elems / block, max_out / inner));
       for (int64_t o0 = 0; o0 < outer; o0 += per) {
         codegen::ReduceGeometry g;
         g.columns = true;
@@ -105,9 +112,12 @@ void ArgReduce::eval_gpu(const std::vector<array>& inputs, array& out) {
     }
   }
   auto& enc = vulkan::encoder(stream);
-  Buf rows = in.flags().row_contiguous && inner == 1
-                 ? vulkan::buf_of(in, dtype)
-                 : vulkan::axes_last(enc, stream, in, {ax}, dtype);
+  bool in_place = in.flags().row_contiguous && inner == 1;
+  if (!in_place && !vulkan::copy_fits(in)) {
+    vulkan::cpu_fallback(*this, inputs, out, "a view wider than one storage binding");
+    return;
+  }
+  Buf rows = in_place ? vulkan::buf_of(in, dtype) : vulkan::axes_last(enc, stream, in, {ax}, dtype);
   if (!run_rows(RowFamily::ArgReduce, op, rows, count, len, dst, stream)) {
     vulkan::cpu_fallback(*this, inputs, out, "a row longer than one storage binding");
   }
@@ -129,6 +139,10 @@ void Softmax::eval_gpu(const std::vector<array>& inputs, array& out) {
   int64_t len = in.ndim() == 0 ? 1 : in.shape(-1);
   int64_t count = static_cast<int64_t>(in.size()) / len;
   auto& enc = vulkan::encoder(stream);
+  if (!in.flags().row_contiguous && !vulkan::copy_fits(in)) {
+    vulkan::cpu_fallback(*this, inputs, out, "a view wider than one storage binding");
+    return;
+  }
   Buf rows = in.flags().row_contiguous
                  ? vulkan::buf_of(in, dtype)
                  : vulkan::axes_last(enc, stream, in, {static_cast<int>(in.ndim()) - 1}, dtype);

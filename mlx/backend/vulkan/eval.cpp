@@ -51,7 +51,25 @@ void eval(array& arr) {
     }
   }
   auto outputs = arr.outputs();
-  arr.primitive().eval_gpu(arr.inputs(), outputs);
+  try {
+    arr.primitive().eval_gpu(arr.inputs(), outputs);
+  } catch (...) {
+    // A kernel may have been recorded before the failure (a copy before a kernel that
+    // failed to compile): its inputs and outputs must outlive the batch that reads them.
+    if (enc.has_open_work()) {
+      for (auto& a : arr.inputs()) {
+        if (a.has_data()) {
+          enc.retain(a.data_shared_ptr());
+        }
+      }
+      for (auto& o : outputs) {
+        if (o.has_data()) {
+          enc.retain(o.data_shared_ptr());
+        }
+      }
+    }
+    throw;
+  }
 
   size_t bytes = 0;
   for (auto& o : outputs) {

@@ -194,6 +194,10 @@ void Reduce::eval_gpu(const std::vector<array>& inputs, array& out) {
       return;
     }
   }
+  if (!vulkan::copy_fits(in)) {
+    vulkan::cpu_fallback(*this, inputs, out, "a view wider than one storage binding");
+    return;
+  }
   Buf rows = vulkan::axes_last(c.enc, stream, in, axes(), in_dtype);
   reduce_rows(c, rows, total / reduced, reduced, dst);
 }

@@ -41,6 +41,16 @@ int64_t binding_elems(const Device& dev, int64_t itemsize) {
   return (max_range - binding_alignment(dev, itemsize)) / itemsize;
 }
 
+bool copy_fits(const array& in) {
+  int64_t lo = 0, hi = 0;
+  for (size_t d = 0; d < in.ndim(); ++d) {
+    int64_t span = (int64_t{in.shape(static_cast<int>(d))} - 1) * in.strides(static_cast<int>(d));
+    (span < 0 ? lo : hi) += span;
+  }
+  auto& dev = device("copy");
+  return hi - lo + 1 <= binding_elems(dev, static_cast<int64_t>(in.itemsize()));
+}
+
 Buf axes_last(CommandEncoder& enc, int stream, const array& in, const std::vector<int>& axes,
               const char* dtype) {
   std::vector<int> order;

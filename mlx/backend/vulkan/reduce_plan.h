@@ -32,6 +32,11 @@ Buf temporary(CommandEncoder& enc, int64_t elems, const std::string& dtype);
 // Elements of `itemsize` bytes one binding can hold once aligned.
 int64_t binding_elems(const Device& dev, int64_t itemsize);
 
+// Whether axes_last can copy `in`: its whole span fits one binding (conservative: the copy
+// kernel splits some wider views too). Otherwise the op takes the logged CPU route, as it
+// did before it had a kernel.
+bool copy_fits(const array& in);
+
 // Copies `in` into a row-contiguous temporary with `axes` (sorted, normalized) moved last,
 // in their order; the other axes keep theirs.
 Buf axes_last(CommandEncoder& enc, int stream, const array& in, const std::vector<int>& axes,
