@@ -18,6 +18,15 @@ namespace mlx_test {
 
 namespace mx = mlx::core;
 
+// The devices a test runs on: the CPU, and the GPU where one is available.
+inline std::vector<mx::Device> test_devices() {
+  std::vector<mx::Device> d{mx::Device::cpu};
+  if (mx::gpu::is_available()) {
+    d.push_back(mx::Device::gpu);
+  }
+  return d;
+}
+
 // Evaluates `a` and returns its elements in row-major order as doubles (real part for
 // complex), honouring its strides and offset.
 inline std::vector<double> to_doubles(mx::array a) {
@@ -50,25 +59,31 @@ std::vector<T> to_vector(mx::array a) {
 // Relative tolerance for results computed in a dtype's precision (a few ulps of float
 // math plus one rounding to the storage type): f16 2^-10, bf16 2^-7, f32 ~1e-5.
 inline double rtol_for(mx::Dtype dt) {
-  if (dt == mx::float16) return 4e-3;
-  if (dt == mx::bfloat16) return 3e-2;
-  if (dt == mx::float32 || dt == mx::complex64) return 2e-5;
-  if (dt == mx::float64) return 1e-12;
-  return 0.0; // integers and bool compare exactly
+  if (dt == mx::float16)
+    return 4e-3;
+  if (dt == mx::bfloat16)
+    return 3e-2;
+  if (dt == mx::float32 || dt == mx::complex64)
+    return 2e-5;
+  if (dt == mx::float64)
+    return 1e-12;
+  return 0.0;  // integers and bool compare exactly
 }
 
 // True when x and y agree within rtol (relative) / atol (absolute), NaN == NaN, inf == inf.
 inline bool close(double x, double y, double rtol, double atol) {
-  if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && std::isnan(y);
-  if (std::isinf(x) || std::isinf(y)) return x == y;
+  if (std::isnan(x) || std::isnan(y))
+    return std::isnan(x) && std::isnan(y);
+  if (std::isinf(x) || std::isinf(y))
+    return x == y;
   return std::abs(x - y) <= atol + rtol * std::abs(y);
 }
 
 // Checks every element; reports the first mismatch with its index and the case label.
 inline void check_all_close(const std::vector<double>& got, const std::vector<double>& want,
                             double rtol, double atol, const std::string& label) {
-  REQUIRE_MESSAGE(got.size() == want.size(), label << ": size " << got.size() << " vs "
-                                                   << want.size());
+  REQUIRE_MESSAGE(got.size() == want.size(),
+                  label << ": size " << got.size() << " vs " << want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     if (!close(got[i], want[i], rtol, atol)) {
       FAIL_CHECK(label << ": element " << i << " is " << got[i] << ", expected " << want[i]
@@ -101,14 +116,17 @@ class Rng {
 inline mx::array random_array(const mx::Shape& shape, mx::Dtype dtype, Rng& rng, double lo = -4,
                               double hi = 4) {
   size_t n = 1;
-  for (auto d : shape) n *= static_cast<size_t>(d);
+  for (auto d : shape)
+    n *= static_cast<size_t>(d);
   std::vector<double> vals(n);
   for (auto& v : vals) {
     v = rng.uniform(lo, hi);
-    if (mx::is_integral(dtype)) v = std::floor(v);
-    if (dtype == mx::bool_) v = v > (lo + hi) / 2 ? 1 : 0;
+    if (mx::is_integral(dtype))
+      v = std::floor(v);
+    if (dtype == mx::bool_)
+      v = v > (lo + hi) / 2 ? 1 : 0;
   }
   return mx::array(vals.begin(), shape, dtype);
 }
 
-} // namespace mlx_test
+}  // namespace mlx_test

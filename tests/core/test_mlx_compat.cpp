@@ -20,14 +20,6 @@ using mlx_test::to_vector;
 
 namespace {
 
-std::vector<mx::Device> devices() {
-  std::vector<mx::Device> d{mx::Device::cpu};
-  if (mx::gpu::is_available()) {
-    d.push_back(mx::Device::gpu);
-  }
-  return d;
-}
-
 std::string dev_name(const mx::Device& d) {
   return d == mx::Device::cpu ? "cpu" : "gpu";
 }
@@ -39,7 +31,7 @@ TEST_CASE("C++ doubles make float32 arrays, as MLX's TypeToDtype<double>") {
   CHECK(mx::array(1.0).itemsize() == 4);
   CHECK(mx::array({1.0, 2.0}).dtype() == mx::float32);
   CHECK(mx::array(1.0, mx::float64).dtype() == mx::float64);
-  for (auto d : devices()) {
+  for (auto d : mlx_test::test_devices()) {
     CAPTURE(dev_name(d));
     auto x = mx::ones({3}, mx::float16, d);
     // Scalars wrap as array(x) with no weak typing: f16 * 2.0 is float32, f16 * 2 stays f16.
@@ -68,7 +60,7 @@ TEST_CASE("item<T>() converts from the stored dtype instead of reinterpreting by
 }
 
 TEST_CASE("flags, data_size and strides follow MLX after creation and views") {
-  for (auto d : devices()) {
+  for (auto d : mlx_test::test_devices()) {
     CAPTURE(dev_name(d));
     // MLX's Full materializes: ones is row-contiguous and owns all its elements.
     auto o = mx::ones({10, 10}, d);
@@ -123,7 +115,7 @@ TEST_CASE("flags, data_size and strides follow MLX after creation and views") {
 }
 
 TEST_CASE("flatten follows MLX's axis rules: negative axes count once, then clamp") {
-  for (auto d : devices()) {
+  for (auto d : mlx_test::test_devices()) {
     CAPTURE(dev_name(d));
     auto x = mx::reshape(mx::arange(24, d), {2, 3, 4}, d);
     CHECK(mx::flatten(x, 1, 3, d).shape() == mx::Shape{2, 12});
@@ -145,7 +137,7 @@ TEST_CASE("flatten follows MLX's axis rules: negative axes count once, then clam
 TEST_CASE("max, min and comparisons of complex64 order by real part, then imaginary part") {
   using c = std::complex<float>;
   std::vector<mx::complex64_t> v{c(1, 2), c(1, 3), c(0, 9), c(-1, 50)};
-  for (auto d : devices()) {
+  for (auto d : mlx_test::test_devices()) {
     CAPTURE(dev_name(d));
     auto a = mx::array(v.begin(), {4}, mx::complex64);
     auto mx_ = mx::max(a, false, d).item<mx::complex64_t>();
@@ -170,7 +162,7 @@ TEST_CASE("max, min and comparisons of complex64 order by real part, then imagin
 TEST_CASE("random keys, split and bits reproduce MLX's threefry stream exactly") {
   // Values from MLX's algorithm (mlx/random.cpp, backend/cpu/threefry.cpp); the first
   // two keys are also in MLX's own tests.
-  for (auto d : devices()) {
+  for (auto d : mlx_test::test_devices()) {
     CAPTURE(dev_name(d));
     CHECK(to_vector<uint32_t>(mx::random::key(0)) == std::vector<uint32_t>{0, 0});
     CHECK(to_vector<uint32_t>(mx::random::key(42)) == std::vector<uint32_t>{0, 42});
@@ -228,7 +220,7 @@ TEST_CASE("RandomBits with a batch of keys fills one MLX-layout block per key") 
 }
 
 TEST_CASE("eval detaches what it evaluated, and is_tracer is false outside transforms") {
-  for (auto d : devices()) {
+  for (auto d : mlx_test::test_devices()) {
     CAPTURE(dev_name(d));
     auto x = mx::ones({4}, d);
     auto y = mx::exp(x, d);
@@ -244,7 +236,7 @@ TEST_CASE("eval detaches what it evaluated, and is_tracer is false outside trans
 }
 
 TEST_CASE("arrays the user keeps are available after async_eval and eval") {
-  for (auto d : devices()) {
+  for (auto d : mlx_test::test_devices()) {
     CAPTURE(dev_name(d));
     auto a = mx::exp(mx::ones({8}, d), d);
     auto b = mx::multiply(a, a, d);
@@ -274,7 +266,7 @@ TEST_CASE("arrays the user keeps are available after async_eval and eval") {
 }
 
 TEST_CASE("memory.h reports and limits the active allocator") {
-  for (auto d : devices()) {
+  for (auto d : mlx_test::test_devices()) {
     CAPTURE(dev_name(d));
     mx::synchronize();
     size_t before = mx::get_active_memory();
@@ -310,7 +302,7 @@ TEST_CASE("allocator size of a buffer is its capacity, at least the request") {
 }
 
 TEST_CASE("clip, stop_gradient, pad, roll, diagonal and diag match MLX") {
-  for (auto d : devices()) {
+  for (auto d : mlx_test::test_devices()) {
     CAPTURE(dev_name(d));
     auto x = mx::array({-2.0f, 0.5f, 3.0f});
     CHECK(to_doubles(mx::clip(x, mx::array(0.0f), mx::array(1.0f), d)) ==

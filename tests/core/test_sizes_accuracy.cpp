@@ -16,21 +16,9 @@
 namespace mx = mlx::core;
 using mlx_test::to_doubles;
 
-namespace {
-
-std::vector<mx::Device> devices() {
-  std::vector<mx::Device> d{mx::Device::cpu};
-  if (mx::gpu::is_available()) {
-    d.push_back(mx::Device::gpu);
-  }
-  return d;
-}
-
-}  // namespace
-
 TEST_CASE("float32 sums, means, variances and dot products of 4e7 terms are exact") {
   // A float32 accumulator stops at 2^24 (or 2^25 with a float32 compensation term).
-  for (auto d : devices()) {
+  for (auto d : mlx_test::test_devices()) {
     CAPTURE(d == mx::Device::cpu ? "cpu" : "gpu");
     auto x = mx::full({40000000}, 1.0f, d);
     CHECK(mx::sum(x, false, d).item<float>() == 40000000.0f);
@@ -88,7 +76,7 @@ TEST_CASE("reductions over 2^31 and 2^32 elements count every element (CPU)") {
 }
 
 TEST_CASE("shapes and byte counts that overflow are refused where the array is made") {
-  for (auto d : devices()) {
+  for (auto d : mlx_test::test_devices()) {
     CAPTURE(d == mx::Device::cpu ? "cpu" : "gpu");
     // 2^64 elements: a wrapped count would make an empty array.
     CHECK_THROWS_WITH_AS(mx::ones({65536, 65536, 65536, 65536}, d),
@@ -126,7 +114,7 @@ TEST_CASE("allocators refuse sizes near SIZE_MAX instead of wrapping them") {
 }
 
 TEST_CASE("round with negative decimals rounds integers to tens and hundreds, as MLX") {
-  for (auto d : devices()) {
+  for (auto d : mlx_test::test_devices()) {
     CAPTURE(d == mx::Device::cpu ? "cpu" : "gpu");
     auto r = mx::round(mx::array({1234, 2550, -1251}), -2, d);
     CHECK(r.dtype() == mx::int32);
@@ -141,7 +129,7 @@ TEST_CASE("round with negative decimals rounds integers to tens and hundreds, as
 
 TEST_CASE("a complex value is true when either part is non-zero, in astype and any") {
   using c = std::complex<float>;
-  for (auto d : devices()) {
+  for (auto d : mlx_test::test_devices()) {
     CAPTURE(d == mx::Device::cpu ? "cpu" : "gpu");
     auto z =
         mx::array({mx::complex64_t(c(0, 2)), mx::complex64_t(c(0, 0)), mx::complex64_t(c(3, 0))});
