@@ -308,6 +308,15 @@ array var(const array& a, const std::vector<int>& axes, bool keepdims = false, i
           StreamOrDevice s = {});
 array var(const array& a, int axis, bool keepdims = false, int ddof = 0, StreamOrDevice s = {});
 
+// Standard deviation: sqrt(var), with MLX's overloads.
+array std(const array& a, bool keepdims, int ddof = 0, StreamOrDevice s = {});
+inline array std(const array& a, StreamOrDevice s = {}) {
+  return std(a, false, 0, s);
+}
+array std(const array& a, const std::vector<int>& axes, bool keepdims = false, int ddof = 0,
+          StreamOrDevice s = {});
+array std(const array& a, int axis, bool keepdims = false, int ddof = 0, StreamOrDevice s = {});
+
 // Indices (uint32) of the first maximum/minimum; over the flattened array without an axis.
 array argmax(const array& a, bool keepdims, StreamOrDevice s = {});
 inline array argmax(const array& a, StreamOrDevice s = {}) {

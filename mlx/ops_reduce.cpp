@@ -194,6 +194,16 @@ array var(const array& a, bool keepdims, int ddof, StreamOrDevice s) {
   return var(a, all_axes(a), keepdims, ddof, s);
 }
 
+array std(const array& a, const std::vector<int>& axes, bool keepdims, int ddof, StreamOrDevice s) {
+  return sqrt(var(a, axes, keepdims, ddof, s), s);
+}
+array std(const array& a, int axis, bool keepdims, int ddof, StreamOrDevice s) {
+  return std(a, std::vector<int>{axis}, keepdims, ddof, s);
+}
+array std(const array& a, bool keepdims, int ddof, StreamOrDevice s) {
+  return std(a, all_axes(a), keepdims, ddof, s);
+}
+
 array logsumexp(const array& a, const std::vector<int>& axes, bool keepdims, StreamOrDevice s) {
   require_not_complex(a, "logsumexp");
   auto sorted = normalize_axes(axes, static_cast<int>(a.ndim()), "logsumexp");

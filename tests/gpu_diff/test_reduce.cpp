@@ -232,3 +232,28 @@ TEST_CASE("a transposed input wider than one binding still reduces (CPU route if
   auto a = mx::argmax(mx::transpose(x, mx::Device::gpu), 1, false, mx::Device::gpu);
   CHECK(mlx_test::to_doubles(a).front() == 0.0);
 }
+
+TEST_CASE("mean, var and std (with ddof) match the CPU on the GPU") {
+  if (!gpu_present())
+    return;
+  for (const AxisCase& ac :
+       {AxisCase{{67, 1031}, {1}}, AxisCase{{67, 1031}, {0}}, AxisCase{{4, 3, 5}, {0, 2}}}) {
+    for (int ddof : {0, 1}) {
+      Op op = [&](const std::vector<mx::array>& in, mx::StreamOrDevice s) {
+        return mx::std(in[0], ac.axes, false, ddof, s);
+      };
+      Op vop = [&](const std::vector<mx::array>& in, mx::StreamOrDevice s) {
+        return mx::var(in[0], ac.axes, true, ddof, s);
+      };
+      Case c{"std", {mx::float32}, ac.shape, Layout::contiguous, 13};
+      CHECK_MESSAGE(run_case(c, op, {}, {1e-5, 1e-6}), c.describe());
+      Case v{"var", {mx::float16}, ac.shape, Layout::transposed, 14};
+      CHECK_MESSAGE(run_case(v, vop, {}, default_tolerance(mx::float16)), v.describe());
+    }
+  }
+  Op mop = [](const std::vector<mx::array>& in, mx::StreamOrDevice s) {
+    return mx::mean(in[0], std::vector<int>{0, 1}, false, s);
+  };
+  Case m{"mean", {mx::bfloat16}, {67, 1031}, Layout::strided, 15};
+  CHECK_MESSAGE(run_case(m, mop, {}, default_tolerance(mx::bfloat16)), m.describe());
+}
