@@ -329,6 +329,23 @@ inline array argmin(const array& a, StreamOrDevice s = {}) {
 }
 array argmin(const array& a, int axis, bool keepdims = false, StreamOrDevice s = {});
 
+// ---- Scans (MLX's signatures; without an axis, over the flattened array) -------------------
+
+array cumsum(const array& a, int axis, bool reverse = false, bool inclusive = true,
+             std::optional<Dtype> dtype = std::nullopt, StreamOrDevice s = {});
+array cumsum(const array& a, bool reverse = false, bool inclusive = true,
+             std::optional<Dtype> dtype = std::nullopt, StreamOrDevice s = {});
+array cumprod(const array& a, int axis, bool reverse = false, bool inclusive = true,
+              std::optional<Dtype> dtype = std::nullopt, StreamOrDevice s = {});
+array cumprod(const array& a, bool reverse = false, bool inclusive = true,
+              std::optional<Dtype> dtype = std::nullopt, StreamOrDevice s = {});
+array cummax(const array& a, int axis, bool reverse = false, bool inclusive = true,
+             StreamOrDevice s = {});
+array cummax(const array& a, bool reverse = false, bool inclusive = true, StreamOrDevice s = {});
+array cummin(const array& a, int axis, bool reverse = false, bool inclusive = true,
+             StreamOrDevice s = {});
+array cummin(const array& a, bool reverse = false, bool inclusive = true, StreamOrDevice s = {});
+
 array softmax(const array& a, const std::vector<int>& axes, bool precise = false,
               StreamOrDevice s = {});
 array softmax(const array& a, int axis, bool precise = false, StreamOrDevice s = {});

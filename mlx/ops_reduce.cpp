@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 
 #include "mlx/ops.h"
 #include "mlx/primitives.h"
@@ -273,6 +274,58 @@ array argmin(const array& a, int axis, bool keepdims, StreamOrDevice s) {
 }
 array argmin(const array& a, bool keepdims, StreamOrDevice s) {
   return flat_arg_reduce(a, keepdims, ArgReduceType::ArgMin, "argmin", s);
+}
+
+// ---- Scans --------------------------------------------------------------------------------
+
+namespace {
+
+array scan(const array& a, int axis, Scan::ReduceType type, bool reverse, bool inclusive,
+           std::optional<Dtype> dtype, const char* op, StreamOrDevice s) {
+  require_not_complex(a, op);
+  int ndim = static_cast<int>(a.ndim());
+  if (ndim == 0) {
+    throw std::invalid_argument(op_label(op) + "cannot scan a 0-d array; flatten it first.");
+  }
+  int ax = normalize_axis(axis, ndim, op);
+  auto x = dtype ? astype(a, *dtype, s) : a;
+  // As MLX: sums and products of bool count in int32; everything else keeps its dtype.
+  bool arith = type == Scan::Sum || type == Scan::Prod;
+  Dtype out = arith && x.dtype() == bool_ ? int32 : x.dtype();
+  x = astype(x, out, s);
+  return array(x.shape(), out, std::make_shared<Scan>(to_stream(s), type, ax, reverse, inclusive),
+               {x});
+}
+
+}  // namespace
+
+array cumsum(const array& a, int axis, bool reverse, bool inclusive, std::optional<Dtype> dtype,
+             StreamOrDevice s) {
+  return scan(a, axis, Scan::Sum, reverse, inclusive, dtype, "cumsum", s);
+}
+array cumsum(const array& a, bool reverse, bool inclusive, std::optional<Dtype> dtype,
+             StreamOrDevice s) {
+  return cumsum(flatten(a, s), 0, reverse, inclusive, dtype, s);
+}
+array cumprod(const array& a, int axis, bool reverse, bool inclusive, std::optional<Dtype> dtype,
+              StreamOrDevice s) {
+  return scan(a, axis, Scan::Prod, reverse, inclusive, dtype, "cumprod", s);
+}
+array cumprod(const array& a, bool reverse, bool inclusive, std::optional<Dtype> dtype,
+              StreamOrDevice s) {
+  return cumprod(flatten(a, s), 0, reverse, inclusive, dtype, s);
+}
+array cummax(const array& a, int axis, bool reverse, bool inclusive, StreamOrDevice s) {
+  return scan(a, axis, Scan::Max, reverse, inclusive, std::nullopt, "cummax", s);
+}
+array cummax(const array& a, bool reverse, bool inclusive, StreamOrDevice s) {
+  return cummax(flatten(a, s), 0, reverse, inclusive, s);
+}
+array cummin(const array& a, int axis, bool reverse, bool inclusive, StreamOrDevice s) {
+  return scan(a, axis, Scan::Min, reverse, inclusive, std::nullopt, "cummin", s);
+}
+array cummin(const array& a, bool reverse, bool inclusive, StreamOrDevice s) {
+  return cummin(flatten(a, s), 0, reverse, inclusive, s);
 }
 
 // ---- Softmax ------------------------------------------------------------------------------

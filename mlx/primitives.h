@@ -510,6 +510,37 @@ class ArgReduce : public UnaryPrimitive {
   int axis_;
 };
 
+// Cumulative sum / product / max / min along one axis (MLX's Scan): `reverse` scans from the
+// end, an exclusive scan starts from the identity and leaves out the element itself.
+class Scan : public UnaryPrimitive {
+ public:
+  enum ReduceType { Max, Min, Sum, Prod };
+  Scan(Stream s, ReduceType type, int axis, bool reverse, bool inclusive)
+      : UnaryPrimitive(s), type_(type), axis_(axis), reverse_(reverse), inclusive_(inclusive) {}
+  MLX_DECLARE_UNARY_EVAL
+  const char* name() const override {
+    return type_ == Sum ? "CumSum" : type_ == Prod ? "CumProd" : type_ == Max ? "CumMax" : "CumMin";
+  }
+  ReduceType type() const {
+    return type_;
+  }
+  int axis() const {
+    return axis_;
+  }
+  bool reverse() const {
+    return reverse_;
+  }
+  bool inclusive() const {
+    return inclusive_;
+  }
+
+ private:
+  ReduceType type_;
+  int axis_;
+  bool reverse_;
+  bool inclusive_;
+};
+
 // Softmax over the last axis, accumulated in float32 for 16-bit inputs.
 class Softmax : public UnaryPrimitive {
  public:

@@ -37,5 +37,6 @@ NO_GPU(Reduce)
 NO_GPU(ArgReduce)
 NO_GPU(Softmax)
 NO_GPU(Matmul)
+NO_GPU(Scan)
 
 }  // namespace mlx::core
