@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -33,6 +34,14 @@ struct DtypeInfo;
 // The identity of a reduction ("Sum", "Prod", "Max", "Min", "And", "Or") in accumulator
 // `acc`, as a GLSL expression (reduce.cpp; arg_reduce.cpp uses Max/Min's).
 std::string reduce_identity(const std::string& op, const DtypeInfo& acc);
+
+// Key checks shared by the row-kernel families (reduce.cpp): every parameter is known,
+// "idx" is 32 or 64 (true: 64), "mode" is row or col (true: col). Each throws
+// std::invalid_argument naming `where`.
+void check_params(const KernelKey& key, const std::set<std::string>& known,
+                  const std::string& where);
+bool parse_idx(const KernelKey& key, const std::string& where);
+bool parse_columns(const KernelKey& key, const std::string& where);
 
 // The power-of-two workgroup size of the row kernels: 256, or less where the device
 // allows fewer invocations.

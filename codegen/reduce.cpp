@@ -74,6 +74,31 @@ std::string reduce_identity(const std::string& op, const DtypeInfo& acc) {
   return t + "(0)";
 }
 
+void check_params(const KernelKey& key, const std::set<std::string>& known,
+                  const std::string& where) {
+  for (const auto& [name, value] : key.params) {
+    if (!known.count(name)) {
+      throw std::invalid_argument("[render] " + where + ": unknown parameter '" + name + "'.");
+    }
+  }
+}
+
+bool parse_idx(const KernelKey& key, const std::string& where) {
+  const std::string& idx = key_param(key, "idx", where);
+  if (idx != "32" && idx != "64") {
+    throw std::invalid_argument("[render] " + where + ": idx must be 32 or 64.");
+  }
+  return idx == "64";
+}
+
+bool parse_columns(const KernelKey& key, const std::string& where) {
+  const std::string& mode = key_param(key, "mode", where);
+  if (mode != "row" && mode != "col") {
+    throw std::invalid_argument("[render] " + where + ": mode must be row or col.");
+  }
+  return mode == "col";
+}
+
 namespace {
 
 std::string combine(const std::string& op, const DtypeInfo& acc) {
@@ -106,12 +131,7 @@ struct Spec {
 };
 
 Spec parse(const KernelKey& key, const std::string& where) {
-  for (const auto& [name, value] : key.params) {
-    static const std::set<std::string> known{"op", "in", "out", "mode", "idx", "sg"};
-    if (!known.count(name)) {
-      throw std::invalid_argument("[render] " + where + ": unknown parameter '" + name + "'.");
-    }
-  }
+  check_params(key, {"op", "in", "out", "mode", "idx", "sg"}, where);
   Spec s;
   s.op = key_param(key, "op", where);
   if (!kOps.count(s.op)) {
@@ -120,16 +140,8 @@ Spec parse(const KernelKey& key, const std::string& where) {
   }
   s.in = &dtype_info(key_param(key, "in", where), where);
   s.out = &dtype_info(key_param(key, "out", where), where);
-  const std::string& mode = key_param(key, "mode", where);
-  if (mode != "row" && mode != "col") {
-    throw std::invalid_argument("[render] " + where + ": mode must be row or col.");
-  }
-  s.columns = mode == "col";
-  const std::string& idx = key_param(key, "idx", where);
-  if (idx != "32" && idx != "64") {
-    throw std::invalid_argument("[render] " + where + ": idx must be 32 or 64.");
-  }
-  s.idx64 = idx == "64";
+  s.columns = parse_columns(key, where);
+  s.idx64 = parse_idx(key, where);
   // in == out (one launch), or one side is the accumulator: a partial launch stores it,
   // the launch that finishes partials reads it.
   bool ok = logical(s.op) ? s.out->kind == Kind::Bool

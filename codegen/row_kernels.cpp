@@ -13,31 +13,6 @@ namespace mlx::core::vulkan::codegen {
 
 namespace {
 
-void check_params(const KernelKey& key, const std::set<std::string>& known,
-                  const std::string& where) {
-  for (const auto& [name, value] : key.params) {
-    if (!known.count(name)) {
-      throw std::invalid_argument("[render] " + where + ": unknown parameter '" + name + "'.");
-    }
-  }
-}
-
-bool parse_idx(const KernelKey& key, const std::string& where) {
-  const std::string& idx = key_param(key, "idx", where);
-  if (idx != "32" && idx != "64") {
-    throw std::invalid_argument("[render] " + where + ": idx must be 32 or 64.");
-  }
-  return idx == "64";
-}
-
-bool parse_columns(const KernelKey& key, const std::string& where) {
-  const std::string& mode = key_param(key, "mode", where);
-  if (mode != "row" && mode != "col") {
-    throw std::invalid_argument("[render] " + where + ": mode must be row or col.");
-  }
-  return mode == "col";
-}
-
 // Whether an index can pass 2^31 - 1, with the headroom reduce.cpp explains (loop indices
 // one stride past a row, grids rounded up to 65535-wide rows).
 bool needs_64(const ReduceGeometry& g, uint64_t out_elems) {
