@@ -258,8 +258,19 @@ uint32_t steps_per_invocation(const std::vector<const DtypeInfo*>& dts, uint32_t
   return vec ? kVectorSteps : elements_per_invocation(dts);
 }
 
-// GLSL type holding `vec` lanes of a `bits`-wide dtype: 32-bit words for narrow types,
-// uint64 components for 64-bit ones.
+// The vector path's defines: VEC, and per operand its vector type plus how a lane becomes
+// a compute value (inputs) or a compute value becomes a lane (output).
+void add_vector_defines(uint32_t vec, const std::vector<const DtypeInfo*>& in, const DtypeInfo& out,
+                        std::vector<std::string>& defines) {
+  defines.push_back("VEC " + std::to_string(vec));
+  for (size_t k = 0; k < in.size(); ++k) {
+    add_vector_operand_defines("IN" + std::to_string(k) + "_", *in[k], vec, false, defines);
+  }
+  add_vector_operand_defines("OUT_", out, vec, true, defines);
+}
+
+}  // namespace
+
 std::string vector_type(int bits, uint32_t vec) {
   uint32_t bytes = vec * static_cast<uint32_t>(bits) / 8;
   if (bits == 64) {
@@ -268,33 +279,23 @@ std::string vector_type(int bits, uint32_t vec) {
   return bytes == 4 ? "uint" : bytes == 8 ? "uvec2" : "uvec4";
 }
 
-// The vector path's defines: VEC, and per operand its vector type plus how a lane becomes
-// a compute value (inputs) or a compute value becomes a lane (output).
-void add_vector_defines(uint32_t vec, const std::vector<const DtypeInfo*>& in, const DtypeInfo& out,
-                        std::vector<std::string>& defines) {
-  defines.push_back("VEC " + std::to_string(vec));
-  for (size_t k = 0; k < in.size(); ++k) {
-    std::string p = "IN" + std::to_string(k) + "_";
-    defines.push_back(p + "VT " + vector_type(in[k]->bits, vec));
-    if (in[k]->bits == 64) {
-      defines.push_back(p + "VLANE(w, j) " + p + "LOAD(" + p + "ST(w[j]))");
-    } else {
-      defines.push_back(p + "FROM_BITS(b) " + in[k]->from_bits);
-      defines.push_back(p + "VLANE(w, j) " + p + "FROM_BITS(mlx_lane(w, j, " +
-                        std::to_string(in[k]->bits) + "u))");
-    }
-  }
-  defines.push_back("OUT_VT " + vector_type(out.bits, vec));
-  if (out.bits == 64) {
-    defines.push_back("OUT_VSET(w, j, v) w[j] = uint64_t(OUT_STORE(v))");
+void add_vector_operand_defines(const std::string& p, const DtypeInfo& dt, uint32_t vec,
+                                bool output, std::vector<std::string>& defines) {
+  defines.push_back(p + "VT " + vector_type(dt.bits, vec));
+  std::string bits = std::to_string(dt.bits);
+  if (output && dt.bits == 64) {
+    defines.push_back(p + "VSET(w, j, v) w[j] = uint64_t(" + p + "STORE(v))");
+  } else if (output) {
+    defines.push_back(p + "TO_BITS(v) " + dt.to_bits);
+    defines.push_back(p + "VSET(w, j, v) w = mlx_set_lane(w, j, " + bits + "u, " + p +
+                      "TO_BITS(v))");
+  } else if (dt.bits == 64) {
+    defines.push_back(p + "VLANE(w, j) " + p + "LOAD(" + p + "ST(w[j]))");
   } else {
-    defines.push_back(std::string("OUT_TO_BITS(v) ") + out.to_bits);
-    defines.push_back("OUT_VSET(w, j, v) w = mlx_set_lane(w, j, " + std::to_string(out.bits) +
-                      "u, OUT_TO_BITS(v))");
+    defines.push_back(p + "FROM_BITS(b) " + dt.from_bits);
+    defines.push_back(p + "VLANE(w, j) " + p + "FROM_BITS(mlx_lane(w, j, " + bits + "u))");
   }
 }
-
-}  // namespace
 
 KernelKey elementwise_key(const std::string& family, const std::string& op,
                           const std::vector<std::string>& in_dtypes, const std::string& out_dtype,

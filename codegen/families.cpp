@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "codegen/codegen.h"
+#include "codegen/fast.h"
 #include "codegen/internal.h"
 #include "codegen/reduce.h"
 
@@ -14,10 +15,16 @@ const std::vector<Family>& families() {
   // passes cost several times glslang's own time and change nothing the driver's compiler
   // would not do itself.
   static const std::vector<Family> table{
-      {"unary", render_elementwise, 0},     {"binary", render_elementwise, 0},
-      {"select", render_elementwise, 0},    {"copy", render_elementwise, 0},
-      {"transpose", render_transpose, 0},   {"reduce", render_reduce, 0},
-      {"arg_reduce", render_arg_reduce, 0}, {"softmax", render_softmax, 0},
+      {"unary", render_elementwise, 0},
+      {"binary", render_elementwise, 0},
+      {"select", render_elementwise, 0},
+      {"copy", render_elementwise, 0},
+      {"transpose", render_transpose, 0},
+      {"reduce", render_reduce, 0},
+      {"arg_reduce", render_arg_reduce, 0},
+      {"softmax", render_softmax, 0},
+      {"norm", render_norm, 0},
+      {"rope", render_rope, 0},
   };
   return table;
 }

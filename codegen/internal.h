@@ -31,6 +31,17 @@ KernelSource render_elementwise(const KernelKey& key, const DeviceCaps& caps);
 KernelSource render_transpose(const KernelKey& key, const DeviceCaps& caps);
 
 struct DtypeInfo;
+// GLSL type holding `vec` lanes of a `bits`-wide dtype: 32-bit words for narrow types
+// (uint, uvec2, uvec4), uint64 components for 64-bit ones.
+std::string vector_type(int bits, uint32_t vec);
+
+// Defines for reading (output false) or writing one operand as `vec`-lane vectors, named
+// with `prefix` ("IN0_", "OUT_"): <prefix>VT, and <prefix>VLANE(w, j) -> compute value for
+// inputs or <prefix>VSET(w, j, v) for outputs. Expects <prefix>LOAD / <prefix>STORE from
+// add_input_defines / add_output_defines, and include/lanes.glsl in the template.
+void add_vector_operand_defines(const std::string& prefix, const DtypeInfo& dt, uint32_t vec,
+                                bool output, std::vector<std::string>& defines);
+
 // The identity of a reduction ("Sum", "Prod", "Max", "Min", "And", "Or") in accumulator
 // `acc`, as a GLSL expression (reduce.cpp; arg_reduce.cpp uses Max/Min's).
 std::string reduce_identity(const std::string& op, const DtypeInfo& acc);

@@ -7,6 +7,7 @@
 #include "mlx/backend/metal/metal.h"
 #include "mlx/device.h"
 #include "mlx/dtype.h"
+#include "mlx/fast.h"
 #include "mlx/memory.h"
 #include "mlx/ops.h"
 #include "mlx/random.h"

@@ -225,27 +225,7 @@ void locate(IDX_T i, out uint loc[NUM_IN]) {
 }
 
 #if VEC > 1
-// Lane j (zero-extended bits) of a vector of `bits`-wide lanes packed into 32-bit words,
-// and the vector with lane j replaced.
-uint mlx_lane(uint w, uint j, uint bits) {
-  return bitfieldExtract(w, int(j * bits), int(bits));
-}
-uint mlx_set_lane(uint w, uint j, uint bits, uint v) {
-  return bitfieldInsert(w, v, int(j * bits), int(bits));
-}
-// The same for vectors of 32-bit words (one overload pair per vector type).
-#define MLX_DEFINE_LANES(V)                                                      \
-  uint mlx_lane(V w, uint j, uint bits) {                                        \
-    uint b = j * bits;                                                           \
-    return bitfieldExtract(w[b >> 5u], int(b & 31u), int(bits));                 \
-  }                                                                              \
-  V mlx_set_lane(V w, uint j, uint bits, uint v) {                               \
-    uint b = j * bits;                                                           \
-    w[b >> 5u] = bitfieldInsert(w[b >> 5u], v, int(b & 31u), int(bits));        \
-    return w;                                                                    \
-  }
-MLX_DEFINE_LANES(uvec2)
-MLX_DEFINE_LANES(uvec4)
+#include "include/lanes.glsl"
 
 // Inner stride of each input: a G input with inner stride 0 gives all lanes one element.
 #if IN0_LAYOUT == LAYOUT_G && RANK == 4

@@ -1,6 +1,7 @@
 // Without a GPU backend every primitive's eval_gpu reports that clearly.
 #include <stdexcept>
 
+#include "mlx/fast_primitives.h"
 #include "mlx/primitives.h"
 
 namespace mlx::core {
@@ -36,6 +37,9 @@ NO_GPU(AsStrided)
 NO_GPU(Reduce)
 NO_GPU(ArgReduce)
 NO_GPU(Softmax)
+NO_GPU(fast::RMSNorm)
+NO_GPU(fast::LayerNorm)
+NO_GPU(fast::RoPE)
 NO_GPU(Matmul)
 NO_GPU(Scan)
 

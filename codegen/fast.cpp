@@ -1,0 +1,255 @@
+// The "norm" and "rope" families (codegen/fast.h): keys, rendering and launch packing for
+// templates/norm.glsl and templates/rope.glsl.
+#include "codegen/fast.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+#include "codegen/dtypes.h"
+#include "codegen/geometry.h"
+#include "codegen/internal.h"
+
+namespace mlx::core::vulkan::codegen {
+
+namespace {
+
+// Whether an index can pass 2^31 - 1: offsets plus the elements a launch spans, doubled
+// for loop indices one stride past the end and grids rounded up (as row_kernels.cpp).
+bool needs_64(uint64_t reach) {
+  return 2 * reach + (uint64_t{1} << 17) >
+         static_cast<uint64_t>(std::numeric_limits<int32_t>::max());
+}
+
+int64_t float_bits(float v) {
+  uint32_t b;
+  std::memcpy(&b, &v, 4);
+  return static_cast<int64_t>(b);
+}
+
+const DtypeInfo& float_dtype(const std::string& name, const std::string& where) {
+  const DtypeInfo& dt = dtype_info(name, where);
+  if (dt.kind != Kind::Float) {
+    throw std::invalid_argument("[render] " + where + ": needs a float dtype.");
+  }
+  return dt;
+}
+
+std::string flag(const KernelKey& key, const char* name, const std::string& where) {
+  const std::string& v = key_param(key, name, where);
+  if (v != "0" && v != "1") {
+    throw std::invalid_argument("[render] " + where + ": " + name + " must be 0 or 1.");
+  }
+  return v;
+}
+
+uint32_t parse_vec(const KernelKey& key, const std::string& where, uint32_t max) {
+  const std::string& v = key_param(key, "vec", where);
+  if (v != "1" && v != "2" && v != "4") {
+    throw std::invalid_argument("[render] " + where + ": vec must be 1, 2 or 4.");
+  }
+  uint32_t vec = static_cast<uint32_t>(std::stoul(v));
+  if (vec > max) {
+    throw std::invalid_argument("[render] " + where + ": vec must be at most " +
+                                std::to_string(max) + ".");
+  }
+  return vec;
+}
+
+KernelSource finish(const std::string& tmpl, std::vector<std::string> defines, const DtypeInfo& dt,
+                    bool idx64, uint32_t vec, uint32_t buffers, uint32_t fields,
+                    const DeviceCaps& caps, const std::string& where) {
+  std::vector<std::string> all = storage_defines({&dt}, idx64, caps, where);
+  all.push_back("IDX64 " + std::string(idx64 ? "1" : "0"));
+  all.push_back("VEC " + std::to_string(vec));
+  add_input_defines("IN0_", dt, all);
+  add_output_defines(dt, all);
+  if (vec > 1) {
+    add_vector_operand_defines("IN0_", dt, vec, false, all);
+    add_vector_operand_defines("OUT_", dt, vec, true, all);
+  }
+  all.insert(all.end(), defines.begin(), defines.end());
+  KernelSource source = render_template(tmpl, all);
+  source.num_buffers = buffers;
+  source.push_constant_bytes = fields * (idx64 ? 8 : 4);
+  uint32_t wg = row_workgroup_size(caps);
+  source.workgroup_size = {wg, 1, 1};
+  source.spec_constants = {{0, wg}};
+  return source;
+}
+
+Launch pack(const KernelSource& source, const std::vector<int64_t>& fields, bool idx64,
+            uint64_t groups, const std::string& where) {
+  Launch launch;
+  for (int64_t v : fields) {
+    put(launch.push_constants, v, idx64);
+  }
+  if (launch.push_constants.size() != source.push_constant_bytes) {
+    throw std::invalid_argument("[launch] " + where +
+                                ": packed push constants do not match the kernel's block.");
+  }
+  launch.groups = row_groups(groups, where);
+  return launch;
+}
+
+// ---- norm -------------------------------------------------------------------------------
+
+bool norm_idx64(const NormGeometry& g) {
+  uint64_t span = static_cast<uint64_t>(g.count) * static_cast<uint64_t>(g.len);
+  uint64_t reach =
+      std::max({g.in_offset + span, g.out_offset + span, g.w_offset + static_cast<uint64_t>(g.len),
+                g.b_offset + static_cast<uint64_t>(g.len)});
+  return needs_64(reach);
+}
+
+uint32_t norm_vec(const NormGeometry& g) {
+  bool aligned = g.len % 4 == 0 && g.in_offset % 4 == 0 && g.out_offset % 4 == 0;
+  return aligned ? 4 : 1;
+}
+
+void check_norm(const NormGeometry& g, const std::string& where) {
+  if (g.count < 0 || g.len < 1 || g.w_stride < 0 || g.w_stride > 1 || g.b_stride < 0 ||
+      g.b_stride > 1) {
+    throw std::invalid_argument("[launch] " + where + ": inconsistent norm geometry.");
+  }
+}
+
+// ---- rope -------------------------------------------------------------------------------
+
+bool rope_idx64(const RopeGeometry& g) {
+  uint64_t span = static_cast<uint64_t>(g.count) * static_cast<uint64_t>(g.d);
+  return needs_64(std::max({g.in_offset, g.out_offset, static_cast<uint64_t>(g.row0)}) + span);
+}
+
+uint32_t rope_vec(const RopeGeometry& g) {
+  for (uint32_t vec : {4u, 2u}) {
+    bool aligned = g.d % vec == 0 && g.half_dims % vec == 0 && g.in_offset % vec == 0 &&
+                   g.out_offset % vec == 0;
+    if (aligned) {
+      return vec;
+    }
+  }
+  return 1;
+}
+
+void check_rope(const RopeGeometry& g, const std::string& where) {
+  if (g.row0 < 0 || g.count < 0 || g.d < 1 || g.half_dims < 1 || 2 * g.half_dims > g.d ||
+      g.t_len < 1 || g.per_batch < 1) {
+    throw std::invalid_argument("[launch] " + where + ": inconsistent rope geometry.");
+  }
+}
+
+}  // namespace
+
+KernelKey norm_key(bool layer, const std::string& dtype, const NormGeometry& g,
+                   const DeviceCaps& caps) {
+  check_norm(g, "norm");
+  KernelKey key;
+  key.family = "norm";
+  key.params = {{"op", layer ? "layer" : "rms"},
+                {"dtype", dtype},
+                {"idx", norm_idx64(g) ? "64" : "32"},
+                {"vec", std::to_string(norm_vec(g))},
+                {"sg", caps.subgroup_shuffle ? "1" : "0"}};
+  return key;
+}
+
+KernelSource render_norm(const KernelKey& key, const DeviceCaps& caps) {
+  const std::string where = "kernel " + key.canonical();
+  check_params(key, {"op", "dtype", "idx", "vec", "sg"}, where);
+  const std::string& op = key_param(key, "op", where);
+  if (op != "rms" && op != "layer") {
+    throw std::invalid_argument("[render] " + where + ": op must be rms or layer.");
+  }
+  bool layer = op == "layer";
+  uint32_t vec = parse_vec(key, where, 4);
+  if (vec == 2) {
+    throw std::invalid_argument("[render] " + where + ": vec must be 1 or 4.");
+  }
+  std::string sg = flag(key, "sg", where);
+  if (sg == "1" && !caps.subgroup_shuffle) {
+    throw std::invalid_argument("[render] " + where + ": the device has no subgroup shuffles.");
+  }
+  const DtypeInfo& dt = float_dtype(key_param(key, "dtype", where), where);
+  return finish(
+      "norm.glsl",
+      {std::string("LAYER ").append(layer ? "1" : "0"), std::string("SUBGROUP ").append(sg)}, dt,
+      parse_idx(key, where), vec, layer ? 4 : 3, 10, caps, where);
+}
+
+Launch norm_launch(const KernelKey& key, const KernelSource& source, const NormGeometry& g) {
+  const std::string where = "kernel " + key.canonical();
+  check_norm(g, where);
+  bool idx64 = parse_idx(key, where);
+  uint32_t vec = parse_vec(key, where, 4);
+  if (idx64 != norm_idx64(g) || (vec == 4 && norm_vec(g) != 4)) {
+    throw std::invalid_argument("[launch] " + where + " does not match the geometry.");
+  }
+  // About two vectors per invocation, in a power of two of invocations up to the group.
+  uint64_t wg = source.workgroup_size[0];
+  uint64_t vectors = static_cast<uint64_t>(g.len) / vec;
+  uint64_t per = vec > 1 ? 2 : 4;
+  uint64_t tpr = 1;
+  while (tpr < wg && tpr * per < vectors) {
+    tpr *= 2;
+  }
+  uint64_t rows_per_group = wg / tpr;
+  uint64_t groups = (static_cast<uint64_t>(g.count) + rows_per_group - 1) / rows_per_group;
+  return pack(source,
+              {static_cast<int64_t>(g.in_offset), static_cast<int64_t>(g.w_offset),
+               static_cast<int64_t>(g.b_offset), static_cast<int64_t>(g.out_offset), g.len, g.count,
+               g.w_stride, g.b_stride, static_cast<int64_t>(tpr), float_bits(g.eps)},
+              idx64, groups, where);
+}
+
+float rope_coefficient(float base, int64_t half_dims) {
+  return std::log2(base) / static_cast<float>(half_dims);
+}
+
+KernelKey rope_key(const std::string& dtype, const RopeGeometry& g) {
+  check_rope(g, "rope");
+  KernelKey key;
+  key.family = "rope";
+  key.params = {{"dtype", dtype},
+                {"trad", g.traditional ? "1" : "0"},
+                {"freqs", g.freqs ? "1" : "0"},
+                {"vec", std::to_string(rope_vec(g))},
+                {"idx", rope_idx64(g) ? "64" : "32"}};
+  return key;
+}
+
+KernelSource render_rope(const KernelKey& key, const DeviceCaps& caps) {
+  const std::string where = "kernel " + key.canonical();
+  check_params(key, {"dtype", "trad", "freqs", "vec", "idx"}, where);
+  const DtypeInfo& dt = float_dtype(key_param(key, "dtype", where), where);
+  std::string freqs = flag(key, "freqs", where);
+  std::string trad = flag(key, "trad", where);
+  return finish(
+      "rope.glsl", {std::string("TRADITIONAL ").append(trad), std::string("FREQS ").append(freqs)},
+      dt, parse_idx(key, where), parse_vec(key, where, 4), freqs == "1" ? 4 : 3, 13, caps, where);
+}
+
+Launch rope_launch(const KernelKey& key, const KernelSource& source, const RopeGeometry& g) {
+  const std::string where = "kernel " + key.canonical();
+  check_rope(g, where);
+  bool idx64 = parse_idx(key, where);
+  uint32_t vec = parse_vec(key, where, 4);
+  if (idx64 != rope_idx64(g) || g.half_dims % vec != 0 || (vec > 1 && rope_vec(g) < vec) ||
+      (key_param(key, "freqs", where) == "1") != g.freqs ||
+      (key_param(key, "trad", where) == "1") != g.traditional) {
+    throw std::invalid_argument("[launch] " + where + " does not match the geometry.");
+  }
+  uint64_t per_row = static_cast<uint64_t>(g.half_dims / vec + (g.d - 2 * g.half_dims));
+  uint64_t wg = source.workgroup_size[0];
+  uint64_t groups = (static_cast<uint64_t>(g.count) * per_row + wg - 1) / wg;
+  return pack(source,
+              {static_cast<int64_t>(g.in_offset), static_cast<int64_t>(g.out_offset),
+               static_cast<int64_t>(g.offsets_offset), static_cast<int64_t>(g.freqs_offset), g.row0,
+               g.count, g.d, g.half_dims, g.t_len, g.per_batch, g.offset_per_batch ? 1 : 0,
+               float_bits(g.scale), float_bits(rope_coefficient(g.base, g.half_dims))},
+              idx64, groups, where);
+}
+
+}  // namespace mlx::core::vulkan::codegen

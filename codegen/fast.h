@@ -1,0 +1,66 @@
+// The fast:: kernel families: "norm" (templates/norm.glsl: rms_norm and layer_norm over
+// rows) and "rope" (templates/rope.glsl). Keys, rendering and launch packing; no arrays,
+// no Vulkan. docs/fast.md explains the shapes and the numbers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "codegen/codegen.h"
+
+namespace mlx::core::vulkan::codegen {
+
+// `count` rows of `len` contiguous elements; offsets are element indices within each
+// operand's binding. A weight (bias) stride of 0 reads one element for the whole row.
+struct NormGeometry {
+  int64_t count = 0;
+  int64_t len = 0;
+  uint64_t in_offset = 0;
+  uint64_t w_offset = 0;
+  uint64_t b_offset = 0;
+  uint64_t out_offset = 0;
+  int64_t w_stride = 1;
+  int64_t b_stride = 1;
+  float eps = 0.0f;
+};
+
+// "norm:dtype=f16|bf16|f32,idx=32|64,op=rms|layer,sg=0|1,vec=1|4". vec 4 when every row of
+// x and the output starts at a multiple of 4 elements; sg 1 when the device has subgroup
+// shuffles.
+KernelKey norm_key(bool layer, const std::string& dtype, const NormGeometry& g,
+                   const DeviceCaps& caps);
+KernelSource render_norm(const KernelKey& key, const DeviceCaps& caps);
+// Push constants (with the invocations per row, chosen from the row length) and groups.
+Launch norm_launch(const KernelKey& key, const KernelSource& source, const NormGeometry& g);
+
+// Rows of x viewed as [B, per_batch, d]; row r has position t = r % t_len. A launch covers
+// rows row0 .. row0 + count - 1 (in_offset/out_offset locate row row0).
+struct RopeGeometry {
+  int64_t row0 = 0;
+  int64_t count = 0;  // rows
+  int64_t d = 0;
+  int64_t half_dims = 0;
+  int64_t t_len = 1;
+  int64_t per_batch = 1;
+  bool offset_per_batch = false;  // offsets hold one value per batch entry
+  bool traditional = false;
+  bool freqs = false;  // a freqs operand replaces base
+  float base = 10000.0f;
+  float scale = 1.0f;
+  uint64_t in_offset = 0;
+  uint64_t out_offset = 0;
+  uint64_t offsets_offset = 0;
+  uint64_t freqs_offset = 0;
+};
+
+// "rope:dtype=f16|bf16|f32,freqs=0|1,idx=32|64,trad=0|1,vec=1|2|4". vec: pairs per
+// invocation, the widest whose vectors stay aligned.
+KernelKey rope_key(const std::string& dtype, const RopeGeometry& g);
+KernelSource render_rope(const KernelKey& key, const DeviceCaps& caps);
+Launch rope_launch(const KernelKey& key, const KernelSource& source, const RopeGeometry& g);
+
+// The inverse frequency of pair k from base, as rope.glsl and the CPU reference compute it:
+// 2^(-k * rope_coefficient(base, half_dims)).
+float rope_coefficient(float base, int64_t half_dims);
+
+}  // namespace mlx::core::vulkan::codegen

@@ -1,0 +1,163 @@
+// mlx::core::fast ops: MLX's argument checks and error messages, the output dtype, and the
+// casts that leave each primitive one float dtype (mlx/fast_primitives.h).
+#include "mlx/fast.h"
+
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+
+#include "mlx/fast_primitives.h"
+#include "mlx/ops.h"
+
+namespace mlx::core::fast {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& msg) {
+  throw std::invalid_argument(msg);
+}
+
+std::string shape_text(const Shape& shape) {
+  std::ostringstream os;
+  os << "(";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    os << (i ? "," : "") << shape[i];
+  }
+  os << ")";
+  return os.str();
+}
+
+// A weight or bias: 1-d with x.shape(-1) elements.
+void check_affine(const char* op, const char* what, const array& x, const array& p) {
+  if (p.ndim() != 1) {
+    fail(std::string("[") + op + "] " + what + " must have 1 dimension but has " +
+         std::to_string(p.ndim()) + " dimensions.");
+  }
+  if (p.size() != static_cast<size_t>(x.shape(-1))) {
+    fail(std::string("[") + op + "] " + what +
+         " must have the same size as the last dimension of x but has " + std::to_string(p.size()) +
+         " elements.");
+  }
+}
+
+void check_rank(const char* op, const array& x) {
+  if (x.ndim() == 0) {
+    fail(std::string("[") + op +
+         "] Input must have at least 1 dimension but got input with 0 dimensions.");
+  }
+}
+
+Dtype float_out(const char* op, Dtype t) {
+  if (!issubdtype(t, floating)) {
+    fail(std::string("[") + op + "] Received unsupported type " + dtype_to_string(t) + ".");
+  }
+  return t;
+}
+
+}  // namespace
+
+array rms_norm(const array& x, const std::optional<array>& weight, float eps, StreamOrDevice s) {
+  check_rank("rms_norm", x);
+  if (weight) {
+    check_affine("rms_norm", "weight", x, *weight);
+  }
+  Dtype out = float_out("rms_norm", weight ? promote_types(x.dtype(), weight->dtype()) : x.dtype());
+  auto stream = to_stream(s);
+  array w = weight ? astype(*weight, out, stream) : array(1.0f, out);
+  return array(x.shape(), out, std::make_shared<RMSNorm>(stream, eps), {astype(x, out, stream), w});
+}
+
+array layer_norm(const array& x, const std::optional<array>& weight,
+                 const std::optional<array>& bias, float eps, StreamOrDevice s) {
+  check_rank("layer_norm", x);
+  if (weight) {
+    check_affine("layer_norm", "weight", x, *weight);
+  }
+  if (bias) {
+    check_affine("layer_norm", "bias", x, *bias);
+  }
+  Dtype t = x.dtype();
+  if (weight) {
+    t = promote_types(t, weight->dtype());
+    if (bias) {
+      t = promote_types(t, bias->dtype());
+    }
+  }
+  Dtype out = float_out("layer_norm", t);
+  auto stream = to_stream(s);
+  array w = weight ? astype(*weight, out, stream) : array(1.0f, out);
+  array b = bias ? astype(*bias, out, stream) : array(0.0f, out);
+  return array(x.shape(), out, std::make_shared<LayerNorm>(stream, eps),
+               {astype(x, out, stream), w, b});
+}
+
+array rope(const array& x, int dims, bool traditional, std::optional<float> base, float scale,
+           const array& offset, const std::optional<array>& freqs, StreamOrDevice s) {
+  if (x.ndim() < 3) {
+    fail("[rope] Input must have at least 3 dimensions but got input with " +
+         std::to_string(x.ndim()) + " dimensions.");
+  }
+  if (!issubdtype(x.dtype(), floating)) {
+    fail("[rope] Input must be a floating type but got " + dtype_to_string(x.dtype()) + ".");
+  }
+  if (offset.ndim() > 1) {
+    fail("[rope] offset must have at most one dimension but has shape " +
+         shape_text(offset.shape()) + ".");
+  }
+  if (offset.size() != 1 && offset.size() != static_cast<size_t>(x.shape(0))) {
+    fail("[rope] offset must be a scalar or vector with " + std::to_string(x.shape(0)) +
+         " elements but has shape " + shape_text(offset.shape()) + ".");
+  }
+  if (!issubdtype(offset.dtype(), integer)) {
+    fail("[rope] offset must be an integer but got type " + dtype_to_string(offset.dtype()) + ".");
+  }
+  if (dims <= 0) {
+    fail("[rope] dims must be positive but got " + std::to_string(dims) + ".");
+  }
+  if (dims % 2 != 0) {
+    fail("[rope] dims must be even but got " + std::to_string(dims) + ".");
+  }
+  if (dims > x.shape(-1)) {
+    fail("[rope] dims must not exceed the input's last dimension (" + std::to_string(x.shape(-1)) +
+         ") but got " + std::to_string(dims) + ".");
+  }
+  if (freqs && base) {
+    fail("[rope] Only one of base or freqs can have a value.");
+  }
+  if (!freqs && !base) {
+    fail("[rope] Neither base nor freqs has a value.");
+  }
+  if (freqs && (freqs->ndim() != 1 || freqs->shape(0) != dims / 2)) {
+    fail("[rope] freqs must be one dimensional with size " + std::to_string(dims / 2) +
+         " but got shape " + shape_text(freqs->shape()) + ".");
+  }
+  auto stream = to_stream(s);
+  std::vector<array> inputs{x, reshape(astype(offset, int32, stream), {-1}, stream)};
+  if (freqs) {
+    inputs.push_back(astype(*freqs, float32, stream));
+  }
+  return array(x.shape(), x.dtype(),
+               std::make_shared<RoPE>(stream, dims, traditional, base.value_or(1.0f), scale),
+               std::move(inputs));
+}
+
+array rope(const array& x, int dims, bool traditional, std::optional<float> base, float scale,
+           int offset, const std::optional<array>& freqs, StreamOrDevice s) {
+  return rope(x, dims, traditional, base, scale, array(offset, int32), freqs, s);
+}
+
+bool RMSNorm::is_equivalent(const Primitive& other) const {
+  return eps_ == static_cast<const RMSNorm&>(other).eps_;
+}
+
+bool LayerNorm::is_equivalent(const Primitive& other) const {
+  return eps_ == static_cast<const LayerNorm&>(other).eps_;
+}
+
+bool RoPE::is_equivalent(const Primitive& other) const {
+  const auto& o = static_cast<const RoPE&>(other);
+  return dims_ == o.dims_ && traditional_ == o.traditional_ && base_ == o.base_ &&
+         scale_ == o.scale_;
+}
+
+}  // namespace mlx::core::fast

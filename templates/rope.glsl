@@ -1,0 +1,182 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// Rotary position embedding over rows: `count` rows of `d` contiguous elements, row r at
+// position t = r % t_len of batch entry r / per_batch. Pair k (k < dims / 2) of a row is
+//   traditional: (2k, 2k + 1)   otherwise: (k, k + dims / 2)
+// and rotates by theta = (offset[b] + t) * scale * inv_freq(k), where inv_freq(k) is
+// 2^(-k * log2(base) / (dims / 2)) or 1 / freqs[k]; elements past `dims` pass through.
+// The angle and the rotation are f32 whatever the storage dtype, rounded once on store.
+//
+// Invocation u of a row handles VEC pairs read as two VEC-element vectors: elements
+// [u*VEC, u*VEC + VEC) and [half + u*VEC, ...) (the two halves), or [2*u*VEC, 2*u*VEC + VEC)
+// and the next VEC (traditional: adjacent pairs). Invocations past dims / (2 * VEC) copy
+// one passed-through element each.
+//
+// The engine defines: TRADITIONAL, FREQS (1: a freqs binding), VEC (1 or 2 or 4), IN0_*/OUT_*
+// (one float dtype). Defaults: f32, halves, computed frequencies, scalar.
+#ifndef TRADITIONAL
+#define TRADITIONAL 0
+#endif
+#ifndef FREQS
+#define FREQS 0
+#endif
+#ifndef VEC
+#define VEC 1
+#endif
+
+#include "include/operands.glsl"
+#if VEC > 1
+#include "include/lanes.glsl"
+#endif
+
+layout(local_size_x_id = 0) in;
+
+layout(std430, set = 0, binding = 0) readonly buffer In0 {
+  IN0_ST in0[];
+};
+layout(std430, set = 0, binding = 1) readonly buffer Offsets {
+  int offsets[];
+};
+#if FREQS
+layout(std430, set = 0, binding = 2) readonly buffer Freqs {
+  float freqs[];
+};
+#define OUT_BINDING 3
+#else
+#define OUT_BINDING 2
+#endif
+layout(std430, set = 0, binding = OUT_BINDING) writeonly buffer Out {
+  OUT_ST outv[];
+};
+#if VEC > 1
+layout(std430, set = 0, binding = 0) readonly buffer In0V {
+  IN0_VT in0v[];
+};
+layout(std430, set = 0, binding = OUT_BINDING) writeonly buffer OutV {
+  OUT_VT outvv[];
+};
+#endif
+
+// codegen/fast.cpp packs exactly these fields, each IDX_T.
+layout(push_constant) uniform Params {
+  IDX_T in0_offset;
+  IDX_T out_offset;
+  IDX_T offsets_offset;
+  IDX_T freqs_offset;
+  IDX_T row0;        // the launch's first row within x (positions and batch entries)
+  IDX_T count;       // rows in this launch
+  IDX_T d;           // row length
+  IDX_T half_dims;   // dims / 2
+  IDX_T t_len;       // positions per batch entry (x.shape(-2))
+  IDX_T per_batch;   // rows per batch entry
+  IDX_T off_stride;  // 1: one offset per batch entry; 0: one for all
+  IDX_T scale_bits;  // f32 bits of scale
+  IDX_T coef_bits;   // f32 bits of log2(base) / half_dims
+}
+pc;
+
+// sin and cos of theta after reducing it to [-pi, pi] in two steps (2 pi = HI + LO, HI
+// with few bits so k * HI is exact): GPU sin/cos lose accuracy for large arguments, and
+// positions reach 10^5.
+void sincos_reduced(float theta, out float s, out float c) {
+  const float HI = 6.28125;
+  const float LO = 1.9353071795864769e-3;
+  float k = round(theta * 0.15915494309189535);
+  precise float r = fma(-k, HI, theta);
+  r = fma(-k, LO, r);
+  s = sin(r);
+  c = cos(r);
+}
+
+float inv_freq(IDX_T k) {
+#if FREQS
+  return 1.0f / freqs[uint(pc.freqs_offset + k)];
+#else
+  return exp2(-float(k) * uintBitsToFloat(uint(pc.coef_bits)));
+#endif
+}
+
+void main() {
+  uint group = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+  IDX_T gid = IDX_T(group) * IDX_T(gl_WorkGroupSize.x) + IDX_T(gl_LocalInvocationID.x);
+  IDX_T units = pc.half_dims / VEC;
+  IDX_T per_row = units + (pc.d - 2 * pc.half_dims);
+  IDX_T row = gid / per_row;
+  if (row >= pc.count) {
+    return;
+  }
+  IDX_T u = gid - row * per_row;
+  IDX_T base = pc.in0_offset + row * pc.d;
+  IDX_T obase = pc.out_offset + row * pc.d;
+  if (u >= units) {
+    IDX_T j = 2 * pc.half_dims + (u - units);
+    outv[uint(obase + j)] = OUT_STORE(IN0_LOAD(in0[uint(base + j)]));
+    return;
+  }
+  IDX_T xrow = pc.row0 + row;
+  IDX_T b = xrow / pc.per_batch;
+  int off = offsets[uint(pc.offsets_offset + b * pc.off_stride)];
+  // As the CPU: the integer position, then one rounding to f32 (exact below 2^24).
+  float pos = float(off + int(xrow % pc.t_len)) * uintBitsToFloat(uint(pc.scale_bits));
+#if TRADITIONAL
+  IDX_T first = 2 * u * VEC;
+  IDX_T second = first + VEC;
+#else
+  IDX_T first = u * VEC;
+  IDX_T second = pc.half_dims + first;
+#endif
+  float a[VEC], c[VEC];
+#if VEC > 1
+  IN0_VT wa = in0v[uint((base + first) / VEC)];
+  IN0_VT wb = in0v[uint((base + second) / VEC)];
+  for (uint j = 0u; j < VEC; ++j) {
+    a[j] = IN0_VLANE(wa, j);
+    c[j] = IN0_VLANE(wb, j);
+  }
+#else
+  a[0] = IN0_LOAD(in0[uint(base + first)]);
+  c[0] = IN0_LOAD(in0[uint(base + second)]);
+#endif
+  // x1/x2 of pair p: the two halves' lane p, or (traditional) lanes 2p, 2p + 1 of a then c.
+  float y1[VEC], y2[VEC];
+  for (uint p = 0u; p < VEC; ++p) {
+#if TRADITIONAL
+    uint e1 = 2u * p, e2 = 2u * p + 1u;  // in the span a ++ c
+    float x1 = e1 < VEC ? a[e1] : c[e1 - VEC];
+    float x2 = e2 < VEC ? a[e2] : c[e2 - VEC];
+    IDX_T k = u * VEC + IDX_T(p);
+#else
+    float x1 = a[p];
+    float x2 = c[p];
+    IDX_T k = first + IDX_T(p);
+#endif
+    float s, co;
+    sincos_reduced(pos * inv_freq(k), s, co);
+    y1[p] = x1 * co - x2 * s;
+    y2[p] = x1 * s + x2 * co;
+  }
+#if TRADITIONAL
+  // Back to element order: pair p is elements 2p, 2p + 1 of the 2 * VEC span.
+  float e[2 * VEC];
+  for (uint p = 0u; p < VEC; ++p) {
+    e[2u * p] = y1[p];
+    e[2u * p + 1u] = y2[p];
+  }
+  for (uint j = 0u; j < VEC; ++j) {
+    y1[j] = e[j];
+    y2[j] = e[VEC + j];
+  }
+#endif
+#if VEC > 1
+  OUT_VT oa = OUT_VT(0), ob = OUT_VT(0);
+  for (uint j = 0u; j < VEC; ++j) {
+    OUT_VSET(oa, j, y1[j]);
+    OUT_VSET(ob, j, y2[j]);
+  }
+  outvv[uint((obase + first) / VEC)] = oa;
+  outvv[uint((obase + second) / VEC)] = ob;
+#else
+  outv[uint(obase + first)] = OUT_STORE(y1[0]);
+  outv[uint(obase + second)] = OUT_STORE(y2[0]);
+#endif
+}

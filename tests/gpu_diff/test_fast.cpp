@@ -1,0 +1,127 @@
+// fast::rms_norm, fast::layer_norm ("norm" family) and fast::rope ("rope" family) on the GPU
+// match the CPU reference for f32, f16 and bf16: register-held rows (vector and scalar
+// loads), rows longer than the registers hold, short rows sharing a workgroup, transposed
+// inputs (copied dense first), with and without weight and bias; rope in both pair
+// layouts, with passed-through features, per-batch offsets, freqs, and large positions.
+//
+// Tolerances: f32 rows accumulate in a different order on the device (a tree, not a loop),
+// so a norm's statistics differ by a few f32 roundings of the row sum: 2e-5 relative. For
+// rope the angle is the same f32 product on both sides, but the GPU's exp2 for the inverse
+// frequency may differ by an ulp or two, which moves theta by ~2.4e-7 * theta: with
+// positions below ~100 and |x| <= 4 that is < 1e-4 absolute. 16-bit outputs: one rounding
+// of the dtype (default_tolerance).
+#include <doctest/doctest.h>
+
+#include "harness.h"
+#include "mlx/backend/vulkan/cpu_fallback.h"
+
+namespace mx = mlx::core;
+using namespace gpu_diff;
+
+namespace {
+
+// The last row of `a` as a 1-d array: a weight or bias of a.shape(-1) values.
+mx::array last_row(const mx::array& a, mx::StreamOrDevice s) {
+  auto flat = mx::reshape(a, {-1, a.shape(-1)}, s);
+  int rows = flat.shape(0);
+  return mx::reshape(mx::slice(flat, {rows - 1, 0}, {rows, a.shape(-1)}, s), {-1}, s);
+}
+
+const std::vector<mx::Shape> norm_shapes = {
+    {7},         {3, 5},  // scalar loads, several rows per workgroup
+    {4, 3, 128},          // head-sized rows: vector loads, rows share a workgroup
+    {67, 1031},           // scalar loads, one row per workgroup
+    {5, 4096},            // vector loads held in registers
+    {2, 9000},            // longer than the registers hold: looped passes
+};
+
+}  // namespace
+
+TEST_CASE("rms_norm and layer_norm match the CPU over dtypes, shapes and layouts") {
+  if (!gpu_present())
+    return;
+  mx::vulkan::reset_fallback_counts();
+  for (auto dt : {mx::float32, mx::float16, mx::bfloat16}) {
+    Tolerance tol = dt == mx::float32 ? Tolerance{2e-5, 1e-5} : default_tolerance(dt);
+    for (const auto& shape : norm_shapes) {
+      for (auto layout : {Layout::contiguous, Layout::transposed}) {
+        Op rms = [](const std::vector<mx::array>& in, mx::StreamOrDevice s) {
+          return mx::fast::rms_norm(in[0], last_row(in[1], s), 1e-5f, s);
+        };
+        Op rms_plain = [](const std::vector<mx::array>& in, mx::StreamOrDevice s) {
+          return mx::fast::rms_norm(in[0], std::nullopt, 1e-6f, s);
+        };
+        Op ln = [](const std::vector<mx::array>& in, mx::StreamOrDevice s) {
+          return mx::fast::layer_norm(in[0], last_row(in[1], s), last_row(in[2], s), 1e-5f, s);
+        };
+        Op ln_plain = [](const std::vector<mx::array>& in, mx::StreamOrDevice s) {
+          return mx::fast::layer_norm(in[0], std::nullopt, std::nullopt, 1e-5f, s);
+        };
+        Case c2{"rms_norm", {dt, dt}, shape, layout, 21};
+        CHECK_MESSAGE(run_case(c2, rms, {}, tol), c2.describe());
+        Case c1{"rms_norm(no weight)", {dt}, shape, layout, 22};
+        CHECK_MESSAGE(run_case(c1, rms_plain, {}, tol), c1.describe());
+        Case c3{"layer_norm", {dt, dt, dt}, shape, layout, 23};
+        CHECK_MESSAGE(run_case(c3, ln, {}, tol), c3.describe());
+        Case c0{"layer_norm(no affine)", {dt}, shape, layout, 24};
+        CHECK_MESSAGE(run_case(c0, ln_plain, {}, tol), c0.describe());
+      }
+    }
+  }
+  auto counts = mx::vulkan::fallback_counts();
+  CHECK(counts["RMSNorm"] == 0);
+  CHECK(counts["LayerNorm"] == 0);
+}
+
+TEST_CASE("rope matches the CPU over dtypes, pair layouts, offsets and freqs") {
+  if (!gpu_present())
+    return;
+  mx::vulkan::reset_fallback_counts();
+  struct RopeCase {
+    mx::Shape shape;
+    int dims;
+  };
+  const std::vector<RopeCase> cases = {
+      {{1, 4, 9, 128}, 128},  // a model's heads: 4 pairs per invocation
+      {{2, 3, 5, 16}, 8},     // features past dims pass through
+      {{2, 7, 12}, 12},       // 3-d [B, T, D]; dims/2 = 6: 2 pairs per invocation
+      {{1, 2, 3, 3, 6}, 6},   // 5-d; dims/2 = 3: one pair per invocation
+  };
+  for (auto dt : {mx::float32, mx::float16, mx::bfloat16}) {
+    Tolerance tol = dt == mx::float32 ? Tolerance{1e-4, 1e-4} : default_tolerance(dt);
+    for (const auto& rc : cases) {
+      for (bool trad : {false, true}) {
+        int dims = rc.dims;
+        int batch = rc.shape[0];
+        Op plain = [=](const std::vector<mx::array>& in, mx::StreamOrDevice s) {
+          return mx::fast::rope(in[0], dims, trad, 10000.0f, 1.0f, 11, std::nullopt, s);
+        };
+        Op per_batch = [=](const std::vector<mx::array>& in, mx::StreamOrDevice s) {
+          auto off = mx::astype(mx::multiply(mx::arange(batch, s), mx::array(5), s), mx::int32, s);
+          return mx::fast::rope(in[0], dims, trad, 500.0f, 0.25f, off, std::nullopt, s);
+        };
+        Op freqs = [=](const std::vector<mx::array>& in, mx::StreamOrDevice s) {
+          auto f = mx::add(mx::arange(dims / 2, mx::float32, s), mx::array(1.5f), s);
+          return mx::fast::rope(in[0], dims, trad, std::nullopt, 1.0f, 3, f, s);
+        };
+        for (auto layout : {Layout::contiguous, Layout::transposed}) {
+          Case c{trad ? "rope(traditional)" : "rope", {dt}, rc.shape, layout, 31};
+          CHECK_MESSAGE(run_case(c, plain, {}, tol), c.describe());
+        }
+        Case cb{"rope(per-batch offsets)", {dt}, rc.shape, Layout::contiguous, 32};
+        CHECK_MESSAGE(run_case(cb, per_batch, {}, tol), cb.describe());
+        Case cf{"rope(freqs)", {dt}, rc.shape, Layout::contiguous, 33};
+        CHECK_MESSAGE(run_case(cf, freqs, {}, tol), cf.describe());
+      }
+    }
+  }
+  // Positions near 10^5 (long contexts): the angle is reduced before sin/cos on the GPU.
+  // theta itself is an f32 product, so an ulp of the inverse frequency moves it by up to
+  // ~0.01 rad here: a looser absolute tolerance for this case only.
+  Op far = [](const std::vector<mx::array>& in, mx::StreamOrDevice s) {
+    return mx::fast::rope(in[0], 64, false, 10000.0f, 1.0f, 100000, std::nullopt, s);
+  };
+  Case c{"rope(position 1e5)", {mx::float32}, {1, 2, 4, 64}, Layout::contiguous, 34};
+  CHECK_MESSAGE(run_case(c, far, {}, Tolerance{0, 5e-2}), c.describe());
+  CHECK(mx::vulkan::fallback_counts()["RoPE"] == 0);
+}
