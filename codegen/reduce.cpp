@@ -131,7 +131,7 @@ struct Spec {
 };
 
 Spec parse(const KernelKey& key, const std::string& where) {
-  check_params(key, {"op", "in", "out", "mode", "idx", "sg"}, where);
+  check_params(key, {"op", "in", "out", "mode", "idx", "sg", "vec"}, where);
   Spec s;
   s.op = key_param(key, "op", where);
   if (!kOps.count(s.op)) {
@@ -154,24 +154,65 @@ Spec parse(const KernelKey& key, const std::string& where) {
   return s;
 }
 
+// The key's "vec": 1, or the dtype's lanes per 16-byte vector.
+uint32_t parse_vec(const KernelKey& key, const DtypeInfo& in, const std::string& where) {
+  const std::string& v = key_param(key, "vec", where);
+  uint32_t lanes = 128u / static_cast<uint32_t>(in.bits);
+  if (v != "1" && v != std::to_string(lanes)) {
+    throw std::invalid_argument("[render] " + where + ": vec must be 1 or " +
+                                std::to_string(lanes) + ".");
+  }
+  return v == "1" ? 1 : lanes;
+}
+
 // Whether an index the kernel forms can pass 2^31 - 1. Not only the data: a slice's end
 // (up to twice the row), a loop index one stride past the end, and the workgroup index of
 // a grid rounded up to 65535-wide rows all go further, so 32-bit math needs headroom.
 bool geometry_idx64(const ReduceGeometry& g) {
   uint64_t reach = g.in_offset + static_cast<uint64_t>(g.count) * static_cast<uint64_t>(g.len);
-  uint64_t outs = g.out_offset + static_cast<uint64_t>(g.count) * (g.columns ? 1 : g.splits);
+  uint64_t outs = g.out_offset + static_cast<uint64_t>(g.count) * g.splits;
   return std::max(2 * reach, 2 * outs) + (uint64_t{1} << 17) >
          static_cast<uint64_t>(std::numeric_limits<int32_t>::max());
 }
 
 void check(const ReduceGeometry& g, const std::string& where) {
   if (g.count < 0 || g.len < 0 || g.inner < 1 || g.splits < 1 ||
-      (g.columns && (g.splits != 1 || g.count % g.inner != 0))) {
+      (g.columns && g.count % g.inner != 0)) {
     throw std::invalid_argument("[reduce] " + where + ": inconsistent reduce geometry.");
   }
 }
 
+// Elements per 16-byte vector load when every vector the kernel reads is aligned: the
+// binding's element 0 and each row (rows) or the inner extent (columns) at multiples of it.
+uint32_t vector_lanes(const DtypeInfo& in, const ReduceGeometry& g) {
+  uint32_t lanes = 128u / static_cast<uint32_t>(in.bits);
+  bool aligned = g.in_offset % lanes == 0 &&
+                 (g.columns ? g.inner % lanes == 0 : (g.count <= 1 || g.len % lanes == 0));
+  return aligned && g.len > 0 ? lanes : 1;
+}
+
+// Elements (rows) or rows (columns) per slice: rows keep slices whole vectors.
+int64_t slice_length(const ReduceGeometry& g, uint32_t vec) {
+  int64_t slice = (g.len + g.splits - 1) / g.splits;
+  if (!g.columns && vec > 1) {
+    slice = (slice + vec - 1) / vec * vec;
+  }
+  return std::max<int64_t>(slice, 1);
+}
+
 }  // namespace
+
+int64_t reduce_column_splits(int64_t count, int64_t len) {
+  // Enough (column, slice) invocations to fill a GPU, each slice at least kMinRows rows.
+  constexpr int64_t kTargetInvocations = kTargetGroups * kWorkgroupSize;
+  constexpr int64_t kMinRows = 32;
+  if (count <= 0 || count >= kTargetInvocations || len < 2 * kMinRows) {
+    return 1;
+  }
+  int64_t want = std::min((kTargetInvocations + count - 1) / count, len / kMinRows);
+  int64_t rows = (len + want - 1) / want;
+  return (len + rows - 1) / rows;
+}
 
 int64_t reduce_splits(int64_t rows, int64_t len) {
   if (rows <= 0 || len <= kMinSlice || rows >= kTargetGroups) {
@@ -199,6 +240,7 @@ KernelKey reduce_key(const std::string& op, const std::string& in_dtype,
   key.params["mode"] = g.columns ? "col" : "row";
   key.params["idx"] = geometry_idx64(g) ? "64" : "32";
   std::string where = "reduce key";
+  key.params["vec"] = std::to_string(vector_lanes(dtype_info(in_dtype, where), g));
   const DtypeInfo& acc = acc_info(op, dtype_info(out_dtype, where), where);
   if (!g.columns && caps.subgroup_shuffle && acc.bits <= 32 && caps.subgroup_size > 1) {
     key.params["sg"] = std::to_string(caps.subgroup_size);
@@ -224,6 +266,11 @@ KernelSource render_reduce(const KernelKey& key, const DeviceCaps& caps) {
   // Float sums carry Neumaier/TwoSum error terms (templates/reduce.glsl).
   bool compensated = s.op == "Sum" && acc.kind == Kind::Float;
   defines.push_back("COMPENSATED " + std::string(compensated ? "1" : "0"));
+  uint32_t vec = parse_vec(key, *s.in, where);
+  defines.push_back("VEC " + std::to_string(vec));
+  if (vec > 1) {
+    add_vector_operand_defines("IN0_", *s.in, vec, false, defines);
+  }
   auto sg = key.params.find("sg");
   if (sg != key.params.end()) {
     if (s.columns || acc.bits > 32 || !caps.subgroup_shuffle) {
@@ -236,7 +283,7 @@ KernelSource render_reduce(const KernelKey& key, const DeviceCaps& caps) {
 
   KernelSource source = render_template("reduce.glsl", defines);
   source.num_buffers = 2;
-  source.push_constant_bytes = 6 * (s.idx64 ? 8 : 4);
+  source.push_constant_bytes = 7 * (s.idx64 ? 8 : 4);
   uint32_t wg = row_workgroup_size(caps);
   source.workgroup_size = {wg, 1, 1};
   source.spec_constants = {{0, wg}};
@@ -251,10 +298,14 @@ Launch reduce_launch(const KernelKey& key, const KernelSource& source, const Red
     throw std::invalid_argument("[reduce_launch] " + where +
                                 " does not match the geometry (mode or index width).");
   }
+  uint32_t vec = parse_vec(key, *s.in, where);
+  if (vec != vector_lanes(*s.in, g)) {
+    throw std::invalid_argument("[reduce_launch] " + where +
+                                " does not match the geometry (vector alignment).");
+  }
   Launch launch;
-  int64_t slice = g.columns ? g.inner : (g.len + g.splits - 1) / g.splits;
   for (int64_t v : {static_cast<int64_t>(g.in_offset), static_cast<int64_t>(g.out_offset), g.len,
-                    g.count, slice, g.columns ? int64_t{1} : g.splits}) {
+                    g.count, g.inner, g.splits, slice_length(g, vec)}) {
     put(launch.push_constants, v, s.idx64);
   }
   if (launch.push_constants.size() != source.push_constant_bytes) {
@@ -262,8 +313,8 @@ Launch reduce_launch(const KernelKey& key, const KernelSource& source, const Red
                                 ": packed push constants do not match the kernel's block.");
   }
   uint64_t wg = source.workgroup_size[0];
-  uint64_t groups = g.columns ? (static_cast<uint64_t>(g.count) + wg - 1) / wg
-                              : static_cast<uint64_t>(g.count) * g.splits;
+  uint64_t col_groups = (static_cast<uint64_t>(g.count) / vec + wg - 1) / wg;
+  uint64_t groups = (g.columns ? col_groups : static_cast<uint64_t>(g.count)) * g.splits;
   launch.groups = row_groups(groups, where);
   return launch;
 }

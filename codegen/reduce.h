@@ -13,7 +13,10 @@ namespace mlx::core::vulkan::codegen {
 // One reduce launch, in elements of a row-contiguous input.
 //   rows:    `count` rows of `len` contiguous elements, each folded in `splits` slices
 //            (splits > 1 writes count * splits partials for a second rows launch);
-//   columns: an [outer, len, inner] input folded over len; count = outer * inner.
+//   columns: an [outer, len, inner] input folded over len; count = outer * inner. With
+//            splits > 1, len is cut into slices and the partials form an
+//            [outer, splits, inner] array for a second columns launch.
+// The key's "vec" (16-byte vector loads) follows from the dtype, in_offset and the shape.
 struct ReduceGeometry {
   bool columns = false;
   int64_t count = 0;
@@ -27,6 +30,10 @@ struct ReduceGeometry {
 // Slices per row for `rows` rows of `len`: enough workgroups to fill a GPU when there are
 // few long rows (the all-reduce is one row), one slice otherwise. Never an empty slice.
 int64_t reduce_splits(int64_t rows, int64_t len);
+
+// Slices of the reduced axis for `count` columns of `len`: enough (column, slice)
+// invocations to fill a GPU, 1 when the columns alone do.
+int64_t reduce_column_splits(int64_t count, int64_t len);
 
 // The dtype partials of `op` producing `out_dtype` are stored in between two launches: the
 // accumulator's ("f32" for every float dtype, the dtype itself for integers, "b" for

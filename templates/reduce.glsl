@@ -9,8 +9,16 @@
 //   splits == 1 it stores the finished value; otherwise it stores the partial in the
 //   accumulator's type, and a second ROW launch over `splits`-long rows finishes the job
 //   (this is how one long row, the all-reduce, uses the whole GPU).
-// MODE_COL: the input is [outer, len, inner]; invocation (o, i) folds the `len` elements
-//   in[o][*][i]. Neighbouring invocations read neighbouring i, so loads stay coalesced.
+// MODE_COL: the input is [outer, len, inner]; invocation (o, i) folds the elements
+//   in[o][*][i] of its slice of `len` (there are `splits` slices; with more than one, each
+//   stores a partial at [o][slice][i] and a second COL launch over [outer, splits, inner]
+//   finishes: a wide reduced axis over few columns still fills the GPU). Neighbouring
+//   invocations read neighbouring i, so loads stay coalesced.
+//
+// VEC > 1: loads are VEC-element vectors (16 bytes). ROW: each row and slice starts at a
+//   multiple of VEC (codegen checks); COL: each invocation folds VEC adjacent columns.
+//   Four loads are issued before they are folded, so each invocation keeps 64 bytes in
+//   flight: with one scalar load at a time a GPU cannot cover its memory latency.
 //
 // The engine defines the op through ACC_T (accumulator type), ACC_INIT, TO_ACC(x) (input
 // compute value -> accumulator), ACC_COMBINE(a, b) and FINISH(a) (accumulator -> output
@@ -33,6 +41,9 @@
 #ifndef COMPENSATED
 #define COMPENSATED 0
 #endif
+#ifndef VEC
+#define VEC 1
+#endif
 #ifndef ACC_T
 #define ACC_T float
 #define ACC_INIT 0.0f
@@ -42,6 +53,9 @@
 #endif
 
 #include "include/operands.glsl"
+#if VEC > 1
+#include "include/lanes.glsl"
+#endif
 
 layout(local_size_x_id = 0) in;
 
@@ -52,6 +66,11 @@ layout(std430, set = 0, binding = 0) readonly buffer In0 {
 layout(std430, set = 0, binding = 1) writeonly buffer Out {
   OUT_ST outv[];
 };
+#if VEC > 1
+layout(std430, set = 0, binding = 0) readonly buffer In0V {
+  IN0_VT in0v[];
+};
+#endif
 
 // codegen/reduce.cpp packs exactly these fields, each IDX_T.
 layout(push_constant) uniform Params {
@@ -59,8 +78,9 @@ layout(push_constant) uniform Params {
   IDX_T out_offset;
   IDX_T len;     // elements folded into one output
   IDX_T count;   // ROW: rows; COL: outer * inner outputs
-  IDX_T inner;   // COL: inner extent (stride of the reduced axis); ROW: slice length
-  IDX_T splits;  // ROW: slices per row (1: the output is final)
+  IDX_T inner;   // COL: inner extent (stride of the reduced axis)
+  IDX_T splits;  // slices per row / column (1: the output is final)
+  IDX_T slice;   // elements (ROW) or rows (COL) per slice; a multiple of VEC for ROW
 }
 pc;
 
@@ -113,42 +133,146 @@ void subgroup_fold(inout ACC_T s, inout ACC_T c) {
 }
 #endif
 
+#if VEC > 1
+// Folds the VEC lanes of a vector into lane accumulators (COL) or one accumulator (ROW).
+void fold_lanes(inout ACC_T s[VEC], inout ACC_T c[VEC], IN0_VT w) {
+  for (uint j = 0u; j < VEC; ++j) {
+    FOLD(s[j], c[j], TO_ACC(IN0_VLANE(w, j)));
+  }
+}
+void fold_vector(inout ACC_T s, inout ACC_T c, IN0_VT w) {
+  for (uint j = 0u; j < VEC; ++j) {
+    FOLD(s, c, TO_ACC(IN0_VLANE(w, j)));
+  }
+}
+#endif
+
+// The linear workgroup index: large launches spread groups over y.
+IDX_T group_index() {
+  return IDX_T(gl_WorkGroupID.y) * IDX_T(gl_NumWorkGroups.x) + IDX_T(gl_WorkGroupID.x);
+}
+
+ACC_T finish_pair(ACC_T s, ACC_T c) {
+#if COMPENSATED
+  return isinf(s) || isnan(s) ? s : s + c;  // inf - inf in c would be NaN
+#else
+  return s;
+#endif
+}
+
 void main() {
+  uint t = gl_LocalInvocationID.x;
+  IDX_T wg = IDX_T(gl_WorkGroupSize.x);
 #if MODE_COL
-  // One invocation per output; a 2-d grid covers more than 65535 groups.
-  IDX_T o = IDX_T(gl_WorkGroupID.y) * IDX_T(gl_NumWorkGroups.x * gl_WorkGroupSize.x) +
-            IDX_T(gl_GlobalInvocationID.x);
-  if (o >= pc.count) {
+  // Invocation (column block, slice): VEC adjacent outputs (count % VEC == 0 when VEC > 1).
+  IDX_T ncols = pc.count / VEC;
+  IDX_T col_groups = (ncols + wg - 1) / wg;
+  IDX_T g = group_index();
+  IDX_T s = g / col_groups;
+  IDX_T c = (g - s * col_groups) * wg + IDX_T(t);
+  if (c >= ncols || s >= pc.splits) {
     return;
   }
+  IDX_T o = c * VEC;
   IDX_T outer = o / pc.inner;
   IDX_T i = o - outer * pc.inner;
   IDX_T base = pc.in0_offset + outer * pc.len * pc.inner + i;
+  IDX_T r = s * pc.slice;
+  IDX_T r_end = min(r + pc.slice, pc.len);
+#if VEC > 1
+  ACC_T acc[VEC], comp[VEC];
+  for (uint j = 0u; j < VEC; ++j) {
+    acc[j] = ACC_INIT;
+    comp[j] = ACC_INIT;
+  }
+  IDX_T vbase = base / VEC;
+  IDX_T vstride = pc.inner / VEC;
+  for (; r + 3 < r_end; r += 4) {
+    IN0_VT w0 = in0v[uint(vbase + r * vstride)];
+    IN0_VT w1 = in0v[uint(vbase + (r + 1) * vstride)];
+    IN0_VT w2 = in0v[uint(vbase + (r + 2) * vstride)];
+    IN0_VT w3 = in0v[uint(vbase + (r + 3) * vstride)];
+    fold_lanes(acc, comp, w0);
+    fold_lanes(acc, comp, w1);
+    fold_lanes(acc, comp, w2);
+    fold_lanes(acc, comp, w3);
+  }
+  for (; r < r_end; ++r) {
+    fold_lanes(acc, comp, in0v[uint(vbase + r * vstride)]);
+  }
+  IDX_T dst = pc.out_offset + (outer * pc.splits + s) * pc.inner + i;
+  for (uint j = 0u; j < VEC; ++j) {
+    outv[uint(dst + IDX_T(j))] = OUT_STORE(FINISH(finish_pair(acc[j], comp[j])));
+  }
+#else
   ACC_T acc = ACC_INIT;
   ACC_T comp = ACC_INIT;
-  for (IDX_T r = 0; r < pc.len; ++r) {
+  for (; r + 3 < r_end; r += 4) {
+    ACC_T x0 = load_acc(base + r * pc.inner);
+    ACC_T x1 = load_acc(base + (r + 1) * pc.inner);
+    ACC_T x2 = load_acc(base + (r + 2) * pc.inner);
+    ACC_T x3 = load_acc(base + (r + 3) * pc.inner);
+    FOLD(acc, comp, x0);
+    FOLD(acc, comp, x1);
+    FOLD(acc, comp, x2);
+    FOLD(acc, comp, x3);
+  }
+  for (; r < r_end; ++r) {
     FOLD(acc, comp, load_acc(base + r * pc.inner));
   }
-#if COMPENSATED
-  acc = isinf(acc) || isnan(acc) ? acc : acc + comp;  // inf - inf in comp would be NaN
+  IDX_T dst = pc.out_offset + (outer * pc.splits + s) * pc.inner + i;
+  outv[uint(dst)] = OUT_STORE(FINISH(finish_pair(acc, comp)));
 #endif
-  outv[uint(pc.out_offset + o)] = OUT_STORE(FINISH(acc));
 #else
-  IDX_T row = IDX_T(gl_WorkGroupID.y) * IDX_T(gl_NumWorkGroups.x) + IDX_T(gl_WorkGroupID.x);
+  IDX_T row = group_index();
   IDX_T r = row / pc.splits;
   IDX_T s = row - r * pc.splits;
   if (r >= pc.count) {
     return;  // uniform for the whole workgroup: no barrier is skipped by part of it
   }
-  IDX_T begin = s * pc.inner;
-  IDX_T end = min(begin + pc.inner, pc.len);
+  IDX_T begin = min(s * pc.slice, pc.len);
+  IDX_T end = min(begin + pc.slice, pc.len);
   IDX_T base = pc.in0_offset + r * pc.len;
-  uint t = gl_LocalInvocationID.x;
   ACC_T acc = ACC_INIT;
   ACC_T comp = ACC_INIT;
-  for (IDX_T j = begin + IDX_T(t); j < end; j += IDX_T(gl_WorkGroupSize.x)) {
+#if VEC > 1
+  // Whole vectors of the slice, then (at a row's end only) the last len % VEC elements.
+  IDX_T vbase = base / VEC;
+  IDX_T q = begin / VEC + IDX_T(t);
+  IDX_T q_end = end / VEC;
+  for (; q + 3 * wg < q_end; q += 4 * wg) {
+    IN0_VT w0 = in0v[uint(vbase + q)];
+    IN0_VT w1 = in0v[uint(vbase + q + wg)];
+    IN0_VT w2 = in0v[uint(vbase + q + 2 * wg)];
+    IN0_VT w3 = in0v[uint(vbase + q + 3 * wg)];
+    fold_vector(acc, comp, w0);
+    fold_vector(acc, comp, w1);
+    fold_vector(acc, comp, w2);
+    fold_vector(acc, comp, w3);
+  }
+  for (; q < q_end; q += wg) {
+    fold_vector(acc, comp, in0v[uint(vbase + q)]);
+  }
+  // (A slice clamped to the row's end starts there, past q_end * VEC: it folds nothing.)
+  for (IDX_T j = max(q_end * VEC, begin) + IDX_T(t); j < end; j += wg) {
     FOLD(acc, comp, load_acc(base + j));
   }
+#else
+  IDX_T j = begin + IDX_T(t);
+  for (; j + 3 * wg < end; j += 4 * wg) {
+    ACC_T x0 = load_acc(base + j);
+    ACC_T x1 = load_acc(base + j + wg);
+    ACC_T x2 = load_acc(base + j + 2 * wg);
+    ACC_T x3 = load_acc(base + j + 3 * wg);
+    FOLD(acc, comp, x0);
+    FOLD(acc, comp, x1);
+    FOLD(acc, comp, x2);
+    FOLD(acc, comp, x3);
+  }
+  for (; j < end; j += wg) {
+    FOLD(acc, comp, load_acc(base + j));
+  }
+#endif
 #if SUBGROUP
   // Each subgroup folds itself in registers; subgroup 0 then folds the subgroups' pairs.
   subgroup_fold(acc, comp);

@@ -136,8 +136,10 @@ TEST_CASE("reductions of every GPU dtype match the CPU") {
     for (auto [name, fn] : {std::pair<const char*, ReduceFn>{"sum", sum_},
                             std::pair<const char*, ReduceFn>{"max", max_},
                             std::pair<const char*, ReduceFn>{"any", any_}}) {
-      for (const AxisCase& ac : {AxisCase{{67, 1031}, {1}}, AxisCase{{67, 1031}, {0}},
-                                 AxisCase{{4, 3, 5}, {0, 2}}, AxisCase{{67, 1031}, {0, 1}}}) {
+      // Prime extents (scalar loads), then rows and split columns read as 16-byte vectors.
+      for (const AxisCase& ac :
+           {AxisCase{{67, 1031}, {1}}, AxisCase{{67, 1031}, {0}}, AxisCase{{4, 3, 5}, {0, 2}},
+            AxisCase{{67, 1031}, {0, 1}}, AxisCase{{96, 64}, {1}}, AxisCase{{3, 130, 48}, {1}}}) {
         Op op = [&](const std::vector<mx::array>& in, mx::StreamOrDevice s) {
           return fn(in[0], ac.axes, false, s);
         };

@@ -58,7 +58,7 @@ struct Context {
 // Records one kernel: plan (key, pipeline, numbers), bind, record.
 void launch(Context& c, const Buf& in, const Buf& out, codegen::ReduceGeometry g) {
   int64_t in_elems = g.count * g.len;
-  int64_t out_elems = g.columns ? g.count : g.count * g.splits;
+  int64_t out_elems = g.count * g.splits;
   auto bi = vulkan::bind_operand(
       c.dev, {in.alloc, in.offset, in.itemsize, 0, std::max<int64_t>(in_elems - 1, 0)}, false);
   auto bo = vulkan::bind_operand(
@@ -131,10 +131,20 @@ bool reduce_columns(Context& c, const Buf& in, int64_t outer, int64_t len, int64
   for (int64_t o0 = 0; o0 < outer; o0 += per) {
     codegen::ReduceGeometry g;
     g.columns = true;
-    g.count = std::min(per, outer - o0) * inner;
+    int64_t n = std::min(per, outer - o0);
+    g.count = n * inner;
     g.len = len;
     g.inner = inner;
-    launch(c, in.at(o0 * block), out.at(o0 * inner), g);
+    g.splits = codegen::reduce_column_splits(g.count, len);
+    if (g.splits == 1) {
+      launch(c, in.at(o0 * block), out.at(o0 * inner), g);
+      continue;
+    }
+    // Partials [n, splits, inner], then the columns of those.
+    std::string partial = codegen::reduce_partial_dtype(c.op, out.dtype);
+    Buf parts = vulkan::temporary(c.enc, g.count * g.splits, partial);
+    launch(c, in.at(o0 * block), parts, g);
+    reduce_columns(c, parts, n, g.splits, inner, out.at(o0 * inner));
   }
   return true;
 }
