@@ -7,6 +7,7 @@
 #include "codegen/fast.h"
 #include "codegen/internal.h"
 #include "codegen/reduce.h"
+#include "codegen/scan.h"
 
 namespace mlx::core::vulkan::codegen {
 
@@ -22,7 +23,7 @@ const std::vector<Family>& families() {
       {"transpose", render_transpose, 0},
       {"reduce", render_reduce, 0},
       {"arg_reduce", render_arg_reduce, 0},
-      {"softmax", render_softmax, 0},
+      {"scan", render_scan, 0},
       {"norm", render_norm, 0},
       {"rope", render_rope, 0},
   };

@@ -143,12 +143,12 @@ void check_rope(const RopeGeometry& g, const std::string& where) {
 
 }  // namespace
 
-KernelKey norm_key(bool layer, const std::string& dtype, const NormGeometry& g,
+KernelKey norm_key(const std::string& op, const std::string& dtype, const NormGeometry& g,
                    const DeviceCaps& caps) {
   check_norm(g, "norm");
   KernelKey key;
   key.family = "norm";
-  key.params = {{"op", layer ? "layer" : "rms"},
+  key.params = {{"op", op},
                 {"dtype", dtype},
                 {"idx", norm_idx64(g) ? "64" : "32"},
                 {"vec", std::to_string(norm_vec(g))},
@@ -160,10 +160,11 @@ KernelSource render_norm(const KernelKey& key, const DeviceCaps& caps) {
   const std::string where = "kernel " + key.canonical();
   check_params(key, {"op", "dtype", "idx", "vec", "sg"}, where);
   const std::string& op = key_param(key, "op", where);
-  if (op != "rms" && op != "layer") {
-    throw std::invalid_argument("[render] " + where + ": op must be rms or layer.");
+  if (op != "rms" && op != "layer" && op != "softmax") {
+    throw std::invalid_argument("[render] " + where + ": op must be rms, layer or softmax.");
   }
-  bool layer = op == "layer";
+  std::string norm_op = op == "rms" ? "OP_RMS" : op == "layer" ? "OP_LAYER" : "OP_SOFTMAX";
+  uint32_t buffers = op == "rms" ? 3 : op == "layer" ? 4 : 2;
   uint32_t vec = parse_vec(key, where, 4);
   if (vec == 2) {
     throw std::invalid_argument("[render] " + where + ": vec must be 1 or 4.");
@@ -175,8 +176,8 @@ KernelSource render_norm(const KernelKey& key, const DeviceCaps& caps) {
   const DtypeInfo& dt = float_dtype(key_param(key, "dtype", where), where);
   return finish(
       "norm.glsl",
-      {std::string("LAYER ").append(layer ? "1" : "0"), std::string("SUBGROUP ").append(sg)}, dt,
-      parse_idx(key, where), vec, layer ? 4 : 3, 10, caps, where);
+      {std::string("NORM_OP ").append(norm_op), std::string("SUBGROUP ").append(sg)}, dt,
+      parse_idx(key, where), vec, buffers, 10, caps, where);
 }
 
 Launch norm_launch(const KernelKey& key, const KernelSource& source, const NormGeometry& g) {

@@ -1,6 +1,6 @@
-// The fast:: kernel families: "norm" (templates/norm.glsl: rms_norm and layer_norm over
-// rows) and "rope" (templates/rope.glsl). Keys, rendering and launch packing; no arrays,
-// no Vulkan. docs/fast.md explains the shapes and the numbers.
+// The fast:: kernel families: "norm" (templates/norm.glsl: rms_norm, layer_norm and
+// softmax over rows) and "rope" (templates/rope.glsl). Keys, rendering and launch packing; no
+// arrays, no Vulkan. docs/fast.md explains the shapes and the numbers.
 #pragma once
 
 #include <cstdint>
@@ -24,10 +24,10 @@ struct NormGeometry {
   float eps = 0.0f;
 };
 
-// "norm:dtype=f16|bf16|f32,idx=32|64,op=rms|layer,sg=0|1,vec=1|4". vec 4 when every row of
-// x and the output starts at a multiple of 4 elements; sg 1 when the device has subgroup
-// shuffles.
-KernelKey norm_key(bool layer, const std::string& dtype, const NormGeometry& g,
+// "norm:dtype=f16|bf16|f32,idx=32|64,op=rms|layer|softmax,sg=0|1,vec=1|4". vec 4 when
+// every row of x and the output starts at a multiple of 4 elements; sg 1 when the device
+// has subgroup shuffles. softmax binds no weight or bias (their fields are ignored).
+KernelKey norm_key(const std::string& op, const std::string& dtype, const NormGeometry& g,
                    const DeviceCaps& caps);
 KernelSource render_norm(const KernelKey& key, const DeviceCaps& caps);
 // Push constants (with the invocations per row, chosen from the row length) and groups.

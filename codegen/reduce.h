@@ -65,10 +65,4 @@ KernelKey arg_reduce_key(const std::string& op, const std::string& in_dtype,
 KernelSource render_arg_reduce(const KernelKey& key, const DeviceCaps& caps);
 Launch arg_reduce_launch(const KernelKey& key, const KernelSource& source, const ReduceGeometry& g);
 
-// "softmax:dtype=f16|bf16|f32,idx=32|64" (templates/softmax.glsl): softmax of each row, in
-// f32, rounded once on store. Rows only.
-KernelKey softmax_key(const std::string& dtype, const ReduceGeometry& g);
-KernelSource render_softmax(const KernelKey& key, const DeviceCaps& caps);
-Launch softmax_launch(const KernelKey& key, const KernelSource& source, const ReduceGeometry& g);
-
 }  // namespace mlx::core::vulkan::codegen

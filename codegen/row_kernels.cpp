@@ -1,4 +1,4 @@
-// The arg_reduce and softmax families: row kernels planned like reductions
+// The arg_reduce family: a row kernel planned like reductions
 // (codegen/reduce.h), with their own templates.
 #include <limits>
 #include <set>
@@ -106,46 +106,6 @@ Launch arg_reduce_launch(const KernelKey& key, const KernelSource& source,
               {static_cast<int64_t>(g.in_offset), static_cast<int64_t>(g.out_offset), g.len,
                g.count, g.inner},
               idx64, groups, where);
-}
-
-KernelKey softmax_key(const std::string& dtype, const ReduceGeometry& g) {
-  check_unsplit(g, "softmax");
-  if (g.columns) {
-    throw std::invalid_argument("[softmax_key] softmax runs over rows only.");
-  }
-  KernelKey key;
-  key.family = "softmax";
-  key.params["dtype"] = dtype;
-  key.params["idx"] = needs_64(g, static_cast<uint64_t>(g.count * g.len)) ? "64" : "32";
-  return key;
-}
-
-KernelSource render_softmax(const KernelKey& key, const DeviceCaps& caps) {
-  const std::string where = "kernel " + key.canonical();
-  check_params(key, {"dtype", "idx"}, where);
-  const DtypeInfo& dt = dtype_info(key_param(key, "dtype", where), where);
-  if (dt.kind != Kind::Float) {
-    throw std::invalid_argument("[render] " + where + ": softmax needs a float dtype.");
-  }
-  bool idx64 = parse_idx(key, where);
-  std::vector<std::string> defines = storage_defines({&dt}, idx64, caps, where);
-  defines.push_back("IDX64 " + std::string(idx64 ? "1" : "0"));
-  add_input_defines("IN0_", dt, defines);
-  add_output_defines(dt, defines);
-  return finish_source("softmax.glsl", defines, 4, idx64, caps);
-}
-
-Launch softmax_launch(const KernelKey& key, const KernelSource& source, const ReduceGeometry& g) {
-  const std::string where = "kernel " + key.canonical();
-  check_unsplit(g, where);
-  bool idx64 = parse_idx(key, where);
-  if (g.columns || idx64 != needs_64(g, static_cast<uint64_t>(g.count * g.len))) {
-    throw std::invalid_argument("[launch] " + where + " does not match the geometry.");
-  }
-  return pack(
-      source,
-      {static_cast<int64_t>(g.in_offset), static_cast<int64_t>(g.out_offset), g.len, g.count},
-      idx64, static_cast<uint64_t>(g.count), where);
 }
 
 }  // namespace mlx::core::vulkan::codegen

@@ -1,8 +1,10 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// rms_norm and layer_norm over rows: `count` rows of `len` contiguous elements,
-//   rms:   y = x * rsqrt(mean(x^2) + eps) * w
-//   layer: y = (x - mean(x)) * rsqrt(mean((x - mean(x))^2) + eps) * w + b
+// Row normalizations: `count` rows of `len` contiguous elements,
+//   rms:     y = x * rsqrt(mean(x^2) + eps) * w
+//   layer:   y = (x - mean(x)) * rsqrt(mean((x - mean(x))^2) + eps) * w + b
+//   softmax: y = exp(x - max(x)) / sum(exp(x - max(x)))   (NaN propagates; a row with
+//            +inf, or only -inf, gives NaN as the CPU, NumPy and MLX)
 // in f32 whatever the storage dtype, rounded once on store (as the CPU reference).
 //
 // A row belongs to `tpr` invocations (a power of two up to the workgroup, chosen by
@@ -12,12 +14,16 @@
 // tpr * MAX_STEPS vectors they stay in registers: one read of x, then the statistics and
 // the store come from registers. Longer rows are read again for each pass (from cache).
 //
-// The engine defines: LAYER (0: rms), VEC (elements per load, 1 or 4: x and the output
+// The engine defines: NORM_OP (OP_RMS, OP_LAYER or OP_SOFTMAX), VEC (elements per load, 1 or 4: x and the output
 // rows then start at multiples of VEC), SUBGROUP (row sums by subgroup shuffles),
 // IN0_* (x, the weight and bias share its dtype) and OUT_*. Defaults: f32 rms, scalar.
-#ifndef LAYER
-#define LAYER 0
+#define OP_RMS 0
+#define OP_LAYER 1
+#define OP_SOFTMAX 2
+#ifndef NORM_OP
+#define NORM_OP OP_RMS
 #endif
+#define LAYER (NORM_OP == OP_LAYER)
 #ifndef VEC
 #define VEC 1
 #endif
@@ -42,6 +48,9 @@ layout(local_size_x_id = 0) in;
 layout(std430, set = 0, binding = 0) readonly buffer In0 {
   IN0_ST in0[];
 };
+#if NORM_OP == OP_SOFTMAX
+#define OUT_BINDING 1
+#else
 layout(std430, set = 0, binding = 1) readonly buffer Weight {
   IN0_ST weight[];
 };
@@ -52,6 +61,7 @@ layout(std430, set = 0, binding = 2) readonly buffer Bias {
 #define OUT_BINDING 3
 #else
 #define OUT_BINDING 2
+#endif
 #endif
 layout(std430, set = 0, binding = OUT_BINDING) writeonly buffer Out {
   OUT_ST outv[];
@@ -73,7 +83,8 @@ layout(push_constant) uniform Params {
   IDX_T out_offset;
   IDX_T len;
   IDX_T count;     // rows
-  IDX_T w_stride;  // 1, or 0 for the scalar the op passes when it has no weight
+  IDX_T w_stride;  // 1, or 0 for the scalar the op passes when it has no weight (the
+                   // weight and bias fields are unused by softmax)
   IDX_T b_stride;
   IDX_T tpr;       // invocations per row: a power of two dividing the workgroup
   IDX_T eps_bits;  // eps as f32 bits
@@ -105,13 +116,23 @@ void locate() {
 #endif
 }
 
-// The sum of v over the row's tpr lanes, in every lane. Called in uniform control flow.
-float row_sum(float v) {
+// Softmax's max: NaN wins and stays.
+float max_nan(float a, float b) {
+  return (isnan(b) || b > a) && !isnan(a) ? b : a;
+}
+
+float combine(float a, float b, bool take_max) {
+  return take_max ? max_nan(a, b) : a + b;
+}
+
+// The sum (or max) of v over the row's tpr lanes, in every lane. Called in uniform
+// control flow.
+float row_reduce(float v, bool take_max) {
   uint tpr = uint(pc.tpr);
 #if SUBGROUP
   uint sgs = gl_SubgroupSize;
   for (uint off = 1u; off < min(tpr, sgs); off <<= 1u) {
-    v += subgroupShuffleXor(v, off);
+    v = combine(v, subgroupShuffleXor(v, off), take_max);
   }
   if (tpr <= sgs) {
     return v;
@@ -123,11 +144,11 @@ float row_sum(float v) {
   barrier();
   uint per = tpr / sgs;
   uint first = (gl_SubgroupID / per) * per;
-  float s = 0.0f;
-  for (uint k = 0u; k < per; ++k) {
-    s += red[first + k];
+  float r = red[first];
+  for (uint k = 1u; k < per; ++k) {
+    r = combine(r, red[first + k], take_max);
   }
-  return s;
+  return r;
 #else
   uint t = gl_LocalInvocationID.x;
   barrier();
@@ -135,7 +156,7 @@ float row_sum(float v) {
   barrier();
   for (uint w = tpr / 2u; w > 0u; w >>= 1u) {
     if (lane < w) {
-      red[t] += red[t + w];
+      red[t] = combine(red[t], red[t + w], take_max);
     }
     barrier();
   }
@@ -143,17 +164,26 @@ float row_sum(float v) {
 #endif
 }
 
+float row_sum(float v) {
+  return row_reduce(v, false);
+}
+
 float load_x(IDX_T i) {
   return IN0_LOAD(in0[uint(i)]);
 }
 
-// y for element j of the row with statistics (mu, inv).
+// y for element j of the row with statistics (mu, inv): for softmax mu is the max and
+// inv the reciprocal of the sum of exponentials.
 float affine(float x, IDX_T j, float mu, float inv) {
+#if NORM_OP == OP_SOFTMAX
+  return exp(x - mu) * inv;
+#else
   float y = (x - mu) * inv * IN0_LOAD(weight[uint(pc.w_offset + j * pc.w_stride)]);
 #if LAYER
   y += IN0_LOAD(bias[uint(pc.b_offset + j * pc.b_stride)]);
 #endif
   return y;
+#endif
 }
 
 void main() {
@@ -181,13 +211,31 @@ void main() {
       IN0_VT w = in_row ? in0v[uint(base / VEC + q)] : IN0_VT(0);
       for (uint j = 0u; j < VEC; ++j) {
         v[k * VEC + j] = in_row ? IN0_VLANE(w, j) : 0.0f;
-        s += LAYER != 0 ? v[k * VEC + j] : v[k * VEC + j] * v[k * VEC + j];
+        s += LAYER ? v[k * VEC + j] : v[k * VEC + j] * v[k * VEC + j];
       }
 #else
       v[k] = in_row ? load_x(base + q) : 0.0f;
-      s += LAYER != 0 ? v[k] : v[k] * v[k];
+      s += LAYER ? v[k] : v[k] * v[k];
 #endif
     }
+#if NORM_OP == OP_SOFTMAX
+    float m = uintBitsToFloat(0xff800000u);
+    for (uint k = 0u; k < MAX_STEPS; ++k) {
+      bool in_row = IDX_T(lane + k * tpr) < nv;
+      for (uint j = 0u; j < VEC; ++j) {
+        m = in_row ? max_nan(m, v[k * VEC + j]) : m;
+      }
+    }
+    mu = row_reduce(m, true);
+    float e = 0.0f;
+    for (uint k = 0u; k < MAX_STEPS; ++k) {
+      bool in_row = IDX_T(lane + k * tpr) < nv;
+      for (uint j = 0u; j < VEC; ++j) {
+        e += in_row ? exp(v[k * VEC + j] - mu) : 0.0f;
+      }
+    }
+    inv = 1.0f / row_sum(e);
+#else
     s = row_sum(s);
 #if LAYER
     mu = s / n;
@@ -202,6 +250,7 @@ void main() {
     s = row_sum(d2);
 #endif
     inv = inversesqrt(s / n + eps);
+#endif
     if (!live) {
       return;
     }
@@ -224,10 +273,22 @@ void main() {
   }
 
   // Long rows: element-wise passes over the row (lanes stride by tpr).
+#if NORM_OP == OP_SOFTMAX
+  float m = uintBitsToFloat(0xff800000u);
+  for (IDX_T j = IDX_T(lane); live && j < pc.len; j += IDX_T(tpr)) {
+    m = max_nan(m, load_x(base + j));
+  }
+  mu = row_reduce(m, true);
+  float e = 0.0f;
+  for (IDX_T j = IDX_T(lane); live && j < pc.len; j += IDX_T(tpr)) {
+    e += exp(load_x(base + j) - mu);
+  }
+  inv = 1.0f / row_sum(e);
+#else
   float s = 0.0f;
   for (IDX_T j = IDX_T(lane); live && j < pc.len; j += IDX_T(tpr)) {
     float x = load_x(base + j);
-    s += LAYER != 0 ? x : x * x;
+    s += LAYER ? x : x * x;
   }
   s = row_sum(s);
 #if LAYER
@@ -240,6 +301,7 @@ void main() {
   s = row_sum(d2);
 #endif
   inv = inversesqrt(s / n + eps);
+#endif
   for (IDX_T j = IDX_T(lane); live && j < pc.len; j += IDX_T(tpr)) {
     outv[uint(obase + j)] = OUT_STORE(affine(load_x(base + j), j, mu, inv));
   }

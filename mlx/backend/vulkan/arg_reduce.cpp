@@ -1,8 +1,7 @@
-// eval_gpu of ArgReduce and Softmax: the "arg_reduce" and "softmax" row kernels
-// (codegen/reduce.h, docs/reduce.md). A row-contiguous input is read in place (rows when
-// the axis is last; columns otherwise, for arg reductions); any other layout is copied
-// with the axis moved last. Launches are cut so each fits one binding; a single row longer
-// than a binding takes the explicit CPU route.
+// eval_gpu of ArgReduce: the "arg_reduce" row kernel (codegen/reduce.h, docs/reduce.md). A
+// row-contiguous input is read in place (rows when the axis is last; columns otherwise, for arg
+// reductions); any other layout is copied with the axis moved last. Launches are cut so each fits
+// one binding; a single row longer than a binding takes the explicit CPU route.
 #include <algorithm>
 
 #include "codegen/reduce.h"
@@ -20,48 +19,42 @@ namespace {
 namespace codegen = vulkan::codegen;
 using vulkan::Buf;
 
-enum class RowFamily { ArgReduce, Softmax };
-
-// Plans, binds and records one row-kernel launch over `g` (offsets filled here).
-void launch(RowFamily family, const std::string& op, const Buf& in, const Buf& out,
-            codegen::ReduceGeometry g, int stream) {
+// Plans, binds and records one arg_reduce launch over `g` (offsets filled here).
+void launch(const std::string& op, const Buf& in, const Buf& out, codegen::ReduceGeometry g,
+            int stream) {
   auto& dev = vulkan::device(op.c_str());
   auto& enc = vulkan::encoder(stream);
   int64_t in_elems = g.count * g.len;
-  int64_t out_elems = family == RowFamily::Softmax ? in_elems : g.count;
+  int64_t out_elems = g.count;
   auto bi = vulkan::bind_operand(
       dev, {in.alloc, in.offset, in.itemsize, 0, std::max<int64_t>(in_elems - 1, 0)}, false);
   auto bo = vulkan::bind_operand(
       dev, {out.alloc, out.offset, out.itemsize, 0, std::max<int64_t>(out_elems - 1, 0)}, true);
   g.in_offset = bi.elem_offset;
   g.out_offset = bo.elem_offset;
-  auto key = family == RowFamily::Softmax ? codegen::softmax_key(in.dtype, g)
-                                          : codegen::arg_reduce_key(op, in.dtype, g);
+  auto key = codegen::arg_reduce_key(op, in.dtype, g);
   const auto& kernel = vulkan::kernel_library().get(key);
-  auto numbers = family == RowFamily::Softmax ? codegen::softmax_launch(key, kernel.source, g)
-                                              : codegen::arg_reduce_launch(key, kernel.source, g);
+  auto numbers = codegen::arg_reduce_launch(key, kernel.source, g);
   std::vector<vulkan::Binding> bindings{bi.binding, bo.binding};
   vulkan::record_launch(enc, kernel, numbers, bindings);
 }
 
 // Rows of `len` in groups that fit one binding; false when one row alone does not.
-bool run_rows(RowFamily family, const std::string& op, const Buf& in, int64_t count, int64_t len,
-              const Buf& out, int stream) {
+bool run_rows(const std::string& op, const Buf& in, int64_t count, int64_t len, const Buf& out,
+              int stream) {
   auto& dev = vulkan::device(op.c_str());
   int64_t max_elems = vulkan::binding_elems(dev, in.itemsize);
-  int64_t out_per_row = family == RowFamily::Softmax ? len : 1;
   int64_t max_out = vulkan::binding_elems(dev, out.itemsize);
-  if (len > max_elems || out_per_row > max_out) {
+  if (len > max_elems) {
     return false;
   }
   // Rows per launch: both the input and the output of a launch must fit one binding.
-  int64_t per =
-      std::max<int64_t>(1, std::min(max_elems / std::max<int64_t>(len, 1), max_out / out_per_row));
+  int64_t per = std::max<int64_t>(1, std::min(max_elems / std::max<int64_t>(len, 1), max_out));
   for (int64_t r0 = 0; r0 < count; r0 += per) {
     codegen::ReduceGeometry g;
     g.count = std::min(per, count - r0);
     g.len = len;
-    launch(family, op, in.at(r0 * len), out.at(r0 * out_per_row), g, stream);
+    launch(op, in.at(r0 * len), out.at(r0), g, stream);
   }
   return true;
 }
@@ -106,7 +99,7 @@ void ArgReduce::eval_gpu(const std::vector<array>& inputs, array& out) {
         g.count = std::min(per, outer - o0) * inner;
         g.len = len;
         g.inner = inner;
-        launch(RowFamily::ArgReduce, op, src.at(o0 * block), dst.at(o0 * inner), g, stream);
+        launch(op, src.at(o0 * block), dst.at(o0 * inner), g, stream);
       }
       return;
     }
@@ -118,36 +111,7 @@ void ArgReduce::eval_gpu(const std::vector<array>& inputs, array& out) {
     return;
   }
   Buf rows = in_place ? vulkan::buf_of(in, dtype) : vulkan::axes_last(enc, stream, in, {ax}, dtype);
-  if (!run_rows(RowFamily::ArgReduce, op, rows, count, len, dst, stream)) {
-    vulkan::cpu_fallback(*this, inputs, out, "a row longer than one storage binding");
-  }
-}
-
-void Softmax::eval_gpu(const std::vector<array>& inputs, array& out) {
-  const auto& in = inputs[0];
-  const char* dtype = vulkan::gpu_dtype_name(in.dtype());
-  bool floating = in.dtype() == float32 || in.dtype() == float16 || in.dtype() == bfloat16;
-  if (!dtype || !floating) {
-    vulkan::cpu_fallback(*this, inputs, out, "a dtype the softmax kernel does not hold");
-    return;
-  }
-  out.set_data(allocator::malloc(out.nbytes()));
-  if (out.size() == 0) {
-    return;
-  }
-  int stream = this->stream().index;
-  int64_t len = in.ndim() == 0 ? 1 : in.shape(-1);
-  int64_t count = static_cast<int64_t>(in.size()) / len;
-  auto& enc = vulkan::encoder(stream);
-  if (!in.flags().row_contiguous && !vulkan::copy_fits(in)) {
-    vulkan::cpu_fallback(*this, inputs, out, "a view wider than one storage binding");
-    return;
-  }
-  Buf rows = in.flags().row_contiguous
-                 ? vulkan::buf_of(in, dtype)
-                 : vulkan::axes_last(enc, stream, in, {static_cast<int>(in.ndim()) - 1}, dtype);
-  if (!run_rows(RowFamily::Softmax, "Softmax", rows, count, len, vulkan::buf_of(out, dtype),
-                stream)) {
+  if (!run_rows(op, rows, count, len, dst, stream)) {
     vulkan::cpu_fallback(*this, inputs, out, "a row longer than one storage binding");
   }
 }

@@ -74,4 +74,23 @@ Buf axes_last(CommandEncoder& enc, int stream, const array& in, const std::vecto
   return tmp;
 }
 
+Buf dense_run(CommandEncoder& enc, int stream, const array& a, const char* dtype) {
+  return a.flags().row_contiguous ? buf_of(a, dtype) : axes_last(enc, stream, a, {}, dtype);
+}
+
+bool copies_fit(const std::vector<array>& inputs) {
+  return std::all_of(inputs.begin(), inputs.end(),
+                     [](const array& a) { return a.flags().row_contiguous || copy_fits(a); });
+}
+
+BoundOperand bind_run(const Device& dev, const Buf& b, int64_t elems, bool output) {
+  return bind_operand(dev, {b.alloc, b.offset, b.itemsize, 0, std::max<int64_t>(elems - 1, 0)},
+                      output);
+}
+
+const char* float_kernel_unsupported(const array& out) {
+  bool floating = out.dtype() == float32 || out.dtype() == float16 || out.dtype() == bfloat16;
+  return floating && gpu_dtype_name(out.dtype()) ? nullptr : "a dtype the GPU kernels do not hold";
+}
+
 }  // namespace mlx::core::vulkan

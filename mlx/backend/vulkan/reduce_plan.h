@@ -9,6 +9,7 @@
 #include "mlx/array.h"
 #include "mlx/backend/vulkan/command_encoder.h"
 #include "mlx/backend/vulkan/device.h"
+#include "mlx/backend/vulkan/kernels.h"
 
 namespace mlx::core::vulkan {
 
@@ -41,5 +42,18 @@ bool copy_fits(const array& in);
 // in their order; the other axes keep theirs.
 Buf axes_last(CommandEncoder& enc, int stream, const array& in, const std::vector<int>& axes,
               const char* dtype);
+
+// The array as a dense run: in place when row-contiguous, else a row-contiguous copy.
+Buf dense_run(CommandEncoder& enc, int stream, const array& a, const char* dtype);
+
+// Whether every input is row-contiguous or can be copied (copy_fits).
+bool copies_fit(const std::vector<array>& inputs);
+
+// Binds `elems` elements of a run (at least one) for a launch.
+BoundOperand bind_run(const Device& dev, const Buf& b, int64_t elems, bool output);
+
+// Why a float-only kernel (norms, softmax, rope) cannot produce `out` on the GPU, or
+// nullptr when it can.
+const char* float_kernel_unsupported(const array& out);
 
 }  // namespace mlx::core::vulkan

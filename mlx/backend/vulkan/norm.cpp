@@ -1,0 +1,100 @@
+// eval_gpu of RMSNorm, LayerNorm and Softmax: the "norm" family of row normalizations
+// (codegen/fast.h, docs/fast.md). Row-contiguous operands are read in place; other layouts
+// are copied dense first. Launches are cut so every operand fits one binding; a single row
+// wider than a binding takes the explicit CPU route.
+#include <algorithm>
+
+#include "codegen/fast.h"
+#include "mlx/backend/vulkan/allocator.h"
+#include "mlx/backend/vulkan/cpu_fallback.h"
+#include "mlx/backend/vulkan/kernel_library.h"
+#include "mlx/backend/vulkan/kernels.h"
+#include "mlx/backend/vulkan/reduce_plan.h"
+#include "mlx/fast_primitives.h"
+
+namespace mlx::core::fast {
+
+namespace codegen = vulkan::codegen;
+using vulkan::bind_run;
+using vulkan::Buf;
+using vulkan::dense_run;
+
+// One norm-family launch sequence; op is "rms", "layer" or "softmax" (inputs {x, weight},
+// {x, weight, bias} or {x}). Shared with Softmax::eval_gpu below.
+void eval_norm(Primitive& p, const std::string& op, float eps, const std::vector<array>& inputs,
+               array& out) {
+  bool layer = op == "layer";
+  bool affine = op != "softmax";
+  if (const char* why = vulkan::float_kernel_unsupported(out)) {
+    vulkan::cpu_fallback(p, inputs, out, why);
+    return;
+  }
+  auto& dev = vulkan::device(p.name());
+  int64_t len = out.ndim() == 0 ? 1 : out.shape(-1);
+  int64_t max_elems = vulkan::binding_elems(dev, out.itemsize());
+  if (!vulkan::copies_fit(inputs) || len > max_elems) {
+    vulkan::cpu_fallback(p, inputs, out, "an operand wider than one storage binding");
+    return;
+  }
+  out.set_data(allocator::malloc(out.nbytes()));
+  if (out.size() == 0) {
+    return;
+  }
+  int stream = p.stream().index;
+  auto& enc = vulkan::encoder(stream);
+  const char* dtype = vulkan::gpu_dtype_name(out.dtype());
+  Buf x = dense_run(enc, stream, inputs[0], dtype);
+  Buf w = affine ? dense_run(enc, stream, inputs[1], dtype) : x;
+  Buf b = layer ? dense_run(enc, stream, inputs[2], dtype) : w;
+  Buf y = vulkan::buf_of(out, dtype);
+  int64_t count = static_cast<int64_t>(out.size()) / len;
+  int64_t per = std::max<int64_t>(1, max_elems / len);
+  for (int64_t r0 = 0; r0 < count; r0 += per) {
+    codegen::NormGeometry g;
+    g.count = std::min(per, count - r0);
+    g.len = len;
+    g.w_stride = affine && inputs[1].size() == 1 ? 0 : 1;
+    g.b_stride = layer && inputs[2].size() == 1 ? 0 : 1;
+    g.eps = eps;
+    auto bx = bind_run(dev, x.at(r0 * len), g.count * len, false);
+    auto bw = bind_run(dev, w, g.w_stride ? len : 1, false);
+    auto bb = bind_run(dev, b, g.b_stride ? len : 1, false);
+    auto by = bind_run(dev, y.at(r0 * len), g.count * len, true);
+    g.in_offset = bx.elem_offset;
+    g.w_offset = bw.elem_offset;
+    g.b_offset = bb.elem_offset;
+    g.out_offset = by.elem_offset;
+    auto key = codegen::norm_key(op, dtype, g, dev.caps());
+    const auto& kernel = vulkan::kernel_library().get(key);
+    auto launch = codegen::norm_launch(key, kernel.source, g);
+    std::vector<vulkan::Binding> bindings{bx.binding};
+    if (affine) {
+      bindings.push_back(bw.binding);
+    }
+    if (layer) {
+      bindings.push_back(bb.binding);
+    }
+    bindings.push_back(by.binding);
+    vulkan::record_launch(enc, kernel, launch, bindings);
+  }
+}
+
+void RMSNorm::eval_gpu(const std::vector<array>& inputs, array& out) {
+  eval_norm(*this, "rms", eps_, inputs, out);
+}
+
+void LayerNorm::eval_gpu(const std::vector<array>& inputs, array& out) {
+  eval_norm(*this, "layer", eps_, inputs, out);
+}
+
+}  // namespace mlx::core::fast
+
+namespace mlx::core {
+
+// Softmax over the last axis (the op moves other axes last); `precise` changes nothing:
+// the kernel always computes in f32.
+void Softmax::eval_gpu(const std::vector<array>& inputs, array& out) {
+  fast::eval_norm(*this, "softmax", 0.0f, inputs, out);
+}
+
+}  // namespace mlx::core

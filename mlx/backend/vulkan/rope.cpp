@@ -1,0 +1,82 @@
+// eval_gpu of RoPE: the "rope" family (codegen/fast.h, docs/fast.md). x is read in place
+// when row-contiguous, else copied dense; launches are cut so each fits one binding, and
+// each carries its first row so positions and batch entries stay right.
+#include <algorithm>
+
+#include "codegen/fast.h"
+#include "mlx/backend/vulkan/allocator.h"
+#include "mlx/backend/vulkan/cpu_fallback.h"
+#include "mlx/backend/vulkan/kernel_library.h"
+#include "mlx/backend/vulkan/kernels.h"
+#include "mlx/backend/vulkan/reduce_plan.h"
+#include "mlx/fast_primitives.h"
+
+namespace mlx::core::fast {
+
+namespace codegen = vulkan::codegen;
+using vulkan::bind_run;
+using vulkan::Buf;
+using vulkan::dense_run;
+
+void RoPE::eval_gpu(const std::vector<array>& inputs, array& out) {
+  if (const char* why = vulkan::float_kernel_unsupported(out)) {
+    vulkan::cpu_fallback(*this, inputs, out, why);
+    return;
+  }
+  auto& dev = vulkan::device("RoPE");
+  int64_t d = out.shape(-1);
+  int64_t max_elems = vulkan::binding_elems(dev, out.itemsize());
+  if (!vulkan::copies_fit(inputs) || d > max_elems) {
+    vulkan::cpu_fallback(*this, inputs, out, "an operand wider than one storage binding");
+    return;
+  }
+  out.set_data(allocator::malloc(out.nbytes()));
+  if (out.size() == 0) {
+    return;
+  }
+  int stream = this->stream().index;
+  auto& enc = vulkan::encoder(stream);
+  const char* dtype = vulkan::gpu_dtype_name(out.dtype());
+  const array& offsets = inputs[1];
+  bool has_freqs = inputs.size() > 2;
+  Buf x = dense_run(enc, stream, inputs[0], dtype);
+  Buf off = dense_run(enc, stream, offsets, "i32");
+  Buf fr = has_freqs ? dense_run(enc, stream, inputs[2], "f32") : off;
+  Buf y = vulkan::buf_of(out, dtype);
+  int64_t count = static_cast<int64_t>(out.size()) / d;
+  int64_t per_batch = count / out.shape(0);
+  int64_t per = std::max<int64_t>(1, max_elems / d);
+  auto bo = bind_run(dev, off, static_cast<int64_t>(offsets.size()), false);
+  auto bf = bind_run(dev, fr, has_freqs ? dims_ / 2 : 1, false);
+  for (int64_t r0 = 0; r0 < count; r0 += per) {
+    codegen::RopeGeometry g;
+    g.row0 = r0;
+    g.count = std::min(per, count - r0);
+    g.d = d;
+    g.half_dims = dims_ / 2;
+    g.t_len = out.shape(-2);
+    g.per_batch = per_batch;
+    g.offset_per_batch = offsets.size() > 1;
+    g.traditional = traditional_;
+    g.freqs = has_freqs;
+    g.base = base_;
+    g.scale = scale_;
+    auto bx = bind_run(dev, x.at(r0 * d), g.count * d, false);
+    auto by = bind_run(dev, y.at(r0 * d), g.count * d, true);
+    g.in_offset = bx.elem_offset;
+    g.out_offset = by.elem_offset;
+    g.offsets_offset = bo.elem_offset;
+    g.freqs_offset = bf.elem_offset;
+    auto key = codegen::rope_key(dtype, g);
+    const auto& kernel = vulkan::kernel_library().get(key);
+    auto launch = codegen::rope_launch(key, kernel.source, g);
+    std::vector<vulkan::Binding> bindings{bx.binding, bo.binding};
+    if (has_freqs) {
+      bindings.push_back(bf.binding);
+    }
+    bindings.push_back(by.binding);
+    vulkan::record_launch(enc, kernel, launch, bindings);
+  }
+}
+
+}  // namespace mlx::core::fast
