@@ -22,6 +22,14 @@ bool needs_64(const ReduceGeometry& g, uint64_t out_elems) {
          static_cast<uint64_t>(std::numeric_limits<int32_t>::max());
 }
 
+// Lanes of a 16-byte vector when rows can be read as vectors (element 0 and every row
+// start aligned), else 1.
+uint32_t row_vector_lanes(const std::string& dtype, const ReduceGeometry& g) {
+  uint32_t lanes = 128u / static_cast<uint32_t>(dtype_info(dtype, "arg_reduce").bits);
+  bool aligned = !g.columns && g.in_offset % lanes == 0 && (g.count <= 1 || g.len % lanes == 0);
+  return aligned && g.len > 0 ? lanes : 1;
+}
+
 void check_unsplit(const ReduceGeometry& g, const std::string& where) {
   if (g.count < 0 || g.len < 0 || g.inner < 1 || g.splits != 1 ||
       (g.columns && g.count % g.inner != 0)) {
@@ -65,12 +73,13 @@ KernelKey arg_reduce_key(const std::string& op, const std::string& in_dtype,
   key.params["in"] = in_dtype;
   key.params["mode"] = g.columns ? "col" : "row";
   key.params["idx"] = needs_64(g, static_cast<uint64_t>(g.count)) ? "64" : "32";
+  key.params["vec"] = std::to_string(row_vector_lanes(in_dtype, g));
   return key;
 }
 
 KernelSource render_arg_reduce(const KernelKey& key, const DeviceCaps& caps) {
   const std::string where = "kernel " + key.canonical();
-  check_params(key, {"op", "in", "mode", "idx"}, where);
+  check_params(key, {"op", "in", "mode", "idx", "vec"}, where);
   const std::string& op = key_param(key, "op", where);
   if (op != "ArgMax" && op != "ArgMin") {
     throw std::invalid_argument("[render] " + where + ": op must be ArgMax or ArgMin.");
@@ -87,6 +96,14 @@ KernelSource render_arg_reduce(const KernelKey& key, const DeviceCaps& caps) {
   defines.push_back(std::string("V_T ") + in.compute);
   defines.push_back("V_INIT " + reduce_identity(op == "ArgMax" ? "Max" : "Min", in));
   defines.push_back(in.kind == Kind::Float ? "IS_NAN(v) isnan(v)" : "IS_NAN(v) false");
+  uint32_t vec = static_cast<uint32_t>(std::stoul(key_param(key, "vec", where)));
+  if (vec != 1 && (columns || vec != 128u / static_cast<uint32_t>(in.bits))) {
+    throw std::invalid_argument("[render] " + where + ": vec must be 1 or 16 bytes of rows.");
+  }
+  defines.push_back("VEC " + std::to_string(vec));
+  if (vec > 1) {
+    add_vector_operand_defines("IN0_", in, vec, false, defines);
+  }
   return finish_source("arg_reduce.glsl", defines, 5, idx64, caps);
 }
 
@@ -96,7 +113,9 @@ Launch arg_reduce_launch(const KernelKey& key, const KernelSource& source,
   check_unsplit(g, where);
   bool idx64 = parse_idx(key, where);
   if (parse_columns(key, where) != g.columns ||
-      idx64 != needs_64(g, static_cast<uint64_t>(g.count))) {
+      idx64 != needs_64(g, static_cast<uint64_t>(g.count)) ||
+      key_param(key, "vec", where) !=
+          std::to_string(row_vector_lanes(key_param(key, "in", where), g))) {
     throw std::invalid_argument("[launch] " + where + " does not match the geometry.");
   }
   uint64_t wg = source.workgroup_size[0];

@@ -6,7 +6,9 @@
 // [outer, len, inner] input, one invocation per output. NaN counts as the extreme (the
 // first NaN wins), and ties keep the smaller index, as the CPU reference. The engine
 // defines ARGMAX (1: max, 0: min), V_T (the compute type) and V_INIT (the identity);
-// IS_NAN(v) is false for integer types. Defaults: f32 argmax over rows.
+// IS_NAN(v) is false for integer types. VEC > 1 (rows only): rows start at multiples of
+// VEC and are read as 16-byte vectors, four in flight per invocation, as reduce.glsl.
+// Defaults: f32 argmax over rows.
 #ifndef MODE_COL
 #define MODE_COL 0
 #endif
@@ -19,7 +21,14 @@
 #define IS_NAN(v) isnan(v)
 #endif
 
+#ifndef VEC
+#define VEC 1
+#endif
+
 #include "include/operands.glsl"
+#if VEC > 1
+#include "include/lanes.glsl"
+#endif
 
 layout(local_size_x_id = 0) in;
 
@@ -29,6 +38,11 @@ layout(std430, set = 0, binding = 0) readonly buffer In0 {
 layout(std430, set = 0, binding = 1) writeonly buffer Out {
   uint outv[];
 };
+#if VEC > 1
+layout(std430, set = 0, binding = 0) readonly buffer In0V {
+  IN0_VT in0v[];
+};
+#endif
 
 // codegen/arg_reduce.cpp packs exactly these fields, each IDX_T.
 layout(push_constant) uniform Params {
@@ -54,6 +68,22 @@ bool better(V_T va, uint ia, V_T vb, uint ib) {
   return vb < va || (vb == va && ib < ia);
 #endif
 }
+
+// Folds candidate (x, i) into (v, idx).
+void consider(inout V_T v, inout uint idx, V_T x, uint i) {
+  if (better(v, idx, x, i)) {
+    v = x;
+    idx = i;
+  }
+}
+
+#if VEC > 1
+void consider_vector(inout V_T v, inout uint idx, IN0_VT w, uint first) {
+  for (uint j = 0u; j < VEC; ++j) {
+    consider(v, idx, V_T(IN0_VLANE(w, j)), first + j);
+  }
+}
+#endif
 
 #if MODE_COL == 0
 shared V_T best_v[gl_WorkGroupSize.x];
@@ -86,12 +116,29 @@ void main() {
   }
   IDX_T base = pc.in0_offset + row * pc.len;
   uint t = gl_LocalInvocationID.x;
-  for (IDX_T j = IDX_T(t); j < pc.len; j += IDX_T(gl_WorkGroupSize.x)) {
-    V_T x = V_T(IN0_LOAD(in0[uint(base + j)]));
-    if (better(v, idx, x, uint(j))) {
-      v = x;
-      idx = uint(j);
-    }
+  IDX_T wg = IDX_T(gl_WorkGroupSize.x);
+  IDX_T j0 = 0;
+#if VEC > 1
+  IDX_T vbase = base / VEC;
+  IDX_T q = IDX_T(t);
+  IDX_T q_end = pc.len / VEC;
+  for (; q + 3 * wg < q_end; q += 4 * wg) {
+    IN0_VT w0 = in0v[uint(vbase + q)];
+    IN0_VT w1 = in0v[uint(vbase + q + wg)];
+    IN0_VT w2 = in0v[uint(vbase + q + 2 * wg)];
+    IN0_VT w3 = in0v[uint(vbase + q + 3 * wg)];
+    consider_vector(v, idx, w0, uint(q * VEC));
+    consider_vector(v, idx, w1, uint((q + wg) * VEC));
+    consider_vector(v, idx, w2, uint((q + 2 * wg) * VEC));
+    consider_vector(v, idx, w3, uint((q + 3 * wg) * VEC));
+  }
+  for (; q < q_end; q += wg) {
+    consider_vector(v, idx, in0v[uint(vbase + q)], uint(q * VEC));
+  }
+  j0 = q_end * VEC;  // the last len % VEC elements
+#endif
+  for (IDX_T j = j0 + IDX_T(t); j < pc.len; j += wg) {
+    consider(v, idx, V_T(IN0_LOAD(in0[uint(base + j)])), uint(j));
   }
   best_v[t] = v;
   best_i[t] = idx;

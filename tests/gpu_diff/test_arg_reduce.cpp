@@ -14,8 +14,9 @@ TEST_CASE("argmax and argmin match the CPU over axes and layouts") {
   if (!gpu_present())
     return;
   const std::vector<std::pair<mx::Shape, int>> cases = {
-      {{7}, 0},       {{3, 5}, 1},     {{3, 5}, 0},     {{4, 3, 5}, 1}, {{4, 3, 5}, -1},
-      {{4, 3, 5}, 0}, {{67, 1031}, 1}, {{67, 1031}, 0}, {{1, 1031}, 1}, {{2, 3, 2, 3, 2}, 2}};
+      {{7}, 0},        {{3, 5}, 1},          {{3, 5}, 0},     {{4, 3, 5}, 1},
+      {{4, 3, 5}, -1}, {{4, 3, 5}, 0},       {{67, 1031}, 1}, {{67, 1031}, 0},
+      {{1, 1031}, 1},  {{2, 3, 2, 3, 2}, 2}, {{8, 5000}, 1}};  // vector rows, four loads in flight
   Tolerance exact{0, 0};
   for (auto [shape, axis] : cases) {
     for (bool keep : {false, true}) {
@@ -48,6 +49,10 @@ TEST_CASE("argmax of every GPU dtype matches the CPU, ties included") {
       };
       Case c{"argmax", {dt}, {67, 1031}, Layout::contiguous, 5};
       CHECK_MESSAGE(run_case(c, op, {d}, exact), c.describe());
+      if (axis == 1) {
+        Case v{"argmax (vector rows)", {dt}, {16, 4128}, Layout::contiguous, 6};
+        CHECK_MESSAGE(run_case(v, op, {d}, exact), v.describe());
+      }
     }
   }
 }
