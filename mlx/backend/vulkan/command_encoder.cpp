@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "mlx/backend/vulkan/kernel_library.h"
+#include "mlx/backend/vulkan/profile.h"
 #include "mlx/backend/vulkan/serials.h"
 #include "mlx/backend/vulkan/utils.h"
 
@@ -19,6 +20,10 @@ namespace {
 std::atomic<size_t> g_submissions{0};
 std::atomic<size_t> g_barriers{0};
 std::atomic<size_t> g_dispatches{0};
+
+// Timed dispatches per timestamp pool (two queries each); a batch takes more pools when
+// it has more dispatches.
+constexpr uint32_t kTimedPerPool = 128;
 
 constexpr VkPipelineStageFlags kWorkStages =
     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
@@ -86,6 +91,9 @@ CommandEncoder::~CommandEncoder() {
     for (auto p : open_->pools) {
       spare_pools_.push_back(p);
     }
+    for (auto q : open_->query_pools) {
+      spare_query_pools_.push_back(q);
+    }
     open_.reset();
   }
   for (auto& [cb, fence] : spare_) {
@@ -93,6 +101,9 @@ CommandEncoder::~CommandEncoder() {
   }
   for (auto p : spare_pools_) {
     vkDestroyDescriptorPool(d, p, nullptr);
+  }
+  for (auto q : spare_query_pools_) {
+    vkDestroyQueryPool(d, q, nullptr);
   }
   vkDestroyCommandPool(d, pool_, nullptr);  // frees its command buffers
 }
@@ -121,6 +132,10 @@ CommandEncoder::Batch& CommandEncoder::open_locked() {
   bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   check(vkBeginCommandBuffer(b->cb, &bi), "vkBeginCommandBuffer");
   full_barrier(b->cb);
+  if (profiling_active(dev_)) {
+    b->profiled = true;
+    add_query_pool_locked(*b);
+  }
   b->serial = begin_serial();
   read_.clear();
   written_.clear();
@@ -128,6 +143,54 @@ CommandEncoder::Batch& CommandEncoder::open_locked() {
   bytes_ = 0;
   open_ = std::move(b);
   return *open_;
+}
+
+void CommandEncoder::add_query_pool_locked(Batch& b) {
+  VkQueryPool q;
+  if (!spare_query_pools_.empty()) {
+    q = spare_query_pools_.back();
+    spare_query_pools_.pop_back();
+  } else {
+    auto ci = make_info<VkQueryPoolCreateInfo>(VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO);
+    ci.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    ci.queryCount = 2 * kTimedPerPool;
+    check(vkCreateQueryPool(dev_.handle(), &ci, nullptr, &q), "vkCreateQueryPool");
+  }
+  b.query_pools.push_back(q);
+  // Queries must be reset before they are written; a pool is reset where the batch takes
+  // it (the first at the start of the command buffer), before its first timestamp.
+  vkCmdResetQueryPool(b.cb, q, 0, 2 * kTimedPerPool);
+}
+
+uint32_t CommandEncoder::start_timing_locked(Batch& b, const Kernel& k) {
+  auto slot = static_cast<uint32_t>(b.timed.size() % kTimedPerPool);
+  if (slot == 0 && !b.timed.empty()) {
+    add_query_pool_locked(b);
+  }
+  b.timed.push_back(k.key.canonical());
+  vkCmdWriteTimestamp(b.cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, b.query_pools.back(), 2 * slot);
+  return 2 * slot + 1;
+}
+
+void CommandEncoder::read_times(Batch& b) {
+  std::array<uint64_t, 2 * kTimedPerPool> ticks;
+  for (size_t p = 0; p < b.query_pools.size(); ++p) {
+    size_t first = p * kTimedPerPool;
+    if (first >= b.timed.size()) {
+      break;
+    }
+    auto n = static_cast<uint32_t>(std::min<size_t>(kTimedPerPool, b.timed.size() - first));
+    // The fence has signalled, so every query is available: no wait flag. A failure loses
+    // these times only; profiling must not fail the batch's release.
+    if (vkGetQueryPoolResults(dev_.handle(), b.query_pools[p], 0, 2 * n, 2 * n * sizeof(uint64_t),
+                              ticks.data(), sizeof(uint64_t),
+                              VK_QUERY_RESULT_64_BIT) != VK_SUCCESS) {
+      continue;
+    }
+    for (uint32_t i = 0; i < n; ++i) {
+      add_kernel_ticks(b.timed[first + i], ticks[2 * i], ticks[2 * i + 1]);
+    }
+  }
 }
 
 void CommandEncoder::barrier_locked(VkCommandBuffer cb) {
@@ -272,7 +335,13 @@ void CommandEncoder::dispatch(const Kernel& k, const std::vector<Binding>& bindi
     vkCmdPushConstants(b.cb, k.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
                        static_cast<uint32_t>(push.size()), push.data());
   }
-  vkCmdDispatch(b.cb, groups[0], groups[1], groups[2]);
+  if (b.profiled) {
+    uint32_t end = start_timing_locked(b, k);
+    vkCmdDispatch(b.cb, groups[0], groups[1], groups[2]);
+    vkCmdWriteTimestamp(b.cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, b.query_pools.back(), end);
+  } else {
+    vkCmdDispatch(b.cb, groups[0], groups[1], groups[2]);
+  }
   g_dispatches++;
 }
 
@@ -403,6 +472,11 @@ void CommandEncoder::finish_batch(Batch& b) {
     spare_pools_.push_back(p);
   }
   b.pools.clear();
+  for (auto q : b.query_pools) {
+    spare_query_pools_.push_back(q);
+  }
+  b.query_pools.clear();
+  b.timed.clear();
   spare_.emplace_back(b.cb, b.fence);
 }
 
@@ -422,6 +496,9 @@ void CommandEncoder::poll_locked(bool wait_all) {
     }
     Batch done = std::move(b);
     in_flight_.pop_front();
+    if (done.profiled) {
+      read_times(done);
+    }
     finish_batch(done);
     any = true;
   }

@@ -7,7 +7,8 @@
 // a buffer the batch used; every command buffer starts with one full barrier, which orders
 // it after all earlier submissions on the (single, shared) queue, and ends with one that
 // makes its writes visible to the host. Completion (a fence) releases the arrays the
-// command buffer retained and the temporaries it owned.
+// command buffer retained and the temporaries it owned, and, when profiling (profile.h),
+// reads the timestamps around its dispatches.
 #pragma once
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "mlx/array.h"
@@ -80,6 +82,11 @@ class CommandEncoder {
     std::vector<std::shared_ptr<array::Data>> retained;
     std::vector<allocator::Buffer> temporaries;
     std::vector<VkDescriptorPool> pools;
+    // Profiling (profile.h): timestamp pools, two queries per timed dispatch, and the key
+    // of each timed dispatch in recording order.
+    bool profiled = false;
+    std::vector<VkQueryPool> query_pools;
+    std::vector<std::string> timed;
   };
 
   Batch& open_locked();
@@ -91,6 +98,11 @@ class CommandEncoder {
   void commit_locked();
   void poll_locked(bool wait_all);
   void finish_batch(Batch& b);
+  void add_query_pool_locked(Batch& b);
+  // Writes the start timestamp of a dispatch; returns the query its end goes to.
+  uint32_t start_timing_locked(Batch& b, const Kernel& k);
+  // Accumulates the times of a completed batch's dispatches.
+  void read_times(Batch& b);
 
   Device& dev_;
   int index_;
@@ -123,6 +135,7 @@ class CommandEncoder {
   std::deque<Batch> in_flight_;
   std::vector<std::pair<VkCommandBuffer, VkFence>> spare_;
   std::vector<VkDescriptorPool> spare_pools_;
+  std::vector<VkQueryPool> spare_query_pools_;
   size_t max_ops_;
   size_t max_bytes_;
   size_t max_in_flight_;

@@ -87,7 +87,12 @@
   X(vkDestroyDescriptorPool)       \
   X(vkResetDescriptorPool)         \
   X(vkAllocateDescriptorSets)      \
-  X(vkUpdateDescriptorSets)
+  X(vkUpdateDescriptorSets)        \
+  X(vkCreateQueryPool)             \
+  X(vkDestroyQueryPool)            \
+  X(vkCmdResetQueryPool)           \
+  X(vkCmdWriteTimestamp)           \
+  X(vkGetQueryPoolResults)
 
 #define MLX_VK_OPTIONAL_DEVICE_FUNCTIONS(X) X(vkCmdPushDescriptorSetKHR)
 

@@ -1,0 +1,46 @@
+// Per-kernel GPU time from Vulkan timestamp queries (MLX_VK_PROFILE=1, off by default).
+//
+// When on, every dispatch is bracketed by two timestamps: TOP_OF_PIPE before it and
+// BOTTOM_OF_PIPE after it. The encoder puts a barrier between dependent dispatches, so for
+// those end - start is the kernel's GPU time (a driver may also count the wait at that
+// barrier). Dispatches with no barrier between them may overlap, and so may their
+// intervals: the sum can exceed the batch's time. Times are in timestampPeriod units
+// converted to nanoseconds, masked to the queue's timestampValidBits.
+// Fills, copies and uploads are not timed. Results are read when a batch's fence has
+// signalled, so a kernel shows up here once its batch completed (after synchronize).
+// Plain types only, so a program can include this header without the Vulkan headers.
+// With MLX_VK_PROFILE=1 the report is printed to stderr at process exit.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mlx::core::vulkan {
+
+class Device;
+
+// On when MLX_VK_PROFILE=1 (read once) or after set_profiling(true), unless the device
+// cannot time compute work (it says so once on stderr and stays off).
+bool profiling_enabled();
+// Turns profiling on or off for command buffers begun from now on (for tests and tools).
+void set_profiling(bool on);
+
+struct KernelTime {
+  std::string key;  // Kernel::key.canonical()
+  uint64_t calls = 0;
+  double total_us = 0, min_us = 0, max_us = 0;
+};
+
+// Every timed kernel so far, by total time, descending.
+std::vector<KernelTime> kernel_times();
+void reset_kernel_times();
+// kernel_times() as a markdown table.
+std::string profile_report();
+
+// For the command encoder: whether a command buffer begun now gets timestamps (checks the
+// device's support once), and one timed dispatch's raw timestamps.
+bool profiling_active(Device& d);
+void add_kernel_ticks(const std::string& key, uint64_t start, uint64_t end);
+
+}  // namespace mlx::core::vulkan
