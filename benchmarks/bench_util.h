@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "mlx/backend/vulkan/profile.h"
 #include "mlx/mlx.h"
 
 namespace bench {
@@ -31,7 +32,13 @@ inline double time_gpu_op(const std::function<mx::array()>& make, int batch, int
     }
     mx::eval(outs);
   };
-  run_batch();  // warm-up: kernels, allocator cache
+  // Warm-up: kernels, allocator cache, and at least 100 ms of back-to-back work so the GPU
+  // leaves its idle clocks before anything is timed (a fresh or idle H200 runs its SMs at
+  // a fraction of their clock, which slows compute-bound kernels several times).
+  double warm_start = now_ms();
+  do {
+    run_batch();
+  } while (now_ms() - warm_start < 100.0);
   double best = 1e30;
   for (int r = 0; r < reps; ++r) {
     mx::synchronize();
@@ -40,6 +47,47 @@ inline double time_gpu_op(const std::function<mx::array()>& make, int batch, int
     best = std::min(best, (now_ms() - t0) / batch);
   }
   return best;
+}
+
+// Wall time and GPU time (timestamp queries, mlx/backend/vulkan/profile.h) per op, in ms.
+struct Timing {
+  double wall_ms = 0;
+  double gpu_ms = 0;  // every kernel the op dispatched, summed; 0 when not profiling
+};
+
+// Like time_gpu_op, and also the GPU time per op from the profiler (turn it on first with
+// vulkan::set_profiling(true)): the mean over the timed submissions, so at least `reps`
+// batches of `batch` ops after a warm-up of >= 200 ms of back-to-back work (the GPU's
+// clocks take ~100 ms to leave idle).
+inline Timing measure_op(const std::function<mx::array()>& make, int batch, int reps) {
+  auto run_batch = [&] {
+    std::vector<mx::array> outs;
+    outs.reserve(batch);
+    for (int i = 0; i < batch; ++i) {
+      outs.push_back(make());
+    }
+    mx::eval(outs);
+  };
+  double warm_start = now_ms();
+  do {
+    run_batch();
+  } while (now_ms() - warm_start < 200.0);
+  mx::synchronize();
+  mx::vulkan::reset_kernel_times();
+  Timing t{1e30, 0};
+  for (int r = 0; r < reps; ++r) {
+    mx::synchronize();
+    double t0 = now_ms();
+    run_batch();
+    mx::synchronize();
+    t.wall_ms = std::min(t.wall_ms, (now_ms() - t0) / batch);
+  }
+  double total_us = 0;
+  for (const auto& k : mx::vulkan::kernel_times()) {
+    total_us += k.total_us;
+  }
+  t.gpu_ms = total_us / 1000.0 / (static_cast<double>(batch) * reps);
+  return t;
 }
 
 struct Row {
@@ -57,6 +105,25 @@ inline void print_table(const std::vector<Row>& rows, double peak_gbs, double co
     double gbs = r.bytes / (r.ms * 1e-3) / 1e9;
     std::printf("| %s | %.0f MiB | %.1f | %.0f | %.2f | %.2f |\n", r.name.c_str(),
                 r.bytes / (1 << 20), r.ms * 1e3, gbs, gbs / peak_gbs, gbs / copy_gbs);
+  }
+}
+
+struct TimedRow {
+  std::string name;
+  double bytes;
+  Timing t;
+};
+
+// Rows with both times; GB/s and the ratio use the GPU time (the kernels alone), which is
+// what a peak measured the same way compares with.
+inline void print_timed_table(const std::vector<TimedRow>& rows, double peak_gbs) {
+  std::printf(
+      "\n| op | bytes moved | GPU time (us) | wall per op (us) | GB/s (GPU) | ratio to peak |\n");
+  std::printf("|---|---|---|---|---|---|\n");
+  for (auto& r : rows) {
+    double gbs = r.t.gpu_ms > 0 ? r.bytes / (r.t.gpu_ms * 1e-3) / 1e9 : 0;
+    std::printf("| %s | %.2f MiB | %.1f | %.1f | %.0f | %.2f |\n", r.name.c_str(),
+                r.bytes / (1 << 20), r.t.gpu_ms * 1e3, r.t.wall_ms * 1e3, gbs, gbs / peak_gbs);
   }
 }
 

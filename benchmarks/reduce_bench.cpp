@@ -1,11 +1,16 @@
-// The reduce, arg_reduce and softmax families against the device's own read bandwidth,
-// measured in the same run (docs/performance.md).
+// The reduce, arg_reduce, norm (softmax, rms_norm, layer_norm), rope and scan families
+// against the device's own bandwidth, measured in the same run (docs/performance.md).
 //
-// 1. Peak: our copy kernel and a read-dominated kernel (equal on int64 -> bool) on 1 GiB;
-//    measured twice, the first pass also lifting the GPU out of its idle clocks.
-// 2. Reductions: time, GB/s read and the ratio to the peak; the issue 11 shapes.
+// 1. Inputs are made first (random numbers come from the CPU, which leaves the GPU idle
+//    long enough to drop its clocks), then the peak: our copy kernel and a read-dominated
+//    kernel (equal on int64 -> bool) on 1 GiB.
+// 2. Each row: >= 200 ms of warm-up, then GPU time per op from timestamp queries (every
+//    kernel of the op) and the best wall time per op; GB/s and the ratio to the peak use
+//    the GPU time.
 //
-// Usage: reduce_bench
+// Usage: reduce_bench   (REDUCE_BENCH_ONLY=sum,rows,softmax,argmax,decode,norm,rope,scan
+//                        runs a subset; REDUCE_BENCH_SUSTAIN=<s> first runs softmax back to
+//                        back for that long, printing the time per op as clocks ramp)
 #include <cstdlib>
 
 #include "bench_util.h"
@@ -13,8 +18,8 @@
 #include "mlx/backend/gpu/device_info.h"
 
 namespace mx = mlx::core;
-using bench::Row;
-using bench::time_gpu_op;
+using bench::measure_op;
+using bench::TimedRow;
 
 namespace {
 
@@ -23,6 +28,29 @@ mx::array gpu_uniform(const mx::Shape& shape, int seed, mx::Dtype dt = mx::float
   auto g = mx::copy(x, mx::Device::gpu);
   g.eval();
   return g;
+}
+
+bool wanted(const std::string& block) {
+  const char* only = std::getenv("REDUCE_BENCH_ONLY");
+  if (!only || !*only) {
+    return true;
+  }
+  std::string list = std::string(",") + only + ",";
+  return list.find("," + block + ",") != std::string::npos;
+}
+
+void sustain(const mx::array& s, double seconds) {
+  double t0 = bench::now_ms();
+  while (bench::now_ms() - t0 < 1000.0 * seconds) {
+    double t = bench::now_ms();
+    std::vector<mx::array> outs;
+    for (int i = 0; i < 100; ++i) {
+      outs.push_back(mx::softmax(s, -1));
+    }
+    mx::eval(outs);
+    mx::synchronize();
+    std::printf("t=%7.1f ms  softmax %.1f us/op (wall)\n", t - t0, (bench::now_ms() - t) * 10.0);
+  }
 }
 
 }  // namespace
@@ -35,61 +63,88 @@ int main() {
   mx::set_default_device(mx::Device::gpu);
   const auto& info = mx::gpu::device_info();
   std::printf("device: %s\n", std::get<std::string>(info.at("device_name")).c_str());
+  mx::vulkan::set_profiling(true);
+  if (!mx::vulkan::profiling_enabled()) {
+    std::fprintf(stderr, "reduce_bench: this device cannot time kernels; GPU times read 0\n");
+  }
   const int batch = 10, reps = 5;
 
-  // Peak read bandwidth: 2 x 512 MiB of int64 read, 64 MiB of bool written.
-  double peak = 0, copy_gbs = 0;
-  {
-    int n = 1 << 26;
-    auto a = mx::astype(gpu_uniform({n}, 1), mx::int64);
-    auto b = mx::astype(gpu_uniform({n}, 2), mx::int64);
-    mx::eval({a, b});
-    for (int pass = 0; pass < 2; ++pass) {
-      double ms = time_gpu_op([&] { return mx::equal(a, b); }, batch, reps);
-      double read_gbs = 17.0 * n / (ms * 1e-3) / 1e9;
-      double cms = time_gpu_op([&] { return mx::copy(a); }, batch, reps);
-      copy_gbs = 16.0 * n / (cms * 1e-3) / 1e9;
-      peak = std::max(read_gbs, copy_gbs);
-      std::printf("pass %d: read kernel %.0f GB/s, copy kernel %.0f GB/s\n", pass, read_gbs,
-                  copy_gbs);
-    }
-    std::printf("peak (best of the second pass): %.0f GB/s\n", peak);
+  // Every input first.
+  int n = 1 << 26;
+  auto i64a = mx::astype(gpu_uniform({n}, 1), mx::int64);
+  auto i64b = mx::astype(gpu_uniform({n}, 2), mx::int64);
+  auto big = gpu_uniform({1 << 28}, 3);  // 256M float32 = 1 GiB
+  auto m = gpu_uniform({8192, 8192}, 4);
+  auto s = gpu_uniform({5, 4096, 4096}, 5);
+  auto logits = gpu_uniform({512, 32000}, 6);
+  auto s1 = gpu_uniform({1, 1024}, 7);
+  auto s16 = gpu_uniform({16, 1024}, 8);
+  auto h = gpu_uniform({4096, 4096}, 9, mx::bfloat16);
+  auto w = gpu_uniform({4096}, 10, mx::bfloat16);
+  auto b = gpu_uniform({4096}, 11, mx::bfloat16);
+  auto h1 = gpu_uniform({1, 1024}, 12, mx::bfloat16);
+  auto h16 = gpu_uniform({16, 1024}, 13, mx::bfloat16);
+  auto w1 = gpu_uniform({1024}, 14, mx::bfloat16);
+  auto q16 = gpu_uniform({1, 32, 4096, 128}, 15, mx::float16);
+  auto qb = gpu_uniform({1, 32, 4096, 128}, 16, mx::bfloat16);
+  mx::eval({i64a, i64b});
+
+  if (const char* secs = std::getenv("REDUCE_BENCH_SUSTAIN")) {
+    sustain(s, std::atof(secs));
   }
 
-  std::vector<Row> rows;
-  {
-    auto x = gpu_uniform({1 << 28}, 3);  // 256M float32 = 1 GiB
-    rows.push_back({"sum f32 256M (all)", 4.0 * (1 << 28),
-                    time_gpu_op([&] { return mx::sum(x); }, batch, reps)});
+  // Peak: 2 x 512 MiB of int64 read and 64 MiB of bool written; 512 MiB copied.
+  double read_gbs = 17.0 * n /
+                    (measure_op([&] { return mx::equal(i64a, i64b); }, batch, reps).gpu_ms * 1e-3) /
+                    1e9;
+  double copy_gbs =
+      16.0 * n / (measure_op([&] { return mx::copy(i64a); }, batch, reps).gpu_ms * 1e-3) / 1e9;
+  double peak = std::max(read_gbs, copy_gbs);
+  std::printf("peak (GPU time): read kernel %.0f GB/s, copy kernel %.0f GB/s\n", read_gbs,
+              copy_gbs);
+
+  std::vector<TimedRow> rows;
+  auto add = [&](const char* name, double bytes, const std::function<mx::array()>& make) {
+    rows.push_back({name, bytes, measure_op(make, batch, reps)});
+  };
+  if (wanted("sum")) {
+    add("sum f32 256M (all)", 4.0 * (1 << 28), [&] { return mx::sum(big); });
   }
-  {
-    auto m = gpu_uniform({8192, 8192}, 4);
+  if (wanted("rows")) {
     double bytes = 4.0 * 8192 * 8192;
-    rows.push_back({"row sum f32 8192x8192", bytes,
-                    time_gpu_op([&] { return mx::sum(m, 1); }, batch, reps)});
-    rows.push_back({"column sum f32 8192x8192", bytes,
-                    time_gpu_op([&] { return mx::sum(m, 0); }, batch, reps)});
-    rows.push_back({"max f32 8192x8192 (rows)", bytes,
-                    time_gpu_op([&] { return mx::max(m, 1); }, batch, reps)});
+    add("row sum f32 8192x8192", bytes, [&] { return mx::sum(m, 1); });
+    add("column sum f32 8192x8192", bytes, [&] { return mx::sum(m, 0); });
+    add("max f32 8192x8192 (rows)", bytes, [&] { return mx::max(m, 1); });
   }
-  {
-    auto s = gpu_uniform({5, 4096, 4096}, 5);
-    rows.push_back({"softmax f32 5x4096x4096", 2 * 4.0 * 5 * 4096 * 4096,
-                    time_gpu_op([&] { return mx::softmax(s, -1); }, batch, reps)});
+  if (wanted("softmax")) {
+    add("softmax f32 5x4096x4096", 2 * 4.0 * 5 * 4096 * 4096, [&] { return mx::softmax(s, -1); });
   }
-  {
-    auto l = gpu_uniform({512, 32000}, 6);
-    rows.push_back({"argmax f32 512x32000", 4.0 * 512 * 32000,
-                    time_gpu_op([&] { return mx::argmax(l, -1); }, batch, reps)});
+  if (wanted("argmax")) {
+    add("argmax f32 512x32000", 4.0 * 512 * 32000, [&] { return mx::argmax(logits, -1); });
   }
-  {
-    auto d1 = gpu_uniform({1, 1024}, 7);
-    auto d16 = gpu_uniform({16, 1024}, 8);
-    rows.push_back({"softmax f32 1x1024 (decode)", 2 * 4.0 * 1024,
-                    time_gpu_op([&] { return mx::softmax(d1, -1); }, batch, reps)});
-    rows.push_back({"softmax f32 16x1024", 2 * 4.0 * 16 * 1024,
-                    time_gpu_op([&] { return mx::softmax(d16, -1); }, batch, reps)});
+  if (wanted("decode")) {
+    add("softmax f32 1x1024 (decode)", 2 * 4.0 * 1024, [&] { return mx::softmax(s1, -1); });
+    add("softmax f32 16x1024", 2 * 4.0 * 16 * 1024, [&] { return mx::softmax(s16, -1); });
+    add("rms_norm bf16 1x1024 (decode)", 2 * 2.0 * 1024,
+        [&] { return mx::fast::rms_norm(h1, w1, 1e-5f); });
+    add("rms_norm bf16 16x1024", 2 * 2.0 * 16 * 1024,
+        [&] { return mx::fast::rms_norm(h16, w1, 1e-5f); });
   }
-  bench::print_table(rows, peak, copy_gbs);
+  if (wanted("norm")) {
+    double bytes = 2 * 2.0 * 4096 * 4096;
+    add("rms_norm bf16 4096x4096", bytes, [&] { return mx::fast::rms_norm(h, w, 1e-5f); });
+    add("layer_norm bf16 4096x4096", bytes, [&] { return mx::fast::layer_norm(h, w, b, 1e-5f); });
+  }
+  if (wanted("rope")) {
+    double bytes = 2 * 2.0 * 32 * 4096 * 128;
+    add("rope f16 1x32x4096x128", bytes,
+        [&] { return mx::fast::rope(q16, 128, false, 10000.0f, 1.0f, 7); });
+    add("rope bf16 1x32x4096x128", bytes,
+        [&] { return mx::fast::rope(qb, 128, false, 10000.0f, 1.0f, 7); });
+  }
+  if (wanted("scan")) {
+    add("cumsum f32 8192x8192 (rows)", 2 * 4.0 * 8192 * 8192, [&] { return mx::cumsum(m, 1); });
+  }
+  bench::print_timed_table(rows, peak);
   return 0;
 }
