@@ -97,9 +97,19 @@ TEST_CASE("profiling times every dispatch of binary and reduce kernels, per kern
   auto report = vk::profile_report();
   CHECK(report.find("| kernel | calls |") != std::string::npos);
   CHECK(report.find(times.front().key) != std::string::npos);
+  // The batch span covers the dependent chain: at least its longest kernel, and (the four
+  // kernels ran one after another behind barriers) at least most of their sum.
+  double longest = 0, sum = 0;
+  for (const auto& t : times) {
+    longest = std::max(longest, t.max_us);
+    sum += t.total_us;
+  }
+  CHECK(vk::gpu_busy_us() >= longest);
+  CHECK(vk::gpu_busy_us() >= 0.5 * sum);
 
   vk::reset_kernel_times();
   CHECK(vk::kernel_times().empty());
+  CHECK(vk::gpu_busy_us() == 0.0);
 }
 
 TEST_CASE("one batch of more dispatches than a timestamp pool holds times them all") {

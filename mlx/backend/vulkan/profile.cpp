@@ -23,6 +23,7 @@ struct Accumulated {
 struct State {
   std::mutex mtx;
   std::map<std::string, Accumulated> times;
+  double busy_ns = 0;  // batch spans, summed
   // The device's timestamps, probed once: usable, nanoseconds per tick, valid bits.
   std::once_flag probed;
   std::atomic<bool> unsupported{false};
@@ -118,6 +119,20 @@ void reset_kernel_times() {
   auto& s = state();
   std::lock_guard lk(s.mtx);
   s.times.clear();
+  s.busy_ns = 0;
+}
+
+void add_batch_span(uint64_t start, uint64_t end) {
+  auto& s = state();
+  double ns = static_cast<double>((end - start) & s.mask) * s.period_ns;
+  std::lock_guard lk(s.mtx);
+  s.busy_ns += ns;
+}
+
+double gpu_busy_us() {
+  auto& s = state();
+  std::lock_guard lk(s.mtx);
+  return s.busy_ns / 1e3;
 }
 
 std::string profile_report() {

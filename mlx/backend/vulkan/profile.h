@@ -34,6 +34,10 @@ struct KernelTime {
 
 // Every timed kernel so far, by total time, descending.
 std::vector<KernelTime> kernel_times();
+// The summed GPU spans of the timed batches: from each batch's first timed dispatch start
+// to its last one's end. For independent ops whose intervals overlap this is the honest
+// "GPU time" (kernel totals then count the overlap twice). Reset with the kernel times.
+double gpu_busy_us();
 void reset_kernel_times();
 // kernel_times() as a markdown table.
 std::string profile_report();
@@ -42,5 +46,6 @@ std::string profile_report();
 // device's support once), and one timed dispatch's raw timestamps.
 bool profiling_active(Device& d);
 void add_kernel_ticks(const std::string& key, uint64_t start, uint64_t end);
+void add_batch_span(uint64_t start, uint64_t end);
 
 }  // namespace mlx::core::vulkan
