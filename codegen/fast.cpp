@@ -47,8 +47,8 @@ std::string flag(const KernelKey& key, const char* name, const std::string& wher
 
 uint32_t parse_vec(const KernelKey& key, const std::string& where, uint32_t max) {
   const std::string& v = key_param(key, "vec", where);
-  if (v != "1" && v != "2" && v != "4") {
-    throw std::invalid_argument("[render] " + where + ": vec must be 1, 2 or 4.");
+  if (v != "1" && v != "2" && v != "4" && v != "8") {
+    throw std::invalid_argument("[render] " + where + ": vec must be 1, 2, 4 or 8.");
   }
   uint32_t vec = static_cast<uint32_t>(std::stoul(v));
   if (vec > max) {
@@ -104,9 +104,12 @@ bool norm_idx64(const NormGeometry& g) {
   return needs_64(reach);
 }
 
-uint32_t norm_vec(const NormGeometry& g) {
-  bool aligned = g.len % 4 == 0 && g.in_offset % 4 == 0 && g.out_offset % 4 == 0;
-  return aligned ? 4 : 1;
+// Lanes of a 16-byte vector of the dtype when every row of x and the output starts at a
+// multiple of it, else 1.
+uint32_t norm_vec(const NormGeometry& g, const DtypeInfo& dt) {
+  uint32_t lanes = 128u / static_cast<uint32_t>(dt.bits);
+  bool aligned = g.len % lanes == 0 && g.in_offset % lanes == 0 && g.out_offset % lanes == 0;
+  return aligned ? lanes : 1;
 }
 
 void check_norm(const NormGeometry& g, const std::string& where) {
@@ -123,8 +126,8 @@ bool rope_idx64(const RopeGeometry& g) {
   return needs_64(std::max({g.in_offset, g.out_offset, static_cast<uint64_t>(g.row0)}) + span);
 }
 
-uint32_t rope_vec(const RopeGeometry& g) {
-  for (uint32_t vec : {4u, 2u}) {
+uint32_t rope_vec(const RopeGeometry& g, const DtypeInfo& dt) {
+  for (uint32_t vec : {128u / static_cast<uint32_t>(dt.bits), 4u, 2u}) {
     bool aligned = g.d % vec == 0 && g.half_dims % vec == 0 && g.in_offset % vec == 0 &&
                    g.out_offset % vec == 0;
     if (aligned) {
@@ -151,7 +154,7 @@ KernelKey norm_key(const std::string& op, const std::string& dtype, const NormGe
   key.params = {{"op", op},
                 {"dtype", dtype},
                 {"idx", norm_idx64(g) ? "64" : "32"},
-                {"vec", std::to_string(norm_vec(g))},
+                {"vec", std::to_string(norm_vec(g, float_dtype(dtype, "norm")))},
                 {"sg", caps.subgroup_shuffle ? "1" : "0"}};
   return key;
 }
@@ -165,27 +168,29 @@ KernelSource render_norm(const KernelKey& key, const DeviceCaps& caps) {
   }
   std::string norm_op = op == "rms" ? "OP_RMS" : op == "layer" ? "OP_LAYER" : "OP_SOFTMAX";
   uint32_t buffers = op == "rms" ? 3 : op == "layer" ? 4 : 2;
-  uint32_t vec = parse_vec(key, where, 4);
-  if (vec == 2) {
-    throw std::invalid_argument("[render] " + where + ": vec must be 1 or 4.");
+  const DtypeInfo& dt = float_dtype(key_param(key, "dtype", where), where);
+  uint32_t lanes = 128u / static_cast<uint32_t>(dt.bits);
+  uint32_t vec = parse_vec(key, where, lanes);
+  if (vec != 1 && vec != lanes) {
+    throw std::invalid_argument("[render] " + where + ": vec must be 1 or " +
+                                std::to_string(lanes) + ".");
   }
   std::string sg = flag(key, "sg", where);
   if (sg == "1" && !caps.subgroup_shuffle) {
     throw std::invalid_argument("[render] " + where + ": the device has no subgroup shuffles.");
   }
-  const DtypeInfo& dt = float_dtype(key_param(key, "dtype", where), where);
-  return finish(
-      "norm.glsl",
-      {std::string("NORM_OP ").append(norm_op), std::string("SUBGROUP ").append(sg)}, dt,
-      parse_idx(key, where), vec, buffers, 10, caps, where);
+  return finish("norm.glsl",
+                {std::string("NORM_OP ").append(norm_op), std::string("SUBGROUP ").append(sg)}, dt,
+                parse_idx(key, where), vec, buffers, 10, caps, where);
 }
 
 Launch norm_launch(const KernelKey& key, const KernelSource& source, const NormGeometry& g) {
   const std::string where = "kernel " + key.canonical();
   check_norm(g, where);
   bool idx64 = parse_idx(key, where);
-  uint32_t vec = parse_vec(key, where, 4);
-  if (idx64 != norm_idx64(g) || (vec == 4 && norm_vec(g) != 4)) {
+  const DtypeInfo& dt = float_dtype(key_param(key, "dtype", where), where);
+  uint32_t vec = parse_vec(key, where, 8);
+  if (idx64 != norm_idx64(g) || (vec > 1 && norm_vec(g, dt) != vec)) {
     throw std::invalid_argument("[launch] " + where + " does not match the geometry.");
   }
   // About two vectors per invocation, in a power of two of invocations up to the group.
@@ -216,7 +221,7 @@ KernelKey rope_key(const std::string& dtype, const RopeGeometry& g) {
   key.params = {{"dtype", dtype},
                 {"trad", g.traditional ? "1" : "0"},
                 {"freqs", g.freqs ? "1" : "0"},
-                {"vec", std::to_string(rope_vec(g))},
+                {"vec", std::to_string(rope_vec(g, float_dtype(dtype, "rope")))},
                 {"idx", rope_idx64(g) ? "64" : "32"}};
   return key;
 }
@@ -227,17 +232,19 @@ KernelSource render_rope(const KernelKey& key, const DeviceCaps& caps) {
   const DtypeInfo& dt = float_dtype(key_param(key, "dtype", where), where);
   std::string freqs = flag(key, "freqs", where);
   std::string trad = flag(key, "trad", where);
-  return finish(
-      "rope.glsl", {std::string("TRADITIONAL ").append(trad), std::string("FREQS ").append(freqs)},
-      dt, parse_idx(key, where), parse_vec(key, where, 4), freqs == "1" ? 4 : 3, 13, caps, where);
+  return finish("rope.glsl",
+                {std::string("TRADITIONAL ").append(trad), std::string("FREQS ").append(freqs)}, dt,
+                parse_idx(key, where), parse_vec(key, where, 128u / static_cast<uint32_t>(dt.bits)),
+                freqs == "1" ? 4 : 3, 13, caps, where);
 }
 
 Launch rope_launch(const KernelKey& key, const KernelSource& source, const RopeGeometry& g) {
   const std::string where = "kernel " + key.canonical();
   check_rope(g, where);
   bool idx64 = parse_idx(key, where);
-  uint32_t vec = parse_vec(key, where, 4);
-  if (idx64 != rope_idx64(g) || g.half_dims % vec != 0 || (vec > 1 && rope_vec(g) < vec) ||
+  const DtypeInfo& dt = float_dtype(key_param(key, "dtype", where), where);
+  uint32_t vec = parse_vec(key, where, 8);
+  if (idx64 != rope_idx64(g) || g.half_dims % vec != 0 || (vec > 1 && rope_vec(g, dt) < vec) ||
       (key_param(key, "freqs", where) == "1") != g.freqs ||
       (key_param(key, "trad", where) == "1") != g.traditional) {
     throw std::invalid_argument("[launch] " + where + " does not match the geometry.");

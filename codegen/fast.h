@@ -24,8 +24,8 @@ struct NormGeometry {
   float eps = 0.0f;
 };
 
-// "norm:dtype=f16|bf16|f32,idx=32|64,op=rms|layer|softmax,sg=0|1,vec=1|4". vec 4 when
-// every row of x and the output starts at a multiple of 4 elements; sg 1 when the device
+// "norm:dtype=f16|bf16|f32,idx=32|64,op=rms|layer|softmax,sg=0|1,vec=1|4|8". vec: the
+// dtype's lanes in 16 bytes when every row of x and the output starts at a multiple of them; sg 1 when the device
 // has subgroup shuffles. softmax binds no weight or bias (their fields are ignored).
 KernelKey norm_key(const std::string& op, const std::string& dtype, const NormGeometry& g,
                    const DeviceCaps& caps);
@@ -53,8 +53,8 @@ struct RopeGeometry {
   uint64_t freqs_offset = 0;
 };
 
-// "rope:dtype=f16|bf16|f32,freqs=0|1,idx=32|64,trad=0|1,vec=1|2|4". vec: pairs per
-// invocation, the widest whose vectors stay aligned.
+// "rope:dtype=f16|bf16|f32,freqs=0|1,idx=32|64,trad=0|1,vec=1|2|4|8". vec: pairs per
+// invocation (16 bytes of the dtype, else 4 or 2), the widest whose vectors stay aligned.
 KernelKey rope_key(const std::string& dtype, const RopeGeometry& g);
 KernelSource render_rope(const KernelKey& key, const DeviceCaps& caps);
 Launch rope_launch(const KernelKey& key, const KernelSource& source, const RopeGeometry& g);

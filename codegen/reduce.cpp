@@ -204,7 +204,8 @@ int64_t slice_length(const ReduceGeometry& g, uint32_t vec) {
 
 int64_t reduce_column_splits(int64_t count, int64_t len) {
   // Enough (column, slice) invocations to fill a GPU, each slice at least kMinRows rows.
-  constexpr int64_t kTargetInvocations = kTargetGroups * kWorkgroupSize;
+  // Counted in columns: with 16-byte loads an invocation folds 4-16 of them, hence the 4x.
+  constexpr int64_t kTargetInvocations = 4 * kTargetGroups * kWorkgroupSize;
   constexpr int64_t kMinRows = 32;
   if (count <= 0 || count >= kTargetInvocations || len < 2 * kMinRows) {
     return 1;

@@ -40,8 +40,9 @@
 #include "include/lanes.glsl"
 #endif
 
-// Vectors per invocation held in registers (16 f32 values with VEC 4).
-#define MAX_STEPS (VEC > 1 ? 4 : 8)
+// Vectors per invocation held in registers: 16 values (with the weight and bias beside
+// them), enough for a 4096-wide row in 256 invocations.
+#define MAX_STEPS (16 / VEC)
 
 layout(local_size_x_id = 0) in;
 
@@ -168,21 +169,33 @@ float row_sum(float v) {
   return row_reduce(v, false);
 }
 
+float load_w(IDX_T j) {
+#if NORM_OP == OP_SOFTMAX
+  return 1.0f;
+#else
+  return IN0_LOAD(weight[uint(pc.w_offset + j * pc.w_stride)]);
+#endif
+}
+
+float load_b(IDX_T j) {
+#if LAYER
+  return IN0_LOAD(bias[uint(pc.b_offset + j * pc.b_stride)]);
+#else
+  return 0.0f;
+#endif
+}
+
 float load_x(IDX_T i) {
   return IN0_LOAD(in0[uint(i)]);
 }
 
-// y for element j of the row with statistics (mu, inv): for softmax mu is the max and
-// inv the reciprocal of the sum of exponentials.
-float affine(float x, IDX_T j, float mu, float inv) {
+// y for an element with weight w and bias b, given the row's statistics (mu, inv): for
+// softmax mu is the max and inv the reciprocal of the sum of exponentials.
+float affine(float x, float w, float b, float mu, float inv) {
 #if NORM_OP == OP_SOFTMAX
   return exp(x - mu) * inv;
 #else
-  float y = (x - mu) * inv * IN0_LOAD(weight[uint(pc.w_offset + j * pc.w_stride)]);
-#if LAYER
-  y += IN0_LOAD(bias[uint(pc.b_offset + j * pc.b_stride)]);
-#endif
-  return y;
+  return (x - mu) * inv * w + b;
 #endif
 }
 
@@ -202,11 +215,18 @@ void main() {
 
   if (nv <= IDX_T(tpr * MAX_STEPS)) {
     // Registers: one read of the row.
-    float v[MAX_STEPS * VEC];
+    // The weight and bias are read with x, so their latency overlaps x's instead of
+    // following the row statistics.
+    float v[MAX_STEPS * VEC], wv[MAX_STEPS * VEC], bv[MAX_STEPS * VEC];
     float s = 0.0f;
     for (uint k = 0u; k < MAX_STEPS; ++k) {
       IDX_T q = IDX_T(lane + k * tpr);
       bool in_row = live && q < nv;
+      for (uint j = 0u; j < VEC; ++j) {
+        IDX_T e = q * VEC + IDX_T(j);
+        wv[k * VEC + j] = in_row ? load_w(e) : 0.0f;
+        bv[k * VEC + j] = in_row ? load_b(e) : 0.0f;
+      }
 #if VEC > 1
       IN0_VT w = in_row ? in0v[uint(base / VEC + q)] : IN0_VT(0);
       for (uint j = 0u; j < VEC; ++j) {
@@ -262,11 +282,12 @@ void main() {
 #if VEC > 1
       OUT_VT w = OUT_VT(0);
       for (uint j = 0u; j < VEC; ++j) {
-        OUT_VSET(w, j, affine(v[k * VEC + j], q * VEC + IDX_T(j), mu, inv));
+        uint i = k * VEC + j;
+        OUT_VSET(w, j, affine(v[i], wv[i], bv[i], mu, inv));
       }
       outvv[uint(obase / VEC + q)] = w;
 #else
-      outv[uint(obase + q)] = OUT_STORE(affine(v[k], q, mu, inv));
+      outv[uint(obase + q)] = OUT_STORE(affine(v[k], wv[k], bv[k], mu, inv));
 #endif
     }
     return;
@@ -303,6 +324,6 @@ void main() {
   inv = inversesqrt(s / n + eps);
 #endif
   for (IDX_T j = IDX_T(lane); live && j < pc.len; j += IDX_T(tpr)) {
-    outv[uint(obase + j)] = OUT_STORE(affine(load_x(base + j), j, mu, inv));
+    outv[uint(obase + j)] = OUT_STORE(affine(load_x(base + j), load_w(j), load_b(j), mu, inv));
   }
 }
