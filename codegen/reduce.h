@@ -25,6 +25,7 @@ struct ReduceGeometry {
   int64_t splits = 1;  // rows only
   uint64_t in_offset = 0;
   uint64_t out_offset = 0;
+  uint64_t aux_offset = 0;  // arg_reduce split/finish: binding 2's element 0
 };
 
 // Slices per row for `rows` rows of `len`: enough workgroups to fill a GPU when there are
@@ -58,10 +59,16 @@ Launch reduce_launch(const KernelKey& key, const KernelSource& source, const Red
 // The row kernels built on the same plan (rows of a row-contiguous input, or columns of an
 // [outer, len, inner] one), without slices: ReduceGeometry with splits == 1.
 //
-// "arg_reduce:idx=32|64,in=<dtype>,mode=row|col,op=ArgMax|ArgMin" (templates/
-// arg_reduce.glsl): uint32 index of the first extreme, NaN counting as the extreme.
+// "arg_reduce:idx=32|64,in=<dtype>,mode=row|col,op=ArgMax|ArgMin,stage=one|split|finish,
+// vec=<lanes>" (templates/arg_reduce.glsl): uint32 index of the first extreme, NaN
+// counting as the extreme. Long rows that leave the GPU idle are split (reduce_splits):
+// a Split launch (g.splits > 1) stores per slice the best index (binding 1) and its value
+// in arg_reduce_value_dtype(in) (binding 2, g.aux_offset); a Finish launch over those
+// (in = the value dtype, len = splits) reads the indices at binding 2 and stores the row's.
+enum class ArgStage { One, Split, Finish };
+std::string arg_reduce_value_dtype(const std::string& in_dtype);
 KernelKey arg_reduce_key(const std::string& op, const std::string& in_dtype,
-                         const ReduceGeometry& g);
+                         const ReduceGeometry& g, ArgStage stage = ArgStage::One);
 KernelSource render_arg_reduce(const KernelKey& key, const DeviceCaps& caps);
 Launch arg_reduce_launch(const KernelKey& key, const KernelSource& source, const ReduceGeometry& g);
 

@@ -6,7 +6,15 @@
 // [outer, len, inner] input, one invocation per output. NaN counts as the extreme (the
 // first NaN wins), and ties keep the smaller index, as the CPU reference. The engine
 // defines ARGMAX (1: max, 0: min), V_T (the compute type) and V_INIT (the identity);
-// IS_NAN(v) is false for integer types. VEC > 1 (rows only): rows start at multiples of
+// IS_NAN(v) is false for integer types.
+//
+// STAGE (rows only) splits long rows over several workgroups, as reduce.glsl does:
+// STAGE_SPLIT folds slice s of row r (workgroup r * splits + s) and stores its best index
+// (global within the row; ~0u for an empty slice) and that element's value (in V_T, at
+// binding 2); STAGE_FINISH reads those pairs, `len` = splits per row, input 0 being the
+// values and binding 2 the indices, and stores the winner's global index. Slices are in
+// index order, so the first extreme of a row is the first extreme among its slices.
+// VEC > 1 (rows only): rows start at multiples of
 // VEC and are read as 16-byte vectors, four in flight per invocation, as reduce.glsl.
 // Defaults: f32 argmax over rows.
 #ifndef MODE_COL
@@ -24,6 +32,12 @@
 #ifndef VEC
 #define VEC 1
 #endif
+#define STAGE_ONE 0
+#define STAGE_SPLIT 1
+#define STAGE_FINISH 2
+#ifndef STAGE
+#define STAGE STAGE_ONE
+#endif
 
 #include "include/operands.glsl"
 #if VEC > 1
@@ -38,6 +52,15 @@ layout(std430, set = 0, binding = 0) readonly buffer In0 {
 layout(std430, set = 0, binding = 1) writeonly buffer Out {
   uint outv[];
 };
+#if STAGE == STAGE_SPLIT
+layout(std430, set = 0, binding = 2) writeonly buffer PartValues {
+  V_T part_values[];
+};
+#elif STAGE == STAGE_FINISH
+layout(std430, set = 0, binding = 2) readonly buffer PartIndices {
+  uint part_indices[];
+};
+#endif
 #if VEC > 1
 layout(std430, set = 0, binding = 0) readonly buffer In0V {
   IN0_VT in0v[];
@@ -51,6 +74,9 @@ layout(push_constant) uniform Params {
   IDX_T len;
   IDX_T count;  // ROW: rows; COL: outer * inner
   IDX_T inner;  // COL: stride of the reduced axis
+  IDX_T splits;  // STAGE_SPLIT: slices per row
+  IDX_T slice;   // STAGE_SPLIT: elements per slice, a multiple of VEC
+  IDX_T aux_offset;  // binding 2's element 0
 }
 pc;
 
@@ -110,18 +136,28 @@ void main() {
   }
   outv[uint(pc.out_offset + o)] = idx;
 #else
-  IDX_T row = IDX_T(gl_WorkGroupID.y) * IDX_T(gl_NumWorkGroups.x) + IDX_T(gl_WorkGroupID.x);
+  IDX_T g = IDX_T(gl_WorkGroupID.y) * IDX_T(gl_NumWorkGroups.x) + IDX_T(gl_WorkGroupID.x);
+  IDX_T row = g / pc.splits;
   if (row >= pc.count) {
     return;  // uniform for the whole workgroup
   }
   IDX_T base = pc.in0_offset + row * pc.len;
   uint t = gl_LocalInvocationID.x;
   IDX_T wg = IDX_T(gl_WorkGroupSize.x);
-  IDX_T j0 = 0;
+  // This workgroup's elements [begin, end) of the row.
+  IDX_T begin = min((g - row * pc.splits) * pc.slice, pc.len);
+  IDX_T end = min(begin + pc.slice, pc.len);
+#if STAGE == STAGE_FINISH
+  for (IDX_T j = IDX_T(t); j < pc.len; j += wg) {
+    uint i = part_indices[uint(pc.aux_offset + row * pc.len + j)];
+    consider(v, idx, V_T(IN0_LOAD(in0[uint(base + j)])), i);
+  }
+#else
+  IDX_T j0 = begin;
 #if VEC > 1
   IDX_T vbase = base / VEC;
-  IDX_T q = IDX_T(t);
-  IDX_T q_end = pc.len / VEC;
+  IDX_T q = begin / VEC + IDX_T(t);
+  IDX_T q_end = end / VEC;
   for (; q + 3 * wg < q_end; q += 4 * wg) {
     IN0_VT w0 = in0v[uint(vbase + q)];
     IN0_VT w1 = in0v[uint(vbase + q + wg)];
@@ -135,11 +171,12 @@ void main() {
   for (; q < q_end; q += wg) {
     consider_vector(v, idx, in0v[uint(vbase + q)], uint(q * VEC));
   }
-  j0 = q_end * VEC;  // the last len % VEC elements
+  j0 = max(q_end * VEC, begin);  // the last len % VEC elements of a row
 #endif
-  for (IDX_T j = j0 + IDX_T(t); j < pc.len; j += wg) {
+  for (IDX_T j = j0 + IDX_T(t); j < end; j += wg) {
     consider(v, idx, V_T(IN0_LOAD(in0[uint(base + j)])), uint(j));
   }
+#endif
   best_v[t] = v;
   best_i[t] = idx;
   barrier();
@@ -151,7 +188,12 @@ void main() {
     barrier();
   }
   if (t == 0u) {
+#if STAGE == STAGE_SPLIT
+    outv[uint(pc.out_offset + g)] = best_i[0];
+    part_values[uint(pc.aux_offset + g)] = best_v[0];
+#else
     outv[uint(pc.out_offset + row)] = best_i[0];
+#endif
   }
 #endif
 }

@@ -74,3 +74,33 @@ TEST_CASE("argmax and argmin pick the first NaN, then the first extreme") {
   // Flattened, as the op does without an axis.
   CHECK(mx::argmax(x, false, mx::Device::gpu).item<uint32_t>() == 3);
 }
+
+TEST_CASE("argmax over a vocabulary-sized row is split across workgroups and keeps the first") {
+  if (!gpu_present())
+    return;
+  // One decode step's logits: 151936 values in one row, split into slices whose
+  // (value, index) pairs a second launch finishes. Narrow int8/bf16 domains make ties
+  // across slices common: the first index must still win.
+  Tolerance exact{0, 0};
+  for (auto dt : {mx::float32, mx::bfloat16, mx::int8}) {
+    for (bool is_max : {true, false}) {
+      Op op = [=](const std::vector<mx::array>& in, mx::StreamOrDevice s) {
+        return is_max ? mx::argmax(in[0], -1, false, s) : mx::argmin(in[0], -1, false, s);
+      };
+      Case c{is_max ? "argmax (split row)" : "argmin (split row)",
+             {dt},
+             {1, 151936},
+             Layout::contiguous,
+             8};
+      CHECK_MESSAGE(run_case(c, op, {Domain{-3, 3}}, exact), c.describe());
+    }
+  }
+  // A NaN late in the row beats every number; the first of two NaNs wins.
+  std::vector<float> v(151936, 1.0f);
+  v[100000] = std::nanf("");
+  v[150000] = std::nanf("");
+  v[5] = 2.0f;
+  mx::array x(v.begin(), {1, 151936});
+  CHECK(mx::argmax(x, -1, false, mx::Device::gpu).item<uint32_t>() == 100000u);
+  CHECK(mx::argmin(x, -1, false, mx::Device::gpu).item<uint32_t>() == 100000u);
+}

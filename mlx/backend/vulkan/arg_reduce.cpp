@@ -19,27 +19,34 @@ namespace {
 namespace codegen = vulkan::codegen;
 using vulkan::Buf;
 
-// Plans, binds and records one arg_reduce launch over `g` (offsets filled here).
+// Plans, binds and records one arg_reduce launch over `g` (offsets filled here). `aux`
+// is binding 2 of a split (values written) or finishing (indices read) launch.
 void launch(const std::string& op, const Buf& in, const Buf& out, codegen::ReduceGeometry g,
-            int stream) {
+            int stream, codegen::ArgStage stage = codegen::ArgStage::One,
+            const Buf* aux = nullptr) {
   auto& dev = vulkan::device(op.c_str());
   auto& enc = vulkan::encoder(stream);
-  int64_t in_elems = g.count * g.len;
-  int64_t out_elems = g.count;
-  auto bi = vulkan::bind_operand(
-      dev, {in.alloc, in.offset, in.itemsize, 0, std::max<int64_t>(in_elems - 1, 0)}, false);
-  auto bo = vulkan::bind_operand(
-      dev, {out.alloc, out.offset, out.itemsize, 0, std::max<int64_t>(out_elems - 1, 0)}, true);
+  int64_t outs = g.count * g.splits;
+  auto bi = vulkan::bind_run(dev, in, g.count * g.len, false);
+  auto bo = vulkan::bind_run(dev, out, outs, true);
   g.in_offset = bi.elem_offset;
   g.out_offset = bo.elem_offset;
-  auto key = codegen::arg_reduce_key(op, in.dtype, g);
+  std::vector<vulkan::Binding> bindings{bi.binding, bo.binding};
+  if (aux) {
+    bool write = stage == codegen::ArgStage::Split;
+    auto ba = vulkan::bind_run(dev, *aux, write ? outs : g.count * g.len, write);
+    g.aux_offset = ba.elem_offset;
+    bindings.push_back(ba.binding);
+  }
+  auto key = codegen::arg_reduce_key(op, in.dtype, g, stage);
   const auto& kernel = vulkan::kernel_library().get(key);
   auto numbers = codegen::arg_reduce_launch(key, kernel.source, g);
-  std::vector<vulkan::Binding> bindings{bi.binding, bo.binding};
   vulkan::record_launch(enc, kernel, numbers, bindings);
 }
 
-// Rows of `len` in groups that fit one binding; false when one row alone does not.
+// Rows of `len` in groups that fit one binding; false when one row alone does not. Few
+// long rows (a decode step's argmax over the vocabulary is one row) are split across
+// workgroups: per slice a (value, index) pair, then a finishing launch over the pairs.
 bool run_rows(const std::string& op, const Buf& in, int64_t count, int64_t len, const Buf& out,
               int stream) {
   auto& dev = vulkan::device(op.c_str());
@@ -48,13 +55,26 @@ bool run_rows(const std::string& op, const Buf& in, int64_t count, int64_t len, 
   if (len > max_elems) {
     return false;
   }
+  auto& enc = vulkan::encoder(stream);
   // Rows per launch: both the input and the output of a launch must fit one binding.
   int64_t per = std::max<int64_t>(1, std::min(max_elems / std::max<int64_t>(len, 1), max_out));
   for (int64_t r0 = 0; r0 < count; r0 += per) {
     codegen::ReduceGeometry g;
     g.count = std::min(per, count - r0);
     g.len = len;
-    launch(op, in.at(r0 * len), out.at(r0), g, stream);
+    g.splits = codegen::reduce_splits(g.count, len);
+    if (g.splits == 1) {
+      launch(op, in.at(r0 * len), out.at(r0), g, stream);
+      continue;
+    }
+    Buf indices = vulkan::temporary(enc, g.count * g.splits, "u32");
+    Buf values =
+        vulkan::temporary(enc, g.count * g.splits, codegen::arg_reduce_value_dtype(in.dtype));
+    launch(op, in.at(r0 * len), indices, g, stream, codegen::ArgStage::Split, &values);
+    codegen::ReduceGeometry f;
+    f.count = g.count;
+    f.len = g.splits;
+    launch(op, values, out.at(r0), f, stream, codegen::ArgStage::Finish, &indices);
   }
   return true;
 }
