@@ -79,6 +79,7 @@ int main() {
   auto logits = gpu_uniform({512, 32000}, 6);
   auto s1 = gpu_uniform({1, 1024}, 7);
   auto s16 = gpu_uniform({16, 1024}, 8);
+  auto vocab = gpu_uniform({1, 151936}, 17);
   auto h = gpu_uniform({4096, 4096}, 9, mx::bfloat16);
   auto w = gpu_uniform({4096}, 10, mx::bfloat16);
   auto b = gpu_uniform({4096}, 11, mx::bfloat16);
@@ -121,6 +122,7 @@ int main() {
   }
   if (wanted("argmax")) {
     add("argmax f32 512x32000", 4.0 * 512 * 32000, [&] { return mx::argmax(logits, -1); });
+    add("argmax f32 1x151936 (decode)", 4.0 * 151936, [&] { return mx::argmax(vocab, -1); });
   }
   if (wanted("decode")) {
     add("softmax f32 1x1024 (decode)", 2 * 4.0 * 1024, [&] { return mx::softmax(s1, -1); });
