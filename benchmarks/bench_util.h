@@ -56,8 +56,8 @@ struct Timing {
 };
 
 // Like time_gpu_op, and also the GPU time per op from the profiler (turn it on first with
-// vulkan::set_profiling(true)): the batches' GPU spans (first kernel start to last kernel
-// end) over the ops, for the timed submissions, so at least `reps`
+// vulkan::set_profiling(true)): the GPU busy time (union of the kernels' intervals) over
+// the ops, for the timed submissions, so at least `reps`
 // batches of `batch` ops after a warm-up of >= 200 ms of back-to-back work (the GPU's
 // clocks take ~100 ms to leave idle).
 inline Timing measure_op(const std::function<mx::array()>& make, int batch, int reps) {
@@ -83,8 +83,8 @@ inline Timing measure_op(const std::function<mx::array()>& make, int batch, int 
     mx::synchronize();
     t.wall_ms = std::min(t.wall_ms, (now_ms() - t0) / batch);
   }
-  // Batch spans, not kernel totals: the ops of a batch are independent and their
-  // timestamp intervals overlap. Each timed batch is one submission here (batch ops).
+  // The union of the kernels' intervals, not their total: the ops of a batch are
+  // independent and their timestamp intervals overlap.
   t.gpu_ms = mx::vulkan::gpu_busy_us() / 1000.0 / (static_cast<double>(batch) * reps);
   return t;
 }
@@ -104,6 +104,20 @@ inline void print_table(const std::vector<Row>& rows, double peak_gbs, double co
     double gbs = r.bytes / (r.ms * 1e-3) / 1e9;
     std::printf("| %s | %.0f MiB | %.1f | %.0f | %.2f | %.2f |\n", r.name.c_str(),
                 r.bytes / (1 << 20), r.ms * 1e3, gbs, gbs / peak_gbs, gbs / copy_gbs);
+  }
+}
+
+// Back-to-back copies of `a` for `ms` milliseconds: lifts the GPU out of its idle clocks
+// before a peak is measured (making inputs on the CPU lets them drop).
+inline void warm_gpu(const mx::array& a, double ms) {
+  double start = now_ms();
+  while (now_ms() - start < ms) {
+    std::vector<mx::array> outs;
+    for (int i = 0; i < 10; ++i) {
+      outs.push_back(mx::copy(a));
+    }
+    mx::eval(outs);
+    mx::synchronize();
   }
 }
 

@@ -174,8 +174,6 @@ uint32_t CommandEncoder::start_timing_locked(Batch& b, const Kernel& k) {
 
 void CommandEncoder::read_times(Batch& b) {
   std::array<uint64_t, 2 * kTimedPerPool> ticks;
-  uint64_t span_start = 0, span_end = 0;
-  bool spanned = false;
   for (size_t p = 0; p < b.query_pools.size(); ++p) {
     size_t first = p * kTimedPerPool;
     if (first >= b.timed.size()) {
@@ -191,16 +189,7 @@ void CommandEncoder::read_times(Batch& b) {
     }
     for (uint32_t i = 0; i < n; ++i) {
       add_kernel_ticks(b.timed[first + i], ticks[2 * i], ticks[2 * i + 1]);
-      // The batch's span: its first timed start to its last timed end.
-      if (first + i == 0) {
-        span_start = ticks[0];
-      }
-      span_end = ticks[2 * i + 1];
-      spanned = true;
     }
-  }
-  if (spanned) {
-    add_batch_span(span_start, span_end);
   }
 }
 

@@ -23,7 +23,8 @@ struct Accumulated {
 struct State {
   std::mutex mtx;
   std::map<std::string, Accumulated> times;
-  double busy_ns = 0;  // batch spans, summed
+  // Every timed interval in ticks (capped), for the union that gpu_busy_us() measures.
+  std::vector<std::pair<uint64_t, uint64_t>> intervals;
   // The device's timestamps, probed once: usable, nanoseconds per tick, valid bits.
   std::once_flag probed;
   std::atomic<bool> unsupported{false};
@@ -94,6 +95,11 @@ void add_kernel_ticks(const std::string& key, uint64_t start, uint64_t end) {
   // Masked difference: counters with fewer than 64 valid bits may wrap between the two.
   double ns = static_cast<double>((end - start) & s.mask) * s.period_ns;
   std::lock_guard lk(s.mtx);
+  // Counters narrower than 64 bits wrap; a wrapped pair is left out of the union.
+  constexpr size_t kMaxIntervals = size_t{1} << 20;
+  if (end >= start && s.intervals.size() < kMaxIntervals) {
+    s.intervals.emplace_back(start, end);
+  }
   auto& a = s.times[key];
   a.min_ns = a.calls ? std::min(a.min_ns, ns) : ns;
   a.max_ns = a.calls ? std::max(a.max_ns, ns) : ns;
@@ -119,20 +125,34 @@ void reset_kernel_times() {
   auto& s = state();
   std::lock_guard lk(s.mtx);
   s.times.clear();
-  s.busy_ns = 0;
-}
-
-void add_batch_span(uint64_t start, uint64_t end) {
-  auto& s = state();
-  double ns = static_cast<double>((end - start) & s.mask) * s.period_ns;
-  std::lock_guard lk(s.mtx);
-  s.busy_ns += ns;
+  s.intervals.clear();
 }
 
 double gpu_busy_us() {
   auto& s = state();
   std::lock_guard lk(s.mtx);
-  return s.busy_ns / 1e3;
+  auto iv = s.intervals;
+  std::sort(iv.begin(), iv.end());
+  // The union's length: overlapping intervals (independent dispatches, or a start stamped
+  // while the kernel waited at a barrier behind a timed one) count once.
+  uint64_t total = 0, cur_start = 0, cur_end = 0;
+  bool open = false;
+  for (auto [a, b] : iv) {
+    if (open && a <= cur_end) {
+      cur_end = std::max(cur_end, b);
+      continue;
+    }
+    if (open) {
+      total += cur_end - cur_start;
+    }
+    cur_start = a;
+    cur_end = b;
+    open = true;
+  }
+  if (open) {
+    total += cur_end - cur_start;
+  }
+  return static_cast<double>(total) * s.period_ns / 1e3;
 }
 
 std::string profile_report() {

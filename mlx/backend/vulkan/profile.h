@@ -34,9 +34,9 @@ struct KernelTime {
 
 // Every timed kernel so far, by total time, descending.
 std::vector<KernelTime> kernel_times();
-// The summed GPU spans of the timed batches: from each batch's first timed dispatch start
-// to its last one's end. For independent ops whose intervals overlap this is the honest
-// "GPU time" (kernel totals then count the overlap twice). Reset with the kernel times.
+// The length of the union of every timed dispatch interval since the last reset: the time
+// the GPU spent on timed kernels, each moment counted once. For independent ops whose
+// intervals overlap this is the honest "GPU time" (kernel totals count the overlap twice).
 double gpu_busy_us();
 void reset_kernel_times();
 // kernel_times() as a markdown table.
@@ -46,6 +46,5 @@ std::string profile_report();
 // device's support once), and one timed dispatch's raw timestamps.
 bool profiling_active(Device& d);
 void add_kernel_ticks(const std::string& key, uint64_t start, uint64_t end);
-void add_batch_span(uint64_t start, uint64_t end);
 
 }  // namespace mlx::core::vulkan
