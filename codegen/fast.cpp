@@ -121,14 +121,9 @@ void check_norm(const NormGeometry& g, const std::string& where) {
 
 // ---- rope -------------------------------------------------------------------------------
 
-uint64_t rope_elements(const RopeGeometry& g) {
-  return static_cast<uint64_t>(g.batches) * static_cast<uint64_t>(g.heads) *
-         static_cast<uint64_t>(g.t_len) * static_cast<uint64_t>(g.d);
-}
-
 bool rope_idx64(const RopeGeometry& g) {
-  return needs_64(std::max({g.in_offset, g.out_offset, static_cast<uint64_t>(g.b0)}) +
-                  rope_elements(g));
+  uint64_t span = static_cast<uint64_t>(g.count) * static_cast<uint64_t>(g.d);
+  return needs_64(std::max({g.in_offset, g.out_offset, static_cast<uint64_t>(g.row0)}) + span);
 }
 
 uint32_t rope_vec(const RopeGeometry& g, const DtypeInfo& dt) {
@@ -143,8 +138,8 @@ uint32_t rope_vec(const RopeGeometry& g, const DtypeInfo& dt) {
 }
 
 void check_rope(const RopeGeometry& g, const std::string& where) {
-  if (g.b0 < 0 || g.batches < 0 || g.heads < 1 || g.t_len < 1 || g.d < 1 || g.half_dims < 1 ||
-      2 * g.half_dims > g.d) {
+  if (g.row0 < 0 || g.count < 0 || g.d < 1 || g.half_dims < 1 || 2 * g.half_dims > g.d ||
+      g.t_len < 1 || g.per_batch < 1) {
     throw std::invalid_argument("[launch] " + where + ": inconsistent rope geometry.");
   }
 }
@@ -254,19 +249,13 @@ Launch rope_launch(const KernelKey& key, const KernelSource& source, const RopeG
       (key_param(key, "trad", where) == "1") != g.traditional) {
     throw std::invalid_argument("[launch] " + where + " does not match the geometry.");
   }
-  // One invocation per (batch entry, position, chunk of 4 heads as rope.glsl's HPI, unit).
-  constexpr uint64_t kHeadsPerInvocation = 4;
   uint64_t per_row = static_cast<uint64_t>(g.half_dims / vec + (g.d - 2 * g.half_dims));
-  uint64_t chunks =
-      (static_cast<uint64_t>(g.heads) + kHeadsPerInvocation - 1) / kHeadsPerInvocation;
-  uint64_t invocations =
-      static_cast<uint64_t>(g.batches) * static_cast<uint64_t>(g.t_len) * chunks * per_row;
   uint64_t wg = source.workgroup_size[0];
-  uint64_t groups = (invocations + wg - 1) / wg;
+  uint64_t groups = (static_cast<uint64_t>(g.count) * per_row + wg - 1) / wg;
   return pack(source,
               {static_cast<int64_t>(g.in_offset), static_cast<int64_t>(g.out_offset),
-               static_cast<int64_t>(g.offsets_offset), static_cast<int64_t>(g.freqs_offset), g.b0,
-               g.batches, g.heads, g.t_len, g.d, g.half_dims, g.offset_per_batch ? 1 : 0,
+               static_cast<int64_t>(g.offsets_offset), static_cast<int64_t>(g.freqs_offset), g.row0,
+               g.count, g.d, g.half_dims, g.t_len, g.per_batch, g.offset_per_batch ? 1 : 0,
                float_bits(g.scale), float_bits(rope_coefficient(g.base, g.half_dims))},
               idx64, groups, where);
 }

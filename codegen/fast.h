@@ -34,15 +34,15 @@ KernelSource render_norm(const KernelKey& key, const DeviceCaps& caps);
 // Push constants (with the invocations per row, chosen from the row length) and groups.
 Launch norm_launch(const KernelKey& key, const KernelSource& source, const NormGeometry& g);
 
-// x viewed as [B, heads, t_len, d]; a launch covers batch entries b0 .. b0 + batches - 1
-// (in_offset/out_offset locate element (b0, 0, 0, 0)).
+// Rows of x viewed as [B, per_batch, d]; row r has position t = r % t_len. A launch covers
+// rows row0 .. row0 + count - 1 (in_offset/out_offset locate row row0).
 struct RopeGeometry {
-  int64_t b0 = 0;
-  int64_t batches = 0;
-  int64_t heads = 1;
-  int64_t t_len = 1;
+  int64_t row0 = 0;
+  int64_t count = 0;  // rows
   int64_t d = 0;
   int64_t half_dims = 0;
+  int64_t t_len = 1;
+  int64_t per_batch = 1;
   bool offset_per_batch = false;  // offsets hold one value per batch entry
   bool traditional = false;
   bool freqs = false;  // a freqs operand replaces base

@@ -74,29 +74,6 @@ layout(std430, set = 0, binding = 0) readonly buffer In0V {
 layout(std430, set = 0, binding = OUT_BINDING) writeonly buffer OutV {
   OUT_VT outvv[];
 };
-#if NORM_OP != OP_SOFTMAX
-layout(std430, set = 0, binding = 1) readonly buffer WeightV {
-  IN0_VT weightv[];
-};
-#endif
-#if LAYER
-layout(std430, set = 0, binding = 2) readonly buffer BiasV {
-  IN0_VT biasv[];
-};
-#endif
-#endif
-
-// Registers hold rows packed as loaded (a 16-byte vector is 4 registers whatever the
-// dtype) and unpack lanes on use: half the registers of unpacked f32 for 16-bit rows,
-// which lets more workgroups share an SM and keeps more loads in flight.
-#if VEC > 1
-#define RAW_T IN0_VT
-#define RAW_ZERO IN0_VT(0)
-#define LANE(r, j) IN0_VLANE(r, j)
-#else
-#define RAW_T float
-#define RAW_ZERO 0.0f
-#define LANE(r, j) (r)
 #endif
 
 // codegen/fast.cpp packs exactly these fields, each IDX_T.
@@ -237,42 +214,36 @@ void main() {
   float inv;
 
   if (nv <= IDX_T(tpr * MAX_STEPS)) {
-    // Registers: one read of the row. The weight and bias are read with x (as vectors
-    // when they are dense and aligned), so their latency overlaps x's.
-    bool wvec = pc.w_stride == 1 && pc.w_offset % VEC == 0;
-    bool bvec = pc.b_stride == 1 && pc.b_offset % VEC == 0;
-    RAW_T xr[MAX_STEPS], wr[MAX_STEPS], br[MAX_STEPS];
+    // Registers: one read of the row.
+    // The weight and bias are read with x, so their latency overlaps x's instead of
+    // following the row statistics.
+    float v[MAX_STEPS * VEC], wv[MAX_STEPS * VEC], bv[MAX_STEPS * VEC];
+    float s = 0.0f;
     for (uint k = 0u; k < MAX_STEPS; ++k) {
       IDX_T q = IDX_T(lane + k * tpr);
-      xr[k] = RAW_ZERO;
-      wr[k] = RAW_ZERO;
-      br[k] = RAW_ZERO;
-      if (live && q < nv) {
-#if VEC > 1
-        xr[k] = in0v[uint(base / VEC + q)];
-#if NORM_OP != OP_SOFTMAX
-        if (wvec) {
-          wr[k] = weightv[uint(pc.w_offset / VEC + q)];
-        }
-#endif
-#if LAYER
-        if (bvec) {
-          br[k] = biasv[uint(pc.b_offset / VEC + q)];
-        }
-#endif
-#else
-        xr[k] = load_x(base + q);
-        wr[k] = load_w(q);
-        br[k] = load_b(q);
-#endif
+      bool in_row = live && q < nv;
+      for (uint j = 0u; j < VEC; ++j) {
+        IDX_T e = q * VEC + IDX_T(j);
+        wv[k * VEC + j] = in_row ? load_w(e) : 0.0f;
+        bv[k * VEC + j] = in_row ? load_b(e) : 0.0f;
       }
+#if VEC > 1
+      IN0_VT w = in_row ? in0v[uint(base / VEC + q)] : IN0_VT(0);
+      for (uint j = 0u; j < VEC; ++j) {
+        v[k * VEC + j] = in_row ? IN0_VLANE(w, j) : 0.0f;
+        s += LAYER ? v[k * VEC + j] : v[k * VEC + j] * v[k * VEC + j];
+      }
+#else
+      v[k] = in_row ? load_x(base + q) : 0.0f;
+      s += LAYER ? v[k] : v[k] * v[k];
+#endif
     }
 #if NORM_OP == OP_SOFTMAX
     float m = uintBitsToFloat(0xff800000u);
     for (uint k = 0u; k < MAX_STEPS; ++k) {
       bool in_row = IDX_T(lane + k * tpr) < nv;
       for (uint j = 0u; j < VEC; ++j) {
-        m = in_row ? max_nan(m, LANE(xr[k], j)) : m;
+        m = in_row ? max_nan(m, v[k * VEC + j]) : m;
       }
     }
     mu = row_reduce(m, true);
@@ -280,18 +251,11 @@ void main() {
     for (uint k = 0u; k < MAX_STEPS; ++k) {
       bool in_row = IDX_T(lane + k * tpr) < nv;
       for (uint j = 0u; j < VEC; ++j) {
-        e += in_row ? exp(LANE(xr[k], j) - mu) : 0.0f;
+        e += in_row ? exp(v[k * VEC + j] - mu) : 0.0f;
       }
     }
     inv = 1.0f / row_sum(e);
 #else
-    float s = 0.0f;
-    for (uint k = 0u; k < MAX_STEPS; ++k) {
-      for (uint j = 0u; j < VEC; ++j) {
-        float x = LANE(xr[k], j);  // 0 outside the row
-        s += LAYER ? x : x * x;
-      }
-    }
     s = row_sum(s);
 #if LAYER
     mu = s / n;
@@ -299,7 +263,7 @@ void main() {
     for (uint k = 0u; k < MAX_STEPS; ++k) {
       bool in_row = IDX_T(lane + k * tpr) < nv;
       for (uint j = 0u; j < VEC; ++j) {
-        float d = LANE(xr[k], j) - mu;
+        float d = v[k * VEC + j] - mu;
         d2 += in_row ? d * d : 0.0f;
       }
     }
@@ -312,20 +276,19 @@ void main() {
     }
     for (uint k = 0u; k < MAX_STEPS; ++k) {
       IDX_T q = IDX_T(lane + k * tpr);
-      if (q < nv) {
-#if VEC > 1
-        OUT_VT o = OUT_VT(0);
-        for (uint j = 0u; j < VEC; ++j) {
-          IDX_T el = q * VEC + IDX_T(j);
-          float w = wvec ? LANE(wr[k], j) : load_w(el);
-          float b = bvec ? LANE(br[k], j) : load_b(el);
-          OUT_VSET(o, j, affine(LANE(xr[k], j), w, b, mu, inv));
-        }
-        outvv[uint(obase / VEC + q)] = o;
-#else
-        outv[uint(obase + q)] = OUT_STORE(affine(xr[k], wr[k], br[k], mu, inv));
-#endif
+      if (q >= nv) {
+        break;
       }
+#if VEC > 1
+      OUT_VT w = OUT_VT(0);
+      for (uint j = 0u; j < VEC; ++j) {
+        uint i = k * VEC + j;
+        OUT_VSET(w, j, affine(v[i], wv[i], bv[i], mu, inv));
+      }
+      outvv[uint(obase / VEC + q)] = w;
+#else
+      outv[uint(obase + q)] = OUT_STORE(affine(v[k], wv[k], bv[k], mu, inv));
+#endif
     }
     return;
   }

@@ -1,7 +1,6 @@
 // eval_gpu of RoPE: the "rope" family (codegen/fast.h, docs/fast.md). x is read in place
-// when row-contiguous, else copied dense, as [B, heads, T, d]; launches cover whole batch
-// entries and are cut so each fits one binding (one entry wider than a binding takes the
-// explicit CPU route).
+// when row-contiguous, else copied dense; launches are cut so each fits one binding, and
+// each carries its first row so positions and batch entries stay right.
 #include <algorithm>
 
 #include "codegen/fast.h"
@@ -26,14 +25,8 @@ void RoPE::eval_gpu(const std::vector<array>& inputs, array& out) {
   }
   auto& dev = vulkan::device("RoPE");
   int64_t d = out.shape(-1);
-  int64_t t_len = out.shape(-2);
-  int64_t batches = out.shape(0);
-  // x as [B, heads, T, d]: heads are every dim between the batch and the positions.
-  int64_t heads =
-      batches * t_len * d == 0 ? 1 : static_cast<int64_t>(out.size()) / (batches * t_len * d);
-  int64_t entry = heads * t_len * d;  // elements per batch entry
   int64_t max_elems = vulkan::binding_elems(dev, out.itemsize());
-  if (!vulkan::copies_fit(inputs) || entry > max_elems) {
+  if (!vulkan::copies_fit(inputs) || d > max_elems) {
     vulkan::cpu_fallback(*this, inputs, out, "an operand wider than one storage binding");
     return;
   }
@@ -50,25 +43,26 @@ void RoPE::eval_gpu(const std::vector<array>& inputs, array& out) {
   Buf off = dense_run(enc, stream, offsets, "i32");
   Buf fr = has_freqs ? dense_run(enc, stream, inputs[2], "f32") : off;
   Buf y = vulkan::buf_of(out, dtype);
-  // Launches of whole batch entries, each fitting one binding.
-  int64_t per = std::max<int64_t>(1, max_elems / entry);
+  int64_t count = static_cast<int64_t>(out.size()) / d;
+  int64_t per_batch = count / out.shape(0);
+  int64_t per = std::max<int64_t>(1, max_elems / d);
   auto bo = bind_run(dev, off, static_cast<int64_t>(offsets.size()), false);
   auto bf = bind_run(dev, fr, has_freqs ? dims_ / 2 : 1, false);
-  for (int64_t b0 = 0; b0 < batches; b0 += per) {
+  for (int64_t r0 = 0; r0 < count; r0 += per) {
     codegen::RopeGeometry g;
-    g.b0 = b0;
-    g.batches = std::min(per, batches - b0);
-    g.heads = heads;
-    g.t_len = t_len;
+    g.row0 = r0;
+    g.count = std::min(per, count - r0);
     g.d = d;
     g.half_dims = dims_ / 2;
+    g.t_len = out.shape(-2);
+    g.per_batch = per_batch;
     g.offset_per_batch = offsets.size() > 1;
     g.traditional = traditional_;
     g.freqs = has_freqs;
     g.base = base_;
     g.scale = scale_;
-    auto bx = bind_run(dev, x.at(b0 * entry), g.batches * entry, false);
-    auto by = bind_run(dev, y.at(b0 * entry), g.batches * entry, true);
+    auto bx = bind_run(dev, x.at(r0 * d), g.count * d, false);
+    auto by = bind_run(dev, y.at(r0 * d), g.count * d, true);
     g.in_offset = bx.elem_offset;
     g.out_offset = by.elem_offset;
     g.offsets_offset = bo.elem_offset;
