@@ -132,7 +132,8 @@ array rope(const array& x, int dims, bool traditional, std::optional<float> base
          " but got shape " + shape_text(freqs->shape()) + ".");
   }
   auto stream = to_stream(s);
-  std::vector<array> inputs{x, reshape(astype(offset, int32, stream), {-1}, stream)};
+  // A 0-d offset is read with stride 0: no reshape node (it would cost a dispatch per call).
+  std::vector<array> inputs{x, astype(offset, int32, stream)};
   if (freqs) {
     inputs.push_back(astype(*freqs, float32, stream));
   }

@@ -38,4 +38,13 @@ LaunchMemo& launch_memo() {
   return memo;
 }
 
+int64_t family_word(const char* name) {
+  // FNV-1a of the name: families are a handful of fixed strings.
+  uint64_t h = 1469598103934665603ull;
+  for (const char* c = name; *c; ++c) {
+    h = (h ^ static_cast<unsigned char>(*c)) * 1099511628211ull;
+  }
+  return static_cast<int64_t>(h);
+}
+
 } // namespace mlx::core::vulkan

@@ -42,4 +42,20 @@ class LaunchMemo {
 // The calling thread's memo (no locking: each thread records its own launches).
 LaunchMemo& launch_memo();
 
+// The memo's entry for `signature`, built by `plan` on a miss. The signature must hold
+// every input of the family's key and launch numbers, starting with a word naming the
+// family (family_word), so two families never share an entry.
+template <typename Plan>
+const MemoEntry& memoized(const std::vector<int64_t>& signature, Plan&& plan) {
+  auto& memo = launch_memo();
+  uint64_t hash = LaunchMemo::hash_words(signature);
+  if (const MemoEntry* e = memo.find(signature, hash)) {
+    return *e;
+  }
+  return memo.insert(signature, hash, plan());
+}
+
+// A signature word for a family or op name.
+int64_t family_word(const char* name);
+
 }  // namespace mlx::core::vulkan

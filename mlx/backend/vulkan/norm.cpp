@@ -3,12 +3,14 @@
 // are copied dense first. Launches are cut so every operand fits one binding; a single row
 // wider than a binding takes the explicit CPU route.
 #include <algorithm>
+#include <cstring>
 
 #include "codegen/fast.h"
 #include "mlx/backend/vulkan/allocator.h"
 #include "mlx/backend/vulkan/cpu_fallback.h"
 #include "mlx/backend/vulkan/kernel_library.h"
 #include "mlx/backend/vulkan/kernels.h"
+#include "mlx/backend/vulkan/launch_memo.h"
 #include "mlx/backend/vulkan/reduce_plan.h"
 #include "mlx/fast_primitives.h"
 
@@ -64,9 +66,29 @@ void eval_norm(Primitive& p, const std::string& op, float eps, const std::vector
     g.w_offset = bw.elem_offset;
     g.b_offset = bb.elem_offset;
     g.out_offset = by.elem_offset;
-    auto key = codegen::norm_key(op, dtype, g, dev.caps());
-    const auto& kernel = vulkan::kernel_library().get(key);
-    auto launch = codegen::norm_launch(key, kernel.source, g);
+    // Key and numbers depend on exactly these: repeated geometries (every layer of a
+    // decode step) skip planning.
+    uint32_t eps_bits;
+    std::memcpy(&eps_bits, &g.eps, 4);
+    std::vector<int64_t> sig{vulkan::family_word("norm"),
+                             vulkan::family_word(op.c_str()),
+                             static_cast<int64_t>(reinterpret_cast<uintptr_t>(dtype)),
+                             g.count,
+                             g.len,
+                             static_cast<int64_t>(g.in_offset),
+                             static_cast<int64_t>(g.w_offset),
+                             static_cast<int64_t>(g.b_offset),
+                             static_cast<int64_t>(g.out_offset),
+                             g.w_stride,
+                             g.b_stride,
+                             eps_bits};
+    const auto& planned = vulkan::memoized(sig, [&] {
+      auto key = codegen::norm_key(op, dtype, g, dev.caps());
+      const auto& kernel = vulkan::kernel_library().get(key);
+      return vulkan::MemoEntry{&kernel, codegen::norm_launch(key, kernel.source, g)};
+    });
+    const auto& kernel = *planned.kernel;
+    const auto& launch = planned.launch;
     std::vector<vulkan::Binding> bindings{bx.binding};
     if (affine) {
       bindings.push_back(bw.binding);

@@ -2,12 +2,14 @@
 // when row-contiguous, else copied dense; launches are cut so each fits one binding, and
 // each carries its first row so positions and batch entries stay right.
 #include <algorithm>
+#include <cstring>
 
 #include "codegen/fast.h"
 #include "mlx/backend/vulkan/allocator.h"
 #include "mlx/backend/vulkan/cpu_fallback.h"
 #include "mlx/backend/vulkan/kernel_library.h"
 #include "mlx/backend/vulkan/kernels.h"
+#include "mlx/backend/vulkan/launch_memo.h"
 #include "mlx/backend/vulkan/reduce_plan.h"
 #include "mlx/fast_primitives.h"
 
@@ -67,9 +69,31 @@ void RoPE::eval_gpu(const std::vector<array>& inputs, array& out) {
     g.out_offset = by.elem_offset;
     g.offsets_offset = bo.elem_offset;
     g.freqs_offset = bf.elem_offset;
-    auto key = codegen::rope_key(dtype, g);
-    const auto& kernel = vulkan::kernel_library().get(key);
-    auto launch = codegen::rope_launch(key, kernel.source, g);
+    float numbers[2] = {g.base, g.scale};
+    int64_t bits = 0;
+    std::memcpy(&bits, numbers, 8);
+    std::vector<int64_t> sig{
+        vulkan::family_word("rope"),
+        static_cast<int64_t>(reinterpret_cast<uintptr_t>(dtype)),
+        g.row0,
+        g.count,
+        g.d,
+        g.half_dims,
+        g.t_len,
+        g.per_batch,
+        (g.offset_per_batch ? 1 : 0) | (g.traditional ? 2 : 0) | (g.freqs ? 4 : 0),
+        bits,
+        static_cast<int64_t>(g.in_offset),
+        static_cast<int64_t>(g.out_offset),
+        static_cast<int64_t>(g.offsets_offset),
+        static_cast<int64_t>(g.freqs_offset)};
+    const auto& planned = vulkan::memoized(sig, [&] {
+      auto key = codegen::rope_key(dtype, g);
+      const auto& kernel = vulkan::kernel_library().get(key);
+      return vulkan::MemoEntry{&kernel, codegen::rope_launch(key, kernel.source, g)};
+    });
+    const auto& kernel = *planned.kernel;
+    const auto& launch = planned.launch;
     std::vector<vulkan::Binding> bindings{bx.binding, bo.binding};
     if (has_freqs) {
       bindings.push_back(bf.binding);
