@@ -537,6 +537,18 @@ struct DeviceFactory {
     if (p.has("VK_KHR_portability_subset")) {
       exts.push_back("VK_KHR_portability_subset");
     }
+    // Optional: compiler statistics for MLX_VK_PIPELINE_STATS (pipeline_stats.h).
+    auto executable_info = make_info<VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR);
+    if (p.has(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
+      VkPhysicalDeviceFeatures2 query{
+          VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &executable_info, {}};
+      vkGetPhysicalDeviceFeatures2(p.handle, &query);
+    }
+    if (executable_info.pipelineExecutableInfo) {
+      exts.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+      executable_info.pNext = &f11;
+    }
 
     float priority = 1.0f;
     auto qci = make_info<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);
@@ -544,7 +556,8 @@ struct DeviceFactory {
     qci.queueCount = 1;
     qci.pQueuePriorities = &priority;
     auto dci = make_info<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO);
-    dci.pNext = &f11;
+    dci.pNext = executable_info.pipelineExecutableInfo ? static_cast<void*>(&executable_info)
+                                                       : static_cast<void*>(&f11);
     dci.queueCreateInfoCount = 1;
     dci.pQueueCreateInfos = &qci;
     dci.enabledExtensionCount = static_cast<uint32_t>(exts.size());
@@ -558,6 +571,9 @@ struct DeviceFactory {
     vkGetDeviceQueue(dev.device_, dev.queue_family_, 0, &dev.queue_);
     dev.push_descriptors_ = push && vkCmdPushDescriptorSetKHR != nullptr;
     dev.push_descriptor_fn_ = dev.push_descriptors_ ? vkCmdPushDescriptorSetKHR : nullptr;
+    dev.pipeline_executable_info_ = executable_info.pipelineExecutableInfo &&
+                                    vkGetPipelineExecutablePropertiesKHR &&
+                                    vkGetPipelineExecutableStatisticsKHR;
 
     auto& c = dev.caps_;
     c.subgroup_size = p.props11.subgroupSize;

@@ -74,6 +74,11 @@ class Device {
   PFN_vkCmdPushDescriptorSetKHR push_descriptor_fn() const {
     return push_descriptor_fn_;
   }
+  // VK_KHR_pipeline_executable_properties with pipelineExecutableInfo: the driver can
+  // report what its compiler made of a pipeline (pipeline_stats.h).
+  bool has_pipeline_executable_info() const {
+    return pipeline_executable_info_;
+  }
 
   // Subsystems (streams, kernels, memory) register their cleanup when they are created;
   // the device runs them in reverse order before it destroys itself, so no Vulkan object
@@ -131,6 +136,7 @@ class Device {
   codegen::DeviceCaps caps_;
   bool push_descriptors_ = false;
   PFN_vkCmdPushDescriptorSetKHR push_descriptor_fn_ = nullptr;
+  bool pipeline_executable_info_ = false;
   std::string name_;
   VkDeviceSize max_allocation_size_ = 0;
   uint32_t array_type_ = 0;

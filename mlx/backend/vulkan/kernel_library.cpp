@@ -6,6 +6,7 @@
 #include "cache/hash.h"
 #include "cache/warn.h"
 #include "mlx/backend/vulkan/kernel_cache.h"
+#include "mlx/backend/vulkan/pipeline_stats.h"
 #include "mlx/backend/vulkan/utils.h"
 
 namespace mlx::core::vulkan {
@@ -112,7 +113,7 @@ codegen::SpirvModule KernelLibrary::spirv_for(Kernel& k, bool allow_disk) {
 }
 
 VkPipeline KernelLibrary::create_pipeline(const Kernel& k, const std::vector<uint32_t>& words,
-                                          VkResult& result) {
+                                          VkPipelineCreateFlags flags, VkResult& result) {
   VkDevice d = dev_.handle();
   auto smi = make_info<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
   smi.codeSize = words.size() * sizeof(uint32_t);
@@ -132,6 +133,7 @@ VkPipeline KernelLibrary::create_pipeline(const Kernel& k, const std::vector<uin
   VkSpecializationInfo spec{static_cast<uint32_t>(entries.size()), entries.data(),
                             values.size() * sizeof(uint32_t), values.data()};
   auto pci = make_info<VkComputePipelineCreateInfo>(VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO);
+  pci.flags = flags;
   pci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
   pci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
   pci.stage.module = module;
@@ -181,9 +183,12 @@ std::shared_ptr<Kernel> KernelLibrary::build(const codegen::KernelKey& key) {
     k->layout = pipeline_layout_for(k->num_buffers, k->push_constant_bytes);
 
     spirv = spirv_for(*k, true);
+    // Disk hits are created here too, so every built pipeline can report statistics.
+    VkPipelineCreateFlags flags =
+        pipeline_stats_active(dev_) ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR : 0;
     auto t0 = std::chrono::steady_clock::now();
     VkResult r = VK_SUCCESS;
-    k->pipeline = create_pipeline(*k, spirv.words, r);
+    k->pipeline = create_pipeline(*k, spirv.words, flags, r);
     if (r != VK_SUCCESS && k->origin == KernelOrigin::Disk) {
       // The entry passed validation yet the driver refused it: treat it as a miss, and the
       // store below replaces it.
@@ -192,13 +197,16 @@ std::shared_ptr<Kernel> KernelLibrary::build(const codegen::KernelKey& key) {
                            result_name(r) + "); compiling it again");
       spirv = spirv_for(*k, false);
       t0 = std::chrono::steady_clock::now();
-      k->pipeline = create_pipeline(*k, spirv.words, r);
+      k->pipeline = create_pipeline(*k, spirv.words, flags, r);
     }
     if (r != VK_SUCCESS) {
       throw std::runtime_error("[vulkan] creating the pipeline of kernel " + key.canonical() +
                                " failed: " + result_name(r) + ".");
     }
     k->pipeline_ms = ms_since(t0);
+    if (flags & VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR) {
+      capture_pipeline_stats(dev_, *k);
+    }
   } catch (...) {
     count_failure();
     throw;

@@ -74,7 +74,8 @@ class KernelLibrary {
   // The one place that turns a rendered kernel into SPIR-V: the disk entry's on a hit
   // (k.origin = Disk), else a fresh compile. Fills k's hash, sizes and times.
   codegen::SpirvModule spirv_for(Kernel& k, bool allow_disk);
-  VkPipeline create_pipeline(const Kernel& k, const std::vector<uint32_t>& words, VkResult& result);
+  VkPipeline create_pipeline(const Kernel& k, const std::vector<uint32_t>& words,
+                             VkPipelineCreateFlags flags, VkResult& result);
   void store(const Kernel& k, const codegen::SpirvModule& spirv);
   VkDescriptorSetLayout set_layout_for(uint32_t num_buffers);
   VkPipelineLayout pipeline_layout_for(uint32_t num_buffers, uint32_t push_bytes);

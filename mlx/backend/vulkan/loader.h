@@ -94,7 +94,10 @@
   X(vkCmdWriteTimestamp)           \
   X(vkGetQueryPoolResults)
 
-#define MLX_VK_OPTIONAL_DEVICE_FUNCTIONS(X) X(vkCmdPushDescriptorSetKHR)
+#define MLX_VK_OPTIONAL_DEVICE_FUNCTIONS(X) \
+  X(vkCmdPushDescriptorSetKHR)              \
+  X(vkGetPipelineExecutablePropertiesKHR)   \
+  X(vkGetPipelineExecutableStatisticsKHR)
 
 namespace mlx::core::vulkan {
 
