@@ -1,13 +1,16 @@
 // where (select) and astype/copy on the GPU match the CPU reference.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "harness.h"
 
 namespace mx = mlx::core;
 using namespace gpu_diff;
 
 TEST_CASE("where on the GPU matches the CPU for every dtype and layout") {
-  if (!gpu_present()) return;
+  if (!gpu_present())
+    return;
   Op op = [](const std::vector<mx::array>& in, mx::StreamOrDevice s) {
     return mx::where(in[0], in[1], in[2], s);
   };
@@ -19,7 +22,8 @@ TEST_CASE("where on the GPU matches the CPU for every dtype and layout") {
 }
 
 TEST_CASE("copy makes any layout contiguous on the GPU") {
-  if (!gpu_present()) return;
+  if (!gpu_present())
+    return;
   Op op = [](const std::vector<mx::array>& in, mx::StreamOrDevice s) { return mx::copy(in[0], s); };
   Tolerance exact{0, 0};
   sweep("copy", op, {{mx::float32}}, {}, &exact);
@@ -29,11 +33,13 @@ TEST_CASE("copy makes any layout contiguous on the GPU") {
 }
 
 TEST_CASE("astype between every pair of GPU dtypes matches the CPU") {
-  if (!gpu_present()) return;
+  if (!gpu_present())
+    return;
   // Values well outside the integer ranges exercise saturation; halves exercise rounding.
   for (auto from : gpu_dtypes) {
     for (auto to : gpu_dtypes) {
-      if (from == to) continue;
+      if (from == to)
+        continue;
       Op op = [to](const std::vector<mx::array>& in, mx::StreamOrDevice s) {
         return mx::astype(in[0], to, s);
       };
@@ -44,11 +50,59 @@ TEST_CASE("astype between every pair of GPU dtypes matches the CPU") {
 }
 
 TEST_CASE("astype of NaN and infinities to integers saturates like the CPU") {
-  if (!gpu_present()) return;
+  if (!gpu_present())
+    return;
   mx::array special({NAN, INFINITY, -INFINITY, 1e10f, -1e10f, 2.5f, -2.5f, 255.5f});
   for (auto to : {mx::uint8, mx::int8, mx::int32, mx::uint32, mx::int64, mx::uint64, mx::bool_}) {
     auto got = mlx_test::to_doubles(mx::astype(special, to, mx::Device::gpu));
     auto want = mlx_test::to_doubles(mx::astype(special, to, mx::Device::cpu));
     CHECK_MESSAGE(got == want, "to " << to);
   }
+}
+
+TEST_CASE("f16 conversions are exact at every rounding boundary") {
+  if (!gpu_present())
+    return;
+  // Every f16 bit pattern to f32 (subnormals, infinities and NaN included), and for every
+  // finite f16 h: h itself, the exact tie between h and the next f16 (rounds to the even
+  // one), and the f32 values one ulp either side of the tie. Compared bit for bit with the
+  // CPU (NaN: any NaN).
+  std::vector<mx::float16_t> all(65536);
+  for (uint32_t i = 0; i < 65536; ++i) {
+    all[i] = mx::float16_t::from_bits(static_cast<uint16_t>(i));
+  }
+  auto halves = mx::array(all.begin(), {65536}, mx::float16);
+  auto up_gpu = mx::astype(halves, mx::float32, mx::Device::gpu);
+  auto up_cpu = mx::astype(halves, mx::float32, mx::Device::cpu);
+  // Equal values, or both NaN (an f16 -> f32 conversion is exact, so values decide).
+  auto same = [](const mx::array& a, const mx::array& b) {
+    auto cpu = mx::Device::cpu;
+    return mx::all(mx::logical_or(mx::equal(a, b, cpu),
+                                  mx::logical_and(mx::isnan(a, cpu), mx::isnan(b, cpu), cpu), cpu),
+                   cpu)
+        .item<bool>();
+  };
+  CHECK(same(up_gpu, up_cpu));
+  auto up = mlx_test::to_doubles(up_cpu);
+  std::vector<float> probes;
+  for (size_t i = 0; i + 1 < up.size(); ++i) {
+    double a = up[i], b = up[i + 1];
+    if (!std::isfinite(a) || !std::isfinite(b) || (i & 0x7fff) == 0x7fff) {
+      continue;  // no next finite value in this direction
+    }
+    float tie = static_cast<float>((a + b) / 2);  // exact: f16 ties are f32 values
+    probes.push_back(static_cast<float>(a));
+    probes.push_back(tie);
+    probes.push_back(std::nextafter(tie, -INFINITY));
+    probes.push_back(std::nextafter(tie, INFINITY));
+  }
+  probes.push_back(65520.0f);  // the overflow tie: rounds to inf
+  probes.push_back(std::nextafter(65520.0f, 0.0f));
+  auto x = mx::array(probes.begin(), {static_cast<int>(probes.size())});
+  // f16 results compared as their exact f32 values: a wrong rounding changes the value.
+  auto down_gpu =
+      mx::astype(mx::astype(x, mx::float16, mx::Device::gpu), mx::float32, mx::Device::cpu);
+  auto down_cpu =
+      mx::astype(mx::astype(x, mx::float16, mx::Device::cpu), mx::float32, mx::Device::cpu);
+  CHECK(same(down_gpu, down_cpu));
 }
