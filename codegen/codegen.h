@@ -23,6 +23,11 @@ struct DeviceCaps {
   bool storage_8bit = false;   // 8-bit types in storage buffers
   bool storage_16bit = false;  // 16-bit types in storage buffers
   bool bfloat16 = false;       // VK_KHR_shader_bfloat16
+  // f16 <-> f32 through GLSL's unpackHalf2x16/packHalf2x16 (one instruction each) instead of
+  // the exact bit-manipulating routines (~10-20 instructions): only on drivers whose
+  // conversions were verified exact (round to nearest even, subnormals kept) by
+  // tests/gpu_diff ("f16 conversions are exact at every rounding boundary").
+  bool f16_hw_convert = false;
   bool cooperative_matrix = false;
   uint32_t max_workgroup_invocations = 128;
   uint32_t max_shared_memory = 16384;

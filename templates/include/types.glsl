@@ -39,6 +39,18 @@
 #define KIND_INT 2
 #define KIND_FLOAT 3
 
+#ifndef MLX_F16_HW
+#define MLX_F16_HW 0
+#endif
+#if MLX_F16_HW
+// The hardware's conversions, where codegen knows them exact (DeviceCaps::f16_hw_convert).
+float f16_bits_to_f32(uint h) {
+  return unpackHalf2x16(h).x;
+}
+uint f32_to_f16_bits(float f) {
+  return packHalf2x16(vec2(f, 0.0f)) & 0xffffu;
+}
+#else
 // IEEE half bits -> f32 (exact).
 float f16_bits_to_f32(uint h) {
   uint sign = (h & 0x8000u) << 16;
@@ -91,6 +103,7 @@ uint f32_to_f16_bits(float f) {
   }
   return h;
 }
+#endif
 
 float bf16_bits_to_f32(uint b) {
   return uintBitsToFloat(b << 16);

@@ -591,11 +591,27 @@ struct DeviceFactory {
     // reports the extensions; kernels take the portable paths.
     c.bfloat16 = false;
     c.cooperative_matrix = false;
+    c.f16_hw_convert = f16_hardware_conversions(p.props12.driverID);
     c.max_workgroup_invocations = p.props.limits.maxComputeWorkGroupInvocations;
     c.max_shared_memory = p.props.limits.maxComputeSharedMemorySize;
     c.fingerprint = p.fingerprint();
 
     choose_memory(dev, p);
+  }
+
+  // Drivers whose f16 pack/unpack were verified exact by the f16 boundary test in
+  // tests/gpu_diff/test_select_copy.cpp: NVIDIA's (H200, driver 580) and lavapipe's (Mesa
+  // 22.3). Others keep the exact software routines until the test has run on them.
+  // MLX_VK_F16_CONVERT=hw|exact overrides (to verify a new device: hw, then run the test).
+  static bool f16_hardware_conversions(VkDriverId id) {
+    if (const char* env = std::getenv("MLX_VK_F16_CONVERT"); env && *env) {
+      std::string v = env;
+      if (v == "hw" || v == "exact") {
+        return v == "hw";
+      }
+      std::fprintf(stderr, "[vulkan] MLX_VK_F16_CONVERT=%s is not hw or exact; ignored.\n", env);
+    }
+    return id == VK_DRIVER_ID_NVIDIA_PROPRIETARY || id == VK_DRIVER_ID_MESA_LLVMPIPE;
   }
 
   // Arrays go to device-local memory. They are mapped for host access only where the
