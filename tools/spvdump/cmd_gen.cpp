@@ -38,7 +38,9 @@ codegen::DeviceCaps parse_caps(const std::string& text, const std::string& finge
                                         {"storage_8bit", &caps.storage_8bit},
                                         {"storage_16bit", &caps.storage_16bit},
                                         {"bfloat16", &caps.bfloat16},
-                                        {"cooperative_matrix", &caps.cooperative_matrix}};
+                                        {"cooperative_matrix", &caps.cooperative_matrix},
+                                        {"subgroup_shuffle", &caps.subgroup_shuffle},
+                                        {"f16_hw_convert", &caps.f16_hw_convert}};
   std::map<std::string, uint32_t*> numbers = {
       {"subgroup_size", &caps.subgroup_size},
       {"max_workgroup_invocations", &caps.max_workgroup_invocations},
