@@ -12,6 +12,8 @@
 // of the dtype (default_tolerance).
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "harness.h"
 #include "mlx/backend/vulkan/cpu_fallback.h"
 
@@ -33,6 +35,7 @@ const std::vector<mx::Shape> norm_shapes = {
     {67, 1031},           // scalar loads, one row per workgroup
     {5, 4096},            // vector loads held in registers
     {2, 9000},            // longer than the registers hold: looped passes
+    {1, 100003},          // > 100k, prime: looped passes with scalar loads
 };
 
 }  // namespace
@@ -124,4 +127,33 @@ TEST_CASE("rope matches the CPU over dtypes, pair layouts, offsets and freqs") {
   Case c{"rope(position 1e5)", {mx::float32}, {1, 2, 4, 64}, Layout::contiguous, 34};
   CHECK_MESSAGE(run_case(c, far, {}, Tolerance{0, 5e-2}), c.describe());
   CHECK(mx::vulkan::fallback_counts()["RoPE"] == 0);
+}
+
+TEST_CASE("norms of rows with NaN or infinities give what the CPU gives") {
+  if (!gpu_present())
+    return;
+  float nan = std::nanf("");
+  float inf = INFINITY;
+  // Row 0 holds a NaN, row 1 an infinity, row 2 is finite: NaN or inf propagate through the
+  // row statistics exactly as on the CPU (both compute in f32 or wider).
+  mx::array x({1.0f, nan, 2.0f, 3.0f, 1.0f, inf, 2.0f, 3.0f, 1.0f, -2.0f, 2.0f, 3.0f}, {3, 4});
+  for (int which = 0; which < 3; ++which) {
+    auto f = [&](mx::Device d) {
+      if (which == 0) {
+        return mx::fast::rms_norm(x, std::nullopt, 1e-5f, d);
+      }
+      if (which == 1) {
+        return mx::fast::layer_norm(x, std::nullopt, std::nullopt, 1e-5f, d);
+      }
+      return mx::softmax(x, -1, false, d);
+    };
+    auto g = mlx_test::to_doubles(f(mx::Device::gpu));
+    auto c = mlx_test::to_doubles(f(mx::Device::cpu));
+    REQUIRE(g.size() == c.size());
+    for (size_t i = 0; i < g.size(); ++i) {
+      bool same = (std::isnan(g[i]) && std::isnan(c[i])) || g[i] == c[i] ||
+                  std::abs(g[i] - c[i]) <= 1e-6 * std::max(1.0, std::abs(c[i]));
+      CHECK_MESSAGE(same, "op " << which << " element " << i << ": " << g[i] << " vs " << c[i]);
+    }
+  }
 }
