@@ -83,6 +83,8 @@ int main() {
   auto h = gpu_uniform({4096, 4096}, 9, mx::bfloat16);
   auto w = gpu_uniform({4096}, 10, mx::bfloat16);
   auto b = gpu_uniform({4096}, 11, mx::bfloat16);
+  auto h32 = gpu_uniform({4096, 4096}, 18);
+  auto w32 = gpu_uniform({4096}, 19);
   auto h1 = gpu_uniform({1, 1024}, 12, mx::bfloat16);
   auto h16 = gpu_uniform({16, 1024}, 13, mx::bfloat16);
   auto w1 = gpu_uniform({1024}, 14, mx::bfloat16);
@@ -137,6 +139,9 @@ int main() {
     double bytes = 2 * 2.0 * 4096 * 4096;
     add("rms_norm bf16 4096x4096", bytes, [&] { return mx::fast::rms_norm(h, w, 1e-5f); });
     add("layer_norm bf16 4096x4096", bytes, [&] { return mx::fast::layer_norm(h, w, b, 1e-5f); });
+    add("rms_norm bf16 4096x4096 (no weight)", bytes,
+        [&] { return mx::fast::rms_norm(h, std::nullopt, 1e-5f); });
+    add("rms_norm f32 4096x4096", 2 * bytes, [&] { return mx::fast::rms_norm(h32, w32, 1e-5f); });
   }
   if (wanted("rope")) {
     double bytes = 2 * 2.0 * 32 * 4096 * 128;

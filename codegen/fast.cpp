@@ -193,10 +193,11 @@ Launch norm_launch(const KernelKey& key, const KernelSource& source, const NormG
   if (idx64 != norm_idx64(g) || (vec > 1 && norm_vec(g, dt) != vec)) {
     throw std::invalid_argument("[launch] " + where + " does not match the geometry.");
   }
-  // About two vectors per invocation, in a power of two of invocations up to the group.
+  // About four vectors (64 bytes, templates/norm.glsl's MAX_STEPS) per invocation, in a
+  // power of two of invocations up to the group.
   uint64_t wg = source.workgroup_size[0];
   uint64_t vectors = static_cast<uint64_t>(g.len) / vec;
-  uint64_t per = vec > 1 ? 2 : 4;
+  uint64_t per = vec > 1 ? 4 : 8;
   uint64_t tpr = 1;
   while (tpr < wg && tpr * per < vectors) {
     tpr *= 2;

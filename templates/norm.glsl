@@ -40,9 +40,18 @@
 #include "include/lanes.glsl"
 #endif
 
-// Vectors per invocation held in registers: 16 values (with the weight and bias beside
-// them), enough for a 4096-wide row in 256 invocations.
-#define MAX_STEPS (16 / VEC)
+// Vectors (elements without VEC) per invocation held in registers, packed as loaded: 64
+// bytes, so each invocation keeps four 16-byte loads in flight. A GPU moves bytes in
+// proportion to the bytes it has in flight: with two per invocation rms_norm bf16 4096^2
+// ran at half of softmax f32's bandwidth on an H200 (same occupancy, 32 registers).
+#define MAX_STEPS (VEC > 1 ? 4 : 16)
+#if VEC > 1
+#define RAW_T IN0_VT
+#define X(k, j) IN0_VLANE(xr[k], j)
+#else
+#define RAW_T float
+#define X(k, j) xr[k]
+#endif
 
 layout(local_size_x_id = 0) in;
 
@@ -224,32 +233,30 @@ void main() {
   float inv;
 
   if (nv <= IDX_T(tpr * MAX_STEPS)) {
-    // Registers: one read of the row. Only x is held (16 values): the weight and bias are
-    // read at the store, as vectors when dense. Holding them too took the kernel to 48-64
-    // registers on an H200, which left room for half the workgroups per SM and measured
-    // 30/45 us (rms/layer bf16 4096^2) against 32 registers for softmax at 0.9 of peak.
-    float v[MAX_STEPS * VEC];
+    // Registers: one read of the row. Only x is held: the weight and bias are read at the
+    // store, as vectors when dense (holding them too took the kernel to 48-64 registers on
+    // an H200, half the workgroups per SM).
+    RAW_T xr[MAX_STEPS];
     float s = 0.0f;
     for (uint k = 0u; k < MAX_STEPS; ++k) {
       IDX_T q = IDX_T(lane + k * tpr);
       bool in_row = live && q < nv;
 #if VEC > 1
-      IN0_VT w = in_row ? in0v[uint(base / VEC + q)] : IN0_VT(0);
-      for (uint j = 0u; j < VEC; ++j) {
-        v[k * VEC + j] = in_row ? IN0_VLANE(w, j) : 0.0f;
-        s += LAYER ? v[k * VEC + j] : v[k * VEC + j] * v[k * VEC + j];
-      }
+      xr[k] = in_row ? in0v[uint(base / VEC + q)] : IN0_VT(0);
 #else
-      v[k] = in_row ? load_x(base + q) : 0.0f;
-      s += LAYER ? v[k] : v[k] * v[k];
+      xr[k] = in_row ? load_x(base + q) : 0.0f;
 #endif
+      for (uint j = 0u; j < VEC; ++j) {
+        float x = X(k, j);  // 0 outside the row
+        s += LAYER ? x : x * x;
+      }
     }
 #if NORM_OP == OP_SOFTMAX
     float m = uintBitsToFloat(0xff800000u);
     for (uint k = 0u; k < MAX_STEPS; ++k) {
       bool in_row = IDX_T(lane + k * tpr) < nv;
       for (uint j = 0u; j < VEC; ++j) {
-        m = in_row ? max_nan(m, v[k * VEC + j]) : m;
+        m = in_row ? max_nan(m, X(k, j)) : m;
       }
     }
     mu = row_reduce(m, true);
@@ -257,7 +264,7 @@ void main() {
     for (uint k = 0u; k < MAX_STEPS; ++k) {
       bool in_row = IDX_T(lane + k * tpr) < nv;
       for (uint j = 0u; j < VEC; ++j) {
-        e += in_row ? exp(v[k * VEC + j] - mu) : 0.0f;
+        e += in_row ? exp(X(k, j) - mu) : 0.0f;
       }
     }
     inv = 1.0f / row_sum(e);
@@ -269,7 +276,7 @@ void main() {
     for (uint k = 0u; k < MAX_STEPS; ++k) {
       bool in_row = IDX_T(lane + k * tpr) < nv;
       for (uint j = 0u; j < VEC; ++j) {
-        float d = v[k * VEC + j] - mu;
+        float d = X(k, j) - mu;
         d2 += in_row ? d * d : 0.0f;
       }
     }
@@ -308,11 +315,11 @@ void main() {
 #else
         float b = 0.0f;
 #endif
-        OUT_VSET(o, j, affine(v[k * VEC + j], w, b, mu, inv));
+        OUT_VSET(o, j, affine(X(k, j), w, b, mu, inv));
       }
       outvv[uint(obase / VEC + q)] = o;
 #else
-      outv[uint(obase + q)] = OUT_STORE(affine(v[k], load_w(q), load_b(q), mu, inv));
+      outv[uint(obase + q)] = OUT_STORE(affine(xr[k], load_w(q), load_b(q), mu, inv));
 #endif
     }
     return;
