@@ -107,7 +107,10 @@ void ArgReduce::eval_gpu(const std::vector<array>& inputs, array& out) {
   }
   int64_t count = static_cast<int64_t>(in.size()) / len;
   Buf dst = vulkan::buf_of(out, "u32");
-  if (in.flags().row_contiguous && inner > 1) {
+  // Columns: a non-last axis read in place, or short rows (one invocation per row, the
+  // columns kernel with inner = 1, instead of a mostly idle workgroup per row).
+  bool short_rows = inner == 1 && len <= 32 && count > 1;
+  if (in.flags().row_contiguous && (inner > 1 || short_rows)) {
     auto& dev = vulkan::device("ArgReduce");
     int64_t max_elems = vulkan::binding_elems(dev, in.itemsize());
     int64_t max_out = vulkan::binding_elems(dev, 4);

@@ -72,12 +72,22 @@ void launch(Context& c, const Buf& in, const Buf& out, codegen::ReduceGeometry g
   vulkan::record_launch(c.enc, kernel, numbers, bindings);
 }
 
+bool reduce_columns(Context& c, const Buf& in, int64_t outer, int64_t len, int64_t inner,
+                    const Buf& out);
+
+// Rows this short fold in one invocation each (the columns kernel with inner = 1): a
+// workgroup per row of a few elements would leave most of its 256 invocations idle.
+constexpr int64_t kShortRow = 32;
+
 // `count` rows of `len` contiguous elements of `in` into `count` elements of `out`.
 void reduce_rows(Context& c, const Buf& in, int64_t count, int64_t len, const Buf& out) {
   if (count == 0) {
     return;
   }
   int64_t max_elems = vulkan::binding_elems(c.dev, in.itemsize);
+  if (len > 0 && len <= kShortRow && count > 1 && reduce_columns(c, in, count, len, 1, out)) {
+    return;
+  }
   std::string partial = codegen::reduce_partial_dtype(c.op, out.dtype);
   if (count * len <= max_elems) {
     int64_t splits = codegen::reduce_splits(count, len);
