@@ -67,6 +67,15 @@ void eval(array& arr) {
           enc.retain(o.data_shared_ptr());
         }
       }
+      // Finish what was recorded now. A failing op usually ends a program, and lavapipe
+      // compiles a pipeline's code on its queue thread at first execution: work still
+      // queued at exit then runs after LLVM's exit-time destructors (registered lazily, so
+      // they run before our device teardown) and crashed or hung the process.
+      try {
+        enc.synchronize();
+      } catch (...) {
+        // The original error is the one to report.
+      }
     }
     throw;
   }
