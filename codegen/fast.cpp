@@ -71,27 +71,7 @@ KernelSource finish(const std::string& tmpl, std::vector<std::string> defines, c
     add_vector_operand_defines("OUT_", dt, vec, true, all);
   }
   all.insert(all.end(), defines.begin(), defines.end());
-  KernelSource source = render_template(tmpl, all);
-  source.num_buffers = buffers;
-  source.push_constant_bytes = fields * (idx64 ? 8 : 4);
-  uint32_t wg = row_workgroup_size(caps);
-  source.workgroup_size = {wg, 1, 1};
-  source.spec_constants = {{0, wg}};
-  return source;
-}
-
-Launch pack(const KernelSource& source, const std::vector<int64_t>& fields, bool idx64,
-            uint64_t groups, const std::string& where) {
-  Launch launch;
-  for (int64_t v : fields) {
-    put(launch.push_constants, v, idx64);
-  }
-  if (launch.push_constants.size() != source.push_constant_bytes) {
-    throw std::invalid_argument("[launch] " + where +
-                                ": packed push constants do not match the kernel's block.");
-  }
-  launch.groups = row_groups(groups, where);
-  return launch;
+  return row_kernel_source(tmpl, all, buffers, fields, idx64, caps);
 }
 
 // ---- norm -------------------------------------------------------------------------------
@@ -204,11 +184,12 @@ Launch norm_launch(const KernelKey& key, const KernelSource& source, const NormG
   }
   uint64_t rows_per_group = wg / tpr;
   uint64_t groups = (static_cast<uint64_t>(g.count) + rows_per_group - 1) / rows_per_group;
-  return pack(source,
-              {static_cast<int64_t>(g.in_offset), static_cast<int64_t>(g.w_offset),
-               static_cast<int64_t>(g.b_offset), static_cast<int64_t>(g.out_offset), g.len, g.count,
-               g.w_stride, g.b_stride, static_cast<int64_t>(tpr), float_bits(g.eps)},
-              idx64, groups, where);
+  return pack_launch(
+      source,
+      {static_cast<int64_t>(g.in_offset), static_cast<int64_t>(g.w_offset),
+       static_cast<int64_t>(g.b_offset), static_cast<int64_t>(g.out_offset), g.len, g.count,
+       g.w_stride, g.b_stride, static_cast<int64_t>(tpr), float_bits(g.eps)},
+      idx64, groups, where);
 }
 
 float rope_coefficient(float base, int64_t half_dims) {
@@ -253,12 +234,13 @@ Launch rope_launch(const KernelKey& key, const KernelSource& source, const RopeG
   uint64_t per_row = static_cast<uint64_t>(g.half_dims / vec + (g.d - 2 * g.half_dims));
   uint64_t wg = source.workgroup_size[0];
   uint64_t groups = (static_cast<uint64_t>(g.count) * per_row + wg - 1) / wg;
-  return pack(source,
-              {static_cast<int64_t>(g.in_offset), static_cast<int64_t>(g.out_offset),
-               static_cast<int64_t>(g.offsets_offset), static_cast<int64_t>(g.freqs_offset), g.row0,
-               g.count, g.d, g.half_dims, g.t_len, g.per_batch, g.offset_per_batch ? 1 : 0,
-               float_bits(g.scale), float_bits(rope_coefficient(g.base, g.half_dims))},
-              idx64, groups, where);
+  return pack_launch(
+      source,
+      {static_cast<int64_t>(g.in_offset), static_cast<int64_t>(g.out_offset),
+       static_cast<int64_t>(g.offsets_offset), static_cast<int64_t>(g.freqs_offset), g.row0,
+       g.count, g.d, g.half_dims, g.t_len, g.per_batch, g.offset_per_batch ? 1 : 0,
+       float_bits(g.scale), float_bits(rope_coefficient(g.base, g.half_dims))},
+      idx64, groups, where);
 }
 
 }  // namespace mlx::core::vulkan::codegen

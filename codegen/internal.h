@@ -62,4 +62,16 @@ uint32_t row_workgroup_size(const DeviceCaps& caps);
 // std::invalid_argument (naming `where`) past 65535^2.
 std::array<uint32_t, 3> row_groups(uint64_t groups, const std::string& where);
 
+// A row-kernel family's rendered source: `tmpl` with `defines`, `buffers` storage buffers,
+// `fields` push-constant fields of IDX_T, and the row workgroup size as spec constant 0.
+KernelSource row_kernel_source(const std::string& tmpl, const std::vector<std::string>& defines,
+                               uint32_t buffers, uint32_t fields, bool idx64,
+                               const DeviceCaps& caps);
+
+// A Launch whose push constants are `fields` (each IDX_T) over `groups` workgroups (laid
+// out by row_groups). Throws std::invalid_argument when the fields do not fill the kernel's
+// push-constant block exactly.
+Launch pack_launch(const KernelSource& source, const std::vector<int64_t>& fields, bool idx64,
+                   uint64_t groups, const std::string& where);
+
 }  // namespace mlx::core::vulkan::codegen

@@ -282,13 +282,7 @@ KernelSource render_reduce(const KernelKey& key, const DeviceCaps& caps) {
     defines.push_back("SUBGROUP 1");
   }
 
-  KernelSource source = render_template("reduce.glsl", defines);
-  source.num_buffers = 2;
-  source.push_constant_bytes = 7 * (s.idx64 ? 8 : 4);
-  uint32_t wg = row_workgroup_size(caps);
-  source.workgroup_size = {wg, 1, 1};
-  source.spec_constants = {{0, wg}};
-  return source;
+  return row_kernel_source("reduce.glsl", defines, 2, 7, s.idx64, caps);
 }
 
 Launch reduce_launch(const KernelKey& key, const KernelSource& source, const ReduceGeometry& g) {
@@ -304,20 +298,13 @@ Launch reduce_launch(const KernelKey& key, const KernelSource& source, const Red
     throw std::invalid_argument("[reduce_launch] " + where +
                                 " does not match the geometry (vector alignment).");
   }
-  Launch launch;
-  for (int64_t v : {static_cast<int64_t>(g.in_offset), static_cast<int64_t>(g.out_offset), g.len,
-                    g.count, g.inner, g.splits, slice_length(g, vec)}) {
-    put(launch.push_constants, v, s.idx64);
-  }
-  if (launch.push_constants.size() != source.push_constant_bytes) {
-    throw std::invalid_argument("[reduce_launch] " + where +
-                                ": packed push constants do not match the kernel's block.");
-  }
   uint64_t wg = source.workgroup_size[0];
   uint64_t col_groups = (static_cast<uint64_t>(g.count) / vec + wg - 1) / wg;
   uint64_t groups = (g.columns ? col_groups : static_cast<uint64_t>(g.count)) * g.splits;
-  launch.groups = row_groups(groups, where);
-  return launch;
+  return pack_launch(source,
+                     {static_cast<int64_t>(g.in_offset), static_cast<int64_t>(g.out_offset), g.len,
+                      g.count, g.inner, g.splits, slice_length(g, vec)},
+                     s.idx64, groups, where);
 }
 
 uint32_t row_workgroup_size(const DeviceCaps& caps) {
@@ -326,6 +313,32 @@ uint32_t row_workgroup_size(const DeviceCaps& caps) {
     wg /= 2;
   }
   return wg;
+}
+
+KernelSource row_kernel_source(const std::string& tmpl, const std::vector<std::string>& defines,
+                               uint32_t buffers, uint32_t fields, bool idx64,
+                               const DeviceCaps& caps) {
+  KernelSource source = render_template(tmpl, defines);
+  source.num_buffers = buffers;
+  source.push_constant_bytes = fields * (idx64 ? 8 : 4);
+  uint32_t wg = row_workgroup_size(caps);
+  source.workgroup_size = {wg, 1, 1};
+  source.spec_constants = {{0, wg}};
+  return source;
+}
+
+Launch pack_launch(const KernelSource& source, const std::vector<int64_t>& fields, bool idx64,
+                   uint64_t groups, const std::string& where) {
+  Launch launch;
+  for (int64_t v : fields) {
+    put(launch.push_constants, v, idx64);
+  }
+  if (launch.push_constants.size() != source.push_constant_bytes) {
+    throw std::invalid_argument("[launch] " + where +
+                                ": packed push constants do not match the kernel's block.");
+  }
+  launch.groups = row_groups(groups, where);
+  return launch;
 }
 
 std::array<uint32_t, 3> row_groups(uint64_t groups, const std::string& where) {

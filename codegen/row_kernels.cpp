@@ -58,31 +58,6 @@ int64_t arg_slice(const ReduceGeometry& g, uint32_t vec) {
   return std::max<int64_t>((slice + vec - 1) / vec * vec, 1);
 }
 
-KernelSource finish_source(const std::string& tmpl, const std::vector<std::string>& defines,
-                           uint32_t buffers, uint32_t fields, bool idx64, const DeviceCaps& caps) {
-  KernelSource source = render_template(tmpl, defines);
-  source.num_buffers = buffers;
-  source.push_constant_bytes = fields * (idx64 ? 8 : 4);
-  uint32_t wg = row_workgroup_size(caps);
-  source.workgroup_size = {wg, 1, 1};
-  source.spec_constants = {{0, wg}};
-  return source;
-}
-
-Launch pack(const KernelSource& source, const std::vector<int64_t>& fields, bool idx64,
-            uint64_t groups, const std::string& where) {
-  Launch launch;
-  for (int64_t v : fields) {
-    put(launch.push_constants, v, idx64);
-  }
-  if (launch.push_constants.size() != source.push_constant_bytes) {
-    throw std::invalid_argument("[launch] " + where +
-                                ": packed push constants do not match the kernel's block.");
-  }
-  launch.groups = row_groups(groups, where);
-  return launch;
-}
-
 }  // namespace
 
 std::string arg_reduce_value_dtype(const std::string& in_dtype) {
@@ -149,7 +124,8 @@ KernelSource render_arg_reduce(const KernelKey& key, const DeviceCaps& caps) {
   if (vec > 1) {
     add_vector_operand_defines("IN0_", in, vec, false, defines);
   }
-  return finish_source("arg_reduce.glsl", defines, stage == ArgStage::One ? 2 : 3, 8, idx64, caps);
+  return row_kernel_source("arg_reduce.glsl", defines, stage == ArgStage::One ? 2 : 3, 8, idx64,
+                           caps);
 }
 
 Launch arg_reduce_launch(const KernelKey& key, const KernelSource& source,
@@ -167,10 +143,11 @@ Launch arg_reduce_launch(const KernelKey& key, const KernelSource& source,
   uint64_t wg = source.workgroup_size[0];
   uint64_t groups = g.columns ? (static_cast<uint64_t>(g.count) + wg - 1) / wg
                               : static_cast<uint64_t>(g.count * g.splits);
-  return pack(source,
-              {static_cast<int64_t>(g.in_offset), static_cast<int64_t>(g.out_offset), g.len,
-               g.count, g.inner, g.splits, arg_slice(g, vec), static_cast<int64_t>(g.aux_offset)},
-              idx64, groups, where);
+  return pack_launch(
+      source,
+      {static_cast<int64_t>(g.in_offset), static_cast<int64_t>(g.out_offset), g.len, g.count,
+       g.inner, g.splits, arg_slice(g, vec), static_cast<int64_t>(g.aux_offset)},
+      idx64, groups, where);
 }
 
 }  // namespace mlx::core::vulkan::codegen

@@ -135,12 +135,7 @@ KernelSource render_scan(const KernelKey& key, const DeviceCaps& caps) {
   defines.push_back("ROW_K " + std::to_string(row_k) + "u");
   defines.push_back("COL_K " + std::to_string(kColK) + "u");
 
-  KernelSource source = render_template("scan.glsl", defines);
-  source.num_buffers = 2;
-  source.push_constant_bytes = 6 * (s.idx64 ? 8 : 4);
-  source.workgroup_size = {wg, 1, 1};
-  source.spec_constants = {{0, wg}};
-  return source;
+  return row_kernel_source("scan.glsl", defines, 2, 6, s.idx64, caps);
 }
 
 Launch scan_launch(const KernelKey& key, const KernelSource& source, const ScanGeometry& g) {
@@ -151,21 +146,14 @@ Launch scan_launch(const KernelKey& key, const KernelSource& source, const ScanG
     throw std::invalid_argument("[scan_launch] " + where +
                                 " does not match the geometry (mode or index width).");
   }
-  Launch launch;
   int64_t flags = (g.reverse ? 1 : 0) | (g.inclusive ? 2 : 0);
-  for (int64_t v : {static_cast<int64_t>(g.in_offset), static_cast<int64_t>(g.out_offset), g.len,
-                    g.count, g.inner, flags}) {
-    put(launch.push_constants, v, s.idx64);
-  }
-  if (launch.push_constants.size() != source.push_constant_bytes) {
-    throw std::invalid_argument("[scan_launch] " + where +
-                                ": packed push constants do not match the kernel's block.");
-  }
   uint64_t cols = std::min<uint64_t>(source.workgroup_size[0], kTileCols);
   uint64_t groups = g.columns ? (static_cast<uint64_t>(g.count) + cols - 1) / cols
                               : static_cast<uint64_t>(g.count);
-  launch.groups = row_groups(groups, where);
-  return launch;
+  return pack_launch(source,
+                     {static_cast<int64_t>(g.in_offset), static_cast<int64_t>(g.out_offset), g.len,
+                      g.count, g.inner, flags},
+                     s.idx64, groups, where);
 }
 
 }  // namespace mlx::core::vulkan::codegen

@@ -8,6 +8,7 @@
 
 #include "mlx/fast_primitives.h"
 #include "mlx/ops.h"
+#include "mlx/utils.h"
 
 namespace mlx::core::fast {
 
@@ -15,16 +16,6 @@ namespace {
 
 [[noreturn]] void fail(const std::string& msg) {
   throw std::invalid_argument(msg);
-}
-
-std::string shape_text(const Shape& shape) {
-  std::ostringstream os;
-  os << "(";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    os << (i ? "," : "") << shape[i];
-  }
-  os << ")";
-  return os.str();
 }
 
 // A weight or bias: 1-d with x.shape(-1) elements.
@@ -102,11 +93,11 @@ array rope(const array& x, int dims, bool traditional, std::optional<float> base
   }
   if (offset.ndim() > 1) {
     fail("[rope] offset must have at most one dimension but has shape " +
-         shape_text(offset.shape()) + ".");
+         shape_to_string(offset.shape()) + ".");
   }
   if (offset.size() != 1 && offset.size() != static_cast<size_t>(x.shape(0))) {
     fail("[rope] offset must be a scalar or vector with " + std::to_string(x.shape(0)) +
-         " elements but has shape " + shape_text(offset.shape()) + ".");
+         " elements but has shape " + shape_to_string(offset.shape()) + ".");
   }
   if (!issubdtype(offset.dtype(), integer)) {
     fail("[rope] offset must be an integer but got type " + dtype_to_string(offset.dtype()) + ".");
@@ -129,7 +120,7 @@ array rope(const array& x, int dims, bool traditional, std::optional<float> base
   }
   if (freqs && (freqs->ndim() != 1 || freqs->shape(0) != dims / 2)) {
     fail("[rope] freqs must be one dimensional with size " + std::to_string(dims / 2) +
-         " but got shape " + shape_text(freqs->shape()) + ".");
+         " but got shape " + shape_to_string(freqs->shape()) + ".");
   }
   auto stream = to_stream(s);
   // A 0-d offset is read with stride 0: no reshape node (it would cost a dispatch per call).
