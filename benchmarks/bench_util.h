@@ -23,27 +23,29 @@ inline double now_ms() {
 
 // Runs `make` `batch` times per submission (one command buffer), `reps` submissions, and
 // returns the best per-op time in ms. The first (warm-up) submission also compiles kernels.
+// Makes `batch` ops and evaluates them together (one submission unless a limit splits it).
+inline void run_batch(const std::function<mx::array()>& make, int batch) {
+  std::vector<mx::array> outs;
+  outs.reserve(batch);
+  for (int i = 0; i < batch; ++i) {
+    outs.push_back(make());
+  }
+  mx::eval(outs);
+}
+
 inline double time_gpu_op(const std::function<mx::array()>& make, int batch, int reps) {
-  auto run_batch = [&] {
-    std::vector<mx::array> outs;
-    outs.reserve(batch);
-    for (int i = 0; i < batch; ++i) {
-      outs.push_back(make());
-    }
-    mx::eval(outs);
-  };
   // Warm-up: kernels, allocator cache, and at least 100 ms of back-to-back work so the GPU
   // leaves its idle clocks before anything is timed (a fresh or idle H200 runs its SMs at
   // a fraction of their clock, which slows compute-bound kernels several times).
   double warm_start = now_ms();
   do {
-    run_batch();
+    run_batch(make, batch);
   } while (now_ms() - warm_start < 100.0);
   double best = 1e30;
   for (int r = 0; r < reps; ++r) {
     mx::synchronize();
     double t0 = now_ms();
-    run_batch();
+    run_batch(make, batch);
     best = std::min(best, (now_ms() - t0) / batch);
   }
   return best;
@@ -61,17 +63,9 @@ struct Timing {
 // batches of `batch` ops after a warm-up of >= 200 ms of back-to-back work (the GPU's
 // clocks take ~100 ms to leave idle).
 inline Timing measure_op(const std::function<mx::array()>& make, int batch, int reps) {
-  auto run_batch = [&] {
-    std::vector<mx::array> outs;
-    outs.reserve(batch);
-    for (int i = 0; i < batch; ++i) {
-      outs.push_back(make());
-    }
-    mx::eval(outs);
-  };
   double warm_start = now_ms();
   do {
-    run_batch();
+    run_batch(make, batch);
   } while (now_ms() - warm_start < 200.0);
   mx::synchronize();
   mx::vulkan::reset_kernel_times();
@@ -79,7 +73,7 @@ inline Timing measure_op(const std::function<mx::array()>& make, int batch, int 
   for (int r = 0; r < reps; ++r) {
     mx::synchronize();
     double t0 = now_ms();
-    run_batch();
+    run_batch(make, batch);
     mx::synchronize();
     t.wall_ms = std::min(t.wall_ms, (now_ms() - t0) / batch);
   }
