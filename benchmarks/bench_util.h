@@ -21,8 +21,6 @@ inline double now_ms() {
   return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
 }
 
-// Runs `make` `batch` times per submission (one command buffer), `reps` submissions, and
-// returns the best per-op time in ms. The first (warm-up) submission also compiles kernels.
 // Makes `batch` ops and evaluates them together (one submission unless a limit splits it).
 inline void run_batch(const std::function<mx::array()>& make, int batch) {
   std::vector<mx::array> outs;
@@ -33,6 +31,8 @@ inline void run_batch(const std::function<mx::array()>& make, int batch) {
   mx::eval(outs);
 }
 
+// Runs `make` `batch` times per submission (one command buffer), `reps` submissions, and
+// returns the best per-op time in ms. The first (warm-up) submission also compiles kernels.
 inline double time_gpu_op(const std::function<mx::array()>& make, int batch, int reps) {
   // Warm-up: kernels, allocator cache, and at least 100 ms of back-to-back work so the GPU
   // leaves its idle clocks before anything is timed (a fresh or idle H200 runs its SMs at
