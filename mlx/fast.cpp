@@ -2,7 +2,9 @@
 // casts that leave each primitive one float dtype (mlx/fast_primitives.h).
 #include "mlx/fast.h"
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
 
@@ -45,6 +47,25 @@ Dtype float_out(const char* op, Dtype t) {
   return t;
 }
 
+// The scalar 1 or 0 standing in for a missing weight or bias, made once per dtype and
+// value: arrays are immutable, and a new host scalar per call cost a host allocation and an
+// upload on every decode step (layer_norm without bias measured 8.4 us of host time per
+// call against 3.0 for rms_norm with a weight).
+array constant_scalar(float value, Dtype dtype) {
+  static std::mutex mtx;
+  static std::map<std::pair<float, Dtype::Val>, array>* cache =
+      new std::map<std::pair<float, Dtype::Val>, array>();  // never destroyed: used at exit
+  std::lock_guard lk(mtx);
+  auto key = std::make_pair(value, dtype.val);
+  auto it = cache->find(key);
+  if (it == cache->end()) {
+    array a(value, dtype);
+    a.eval();
+    it = cache->emplace(key, a).first;
+  }
+  return it->second;
+}
+
 }  // namespace
 
 array rms_norm(const array& x, const std::optional<array>& weight, float eps, StreamOrDevice s) {
@@ -54,7 +75,7 @@ array rms_norm(const array& x, const std::optional<array>& weight, float eps, St
   }
   Dtype out = float_out("rms_norm", weight ? promote_types(x.dtype(), weight->dtype()) : x.dtype());
   auto stream = to_stream(s);
-  array w = weight ? astype(*weight, out, stream) : array(1.0f, out);
+  array w = weight ? astype(*weight, out, stream) : constant_scalar(1.0f, out);
   return array(x.shape(), out, std::make_shared<RMSNorm>(stream, eps), {astype(x, out, stream), w});
 }
 
@@ -76,8 +97,8 @@ array layer_norm(const array& x, const std::optional<array>& weight,
   }
   Dtype out = float_out("layer_norm", t);
   auto stream = to_stream(s);
-  array w = weight ? astype(*weight, out, stream) : array(1.0f, out);
-  array b = bias ? astype(*bias, out, stream) : array(0.0f, out);
+  array w = weight ? astype(*weight, out, stream) : constant_scalar(1.0f, out);
+  array b = bias ? astype(*bias, out, stream) : constant_scalar(0.0f, out);
   return array(x.shape(), out, std::make_shared<LayerNorm>(stream, eps),
                {astype(x, out, stream), w, b});
 }
