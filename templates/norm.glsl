@@ -14,9 +14,10 @@
 // tpr * MAX_STEPS vectors they stay in registers: one read of x, then the statistics and
 // the store come from registers. Longer rows are read again for each pass (from cache).
 //
-// The engine defines: NORM_OP (OP_RMS, OP_LAYER or OP_SOFTMAX), VEC (elements per load, 1 or 4: x and the output
-// rows then start at multiples of VEC), SUBGROUP (row sums by subgroup shuffles),
-// IN0_* (x, the weight and bias share its dtype) and OUT_*. Defaults: f32 rms, scalar.
+// The engine defines: NORM_OP (OP_RMS, OP_LAYER or OP_SOFTMAX), VEC (elements per load:
+// 1, or the dtype's lanes in 16 bytes, when x's and the output's rows start at multiples
+// of it), SUBGROUP (row sums by subgroup shuffles), IN0_* (x, the weight and bias share
+// its dtype) and OUT_*. Defaults: f32 rms, scalar.
 #define OP_RMS 0
 #define OP_LAYER 1
 #define OP_SOFTMAX 2
