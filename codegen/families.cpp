@@ -6,6 +6,7 @@
 #include "codegen/codegen.h"
 #include "codegen/fast.h"
 #include "codegen/internal.h"
+#include "codegen/matmul.h"
 #include "codegen/reduce.h"
 #include "codegen/scan.h"
 
@@ -26,6 +27,8 @@ const std::vector<Family>& families() {
       {"scan", render_scan, 0},
       {"norm", render_norm, 0},
       {"rope", render_rope, 0},
+      {"gemm", render_gemm, 0},
+      {"gemv", render_gemv, 0},
   };
   return table;
 }

@@ -76,7 +76,6 @@ MLX_VK_CPU_ROUTE(Arange)
 MLX_VK_CPU_ROUTE(RandomBits)
 MLX_VK_CPU_ROUTE(Take)
 MLX_VK_CPU_ROUTE(TakeAlongAxis)
-MLX_VK_CPU_ROUTE(Matmul)
 
 #undef MLX_VK_CPU_ROUTE
 

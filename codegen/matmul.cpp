@@ -1,0 +1,397 @@
+// The "gemm" and "gemv" families (codegen/matmul.h): tile choice, keys, rendering and
+// launch packing for templates/gemm.glsl and templates/gemv.glsl.
+#include "codegen/matmul.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+#include "codegen/dtypes.h"
+#include "codegen/internal.h"
+
+namespace mlx::core::vulkan::codegen {
+
+namespace {
+
+// Both templates pack these 15 fields, each IDX_T.
+constexpr uint32_t kFields = 15;
+// Workgroups that keep a large GPU busy (an H200 has 132 multiprocessors); below this a
+// smaller tile (gemm) or a split along k (gemv) pays.
+constexpr int64_t kBusyGroups = 256;
+constexpr int64_t kAxpySlices = 4;  // KS in gemv.glsl
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+int64_t float_bits(float v) {
+  uint32_t b;
+  std::memcpy(&b, &v, 4);
+  return static_cast<int64_t>(b);
+}
+
+// Whether an index can pass 2^31 - 1 (as codegen/fast.cpp: doubled, plus grid slack).
+bool needs_64(uint64_t reach) {
+  return 2 * reach + (uint64_t{1} << 17) >
+         static_cast<uint64_t>(std::numeric_limits<int32_t>::max());
+}
+
+// The largest element index any invocation computes, with m, n and k rounded up to whole
+// tiles (out-of-range indices are formed before their bounds check).
+bool geometry_idx64(const MatmulGeometry& g, int64_t bm, int64_t bn, int64_t bk) {
+  int64_t m = ceil_div(std::max<int64_t>(g.m, 1), bm) * bm;
+  int64_t n = ceil_div(std::max<int64_t>(g.n, 1), bn) * bn;
+  int64_t k = ceil_div(std::max<int64_t>(g.k, 1), bk) * bk;
+  int64_t outer = ceil_div(g.batches, g.nb1);
+  auto batch_span = [&](int64_t bs0, int64_t bs1) { return outer * bs0 + g.nb1 * bs1; };
+  uint64_t a = g.a_offset + static_cast<uint64_t>((g.a_t ? k : m) * g.lda + (g.a_t ? m : k) +
+                                                  batch_span(g.a_bs0, g.a_bs1));
+  uint64_t b = g.b_offset + static_cast<uint64_t>((g.b_t ? n : k) * g.ldb + (g.b_t ? k : n) +
+                                                  batch_span(g.b_bs0, g.b_bs1));
+  uint64_t out = g.out_offset + static_cast<uint64_t>(g.batches * m * n);
+  return needs_64(std::max({a, b, out}));
+}
+
+void check_geometry(const MatmulGeometry& g, const std::string& where) {
+  if (g.m < 0 || g.n < 0 || g.k < 0 || g.batches < 1 || g.nb1 < 1 || g.lda < 0 || g.ldb < 0 ||
+      g.a_bs0 < 0 || g.a_bs1 < 0 || g.b_bs0 < 0 || g.b_bs1 < 0) {
+    throw std::invalid_argument("[launch] " + where + ": inconsistent matmul geometry.");
+  }
+}
+
+const DtypeInfo& float_dtype(const KernelKey& key, const std::string& where) {
+  const DtypeInfo& dt = dtype_info(key_param(key, "dtype", where), where);
+  if (dt.kind != Kind::Float) {
+    throw std::invalid_argument("[render] " + where + ": needs a float dtype.");
+  }
+  return dt;
+}
+
+bool flag(const KernelKey& key, const char* name, const std::string& where) {
+  const std::string& v = key_param(key, name, where);
+  if (v != "0" && v != "1") {
+    throw std::invalid_argument("[render] " + where + ": " + name + " must be 0 or 1.");
+  }
+  return v == "1";
+}
+
+std::string bit(bool v) {
+  return v ? "1" : "0";
+}
+
+GemmTile parse_tile(const std::string& text, const std::string& where) {
+  GemmTile t{};
+  if (std::sscanf(text.c_str(), "%dx%dx%dx%dx%d", &t.bm, &t.bn, &t.bk, &t.tm, &t.tn) != 5 ||
+      t.name() != text || t.tm < 1 || t.tn < 1 || t.bm % t.tm != 0 || t.bn % t.tn != 0 ||
+      t.bk < 1) {
+    throw std::invalid_argument("[render] " + where + ": tile must be BMxBNxBKxTMxTN.");
+  }
+  int wg = (t.bm / t.tm) * (t.bn / t.tn);
+  if ((t.bm * t.bk) % wg != 0 || (t.bn * t.bk) % wg != 0) {
+    throw std::invalid_argument("[render] " + where +
+                                ": the tile's A and B stages must divide among its invocations.");
+  }
+  return t;
+}
+
+int tile_invocations(const GemmTile& t) {
+  return (t.bm / t.tm) * (t.bn / t.tn);
+}
+
+int64_t tile_shared_bytes(const GemmTile& t) {
+  return int64_t{4} * t.bk * (t.bm + 1 + t.bn + 1);
+}
+
+bool tile_fits(const GemmTile& t, const DeviceCaps& caps) {
+  return static_cast<uint32_t>(tile_invocations(t)) <= caps.max_workgroup_invocations &&
+         tile_shared_bytes(t) <= static_cast<int64_t>(caps.max_shared_memory);
+}
+
+// The dtype's lanes in 16 bytes when every listed value is a multiple of them, else 1.
+uint32_t lanes_if_aligned(const std::string& dtype, std::initializer_list<int64_t> values) {
+  const DtypeInfo& dt = dtype_info(dtype, "gemv");
+  uint32_t lanes = 128u / static_cast<uint32_t>(dt.bits);
+  for (int64_t v : values) {
+    if (v % lanes != 0) {
+      return 1;
+    }
+  }
+  return lanes;
+}
+
+uint32_t gemv_vec(const std::string& dtype, const MatmulGeometry& g) {
+  if (g.b_t) {
+    return lanes_if_aligned(dtype, {g.k, static_cast<int64_t>(g.a_offset), g.lda, g.a_bs0, g.a_bs1,
+                                    static_cast<int64_t>(g.b_offset), g.ldb, g.b_bs0, g.b_bs1});
+  }
+  return lanes_if_aligned(dtype, {g.n, static_cast<int64_t>(g.b_offset), g.ldb, g.b_bs0, g.b_bs1,
+                                  static_cast<int64_t>(g.out_offset)});
+}
+
+uint32_t gemv_rows(int64_t m) {
+  uint32_t r = 1;
+  while (r < m) {
+    r *= 2;
+  }
+  return r;
+}
+
+// Lanes per column of the dot shape: a subgroup's width (at most 32), fewer for short k so
+// that lanes are not left idle.
+uint32_t gemv_tpr(const MatmulGeometry& g, uint32_t vec, const DeviceCaps& caps) {
+  uint32_t tpr = caps.subgroup_shuffle ? std::min<uint32_t>(32, caps.subgroup_size) : 32;
+  int64_t chunks = g.k / vec;
+  while (tpr > 4 && chunks < int64_t{tpr} * 2) {
+    tpr /= 2;
+  }
+  return tpr;
+}
+
+}  // namespace
+
+std::string GemmTile::name() const {
+  return std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + "x" +
+         std::to_string(tm) + "x" + std::to_string(tn);
+}
+
+GemmTile gemm_tile(const MatmulGeometry& g, const DeviceCaps& caps) {
+  // Each step halves the tile's side and so quarters its work; the last one is for
+  // devices that allow fewer than 256 invocations per workgroup.
+  static const GemmTile candidates[] = {
+      {128, 128, 16, 8, 8}, {64, 64, 16, 4, 4}, {32, 32, 16, 2, 2}, {32, 32, 16, 4, 4}};
+  const GemmTile* chosen = nullptr;
+  for (const auto& t : candidates) {
+    if (!tile_fits(t, caps)) {
+      continue;
+    }
+    chosen = &t;
+    int64_t groups = ceil_div(g.m, t.bm) * ceil_div(g.n, t.bn) * g.batches;
+    if (groups >= kBusyGroups / 2) {
+      break;
+    }
+  }
+  if (chosen == nullptr) {
+    throw std::runtime_error(
+        "[vulkan] gemm: the device allows no GEMM tile (fewer than 64 invocations or 4 KB of "
+        "shared memory per workgroup).");
+  }
+  return *chosen;
+}
+
+KernelKey gemm_key(const std::string& dtype, const MatmulGeometry& g, const GemmTile& tile) {
+  KernelKey key{"gemm", {}};
+  bool edge = g.m % tile.bm != 0 || g.n % tile.bn != 0 || g.k % tile.bk != 0 || g.k == 0;
+  key.params = {
+      {"dtype", dtype},        {"a_t", bit(g.a_t)},
+      {"b_t", bit(g.b_t)},     {"edge", bit(edge)},
+      {"addmm", bit(g.addmm)}, {"idx", geometry_idx64(g, tile.bm, tile.bn, tile.bk) ? "64" : "32"},
+      {"tile", tile.name()}};
+  return key;
+}
+
+KernelSource render_gemm(const KernelKey& key, const DeviceCaps& caps) {
+  const std::string where = "kernel " + key.canonical();
+  check_params(key, {"dtype", "a_t", "b_t", "edge", "addmm", "idx", "tile"}, where);
+  const DtypeInfo& dt = float_dtype(key, where);
+  bool idx64 = parse_idx(key, where);
+  GemmTile t = parse_tile(key_param(key, "tile", where), where);
+  if (!tile_fits(t, caps)) {
+    throw std::runtime_error("[vulkan] " + where +
+                             ": the tile needs more invocations or shared memory than the "
+                             "device allows.");
+  }
+  std::vector<std::string> defines = storage_defines({&dt}, idx64, caps, where);
+  defines.push_back(std::string("IDX64 ") + bit(idx64));
+  add_input_defines("IN0_", dt, defines);
+  add_output_defines(dt, defines);
+  defines.push_back("BM " + std::to_string(t.bm));
+  defines.push_back("BN " + std::to_string(t.bn));
+  defines.push_back("BK " + std::to_string(t.bk));
+  defines.push_back("TM " + std::to_string(t.tm));
+  defines.push_back("TN " + std::to_string(t.tn));
+  defines.push_back(std::string("A_T ") + bit(flag(key, "a_t", where)));
+  defines.push_back(std::string("B_T ") + bit(flag(key, "b_t", where)));
+  defines.push_back(std::string("EDGE ") + bit(flag(key, "edge", where)));
+  defines.push_back(std::string("ADDMM ") + bit(flag(key, "addmm", where)));
+  KernelSource source = row_kernel_source("gemm.glsl", defines, 3, kFields, idx64, caps);
+  uint32_t wg = static_cast<uint32_t>(tile_invocations(t));
+  source.workgroup_size = {wg, 1, 1};
+  source.spec_constants = {{0, wg}};
+  return source;
+}
+
+Launch gemm_launch(const KernelKey& key, const KernelSource& source, const MatmulGeometry& g) {
+  const std::string where = "kernel " + key.canonical();
+  check_geometry(g, where);
+  GemmTile t = parse_tile(key_param(key, "tile", where), where);
+  if (key != gemm_key(key_param(key, "dtype", where), g, t)) {
+    throw std::invalid_argument("[launch] " + where + " does not match the geometry.");
+  }
+  int64_t gx = ceil_div(g.n, t.bn), gy = ceil_div(g.m, t.bm);
+  constexpr int64_t kMax = 65535;
+  if (gx > kMax || gy > kMax || g.batches > kMax) {
+    throw std::invalid_argument("[launch] " + where + ": too many workgroups for one launch.");
+  }
+  Launch launch = pack_launch(
+      source,
+      {g.m, g.n, g.k, static_cast<int64_t>(g.a_offset), static_cast<int64_t>(g.b_offset),
+       static_cast<int64_t>(g.out_offset), g.lda, g.ldb, g.nb1, g.a_bs0, g.a_bs1, g.b_bs0, g.b_bs1,
+       float_bits(g.alpha), float_bits(g.beta)},
+      parse_idx(key, where), 1, where);
+  launch.groups = {static_cast<uint32_t>(gx), static_cast<uint32_t>(gy),
+                   static_cast<uint32_t>(g.batches)};
+  return launch;
+}
+
+bool gemv_applies(const MatmulGeometry& g) {
+  return g.m >= 1 && g.m <= 8 && !g.addmm && !g.a_t && g.k > 0;
+}
+
+int64_t gemv_splits(const MatmulGeometry& g, const std::string& dtype) {
+  if (g.b_t) {
+    return 1;
+  }
+  // Only the column groups and the batch give parallelism without a split.
+  uint32_t vec = gemv_vec(dtype, g);
+  int64_t columns_per_group = 256 / kAxpySlices;
+  int64_t base = ceil_div(ceil_div(g.n, vec), columns_per_group) * g.batches;
+  if (base >= kBusyGroups) {
+    return 1;
+  }
+  int64_t want = ceil_div(2 * kBusyGroups, base);
+  int64_t splits = std::clamp<int64_t>(want, 1, std::max<int64_t>(1, g.k / 64));
+  int64_t chunk = ceil_div(g.k, splits);
+  return ceil_div(g.k, chunk);
+}
+
+KernelKey gemv_key(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps) {
+  uint32_t vec = gemv_vec(dtype, g);
+  uint32_t tpr = g.b_t ? gemv_tpr(g, vec, caps) : 0;
+  bool sg = g.b_t && caps.subgroup_shuffle && tpr <= caps.subgroup_size;
+  KernelKey key{"gemv", {}};
+  key.params = {{"dtype", dtype},
+                {"b_t", bit(g.b_t)},
+                {"idx", geometry_idx64(g, 1, 1, 1) ? "64" : "32"},
+                {"mr", std::to_string(gemv_rows(g.m))},
+                {"sg", bit(sg)},
+                {"split", bit(gemv_splits(g, dtype) > 1)},
+                {"stage", "main"},
+                {"tpr", std::to_string(tpr)},
+                {"vec", std::to_string(vec)}};
+  return key;
+}
+
+KernelKey gemv_finish_key(const std::string& dtype, const MatmulGeometry& g) {
+  int64_t splits = gemv_splits(g, dtype);
+  uint64_t reach =
+      std::max(g.out_offset, g.a_offset) + static_cast<uint64_t>(g.batches * g.m * g.n * splits);
+  return KernelKey{"gemv",
+                   {{"dtype", dtype}, {"idx", needs_64(reach) ? "64" : "32"}, {"stage", "finish"}}};
+}
+
+KernelSource render_gemv(const KernelKey& key, const DeviceCaps& caps) {
+  const std::string where = "kernel " + key.canonical();
+  const DtypeInfo& dt = float_dtype(key, where);
+  bool idx64 = parse_idx(key, where);
+  const std::string& stage = key_param(key, "stage", where);
+  std::vector<std::string> defines = storage_defines({&dt}, idx64, caps, where);
+  defines.push_back(std::string("IDX64 ") + bit(idx64));
+  add_input_defines("IN0_", dt, defines);
+  add_output_defines(dt, defines);
+  if (stage == "finish") {
+    check_params(key, {"dtype", "idx", "stage"}, where);
+    defines.push_back("STAGE_FINISH 1");
+    return row_kernel_source("gemv.glsl", defines, 2, kFields, idx64, caps);
+  }
+  if (stage != "main") {
+    throw std::invalid_argument("[render] " + where + ": stage must be main or finish.");
+  }
+  check_params(key, {"dtype", "b_t", "idx", "mr", "sg", "split", "stage", "tpr", "vec"}, where);
+  bool b_t = flag(key, "b_t", where);
+  bool sg = flag(key, "sg", where);
+  bool split = flag(key, "split", where);
+  const std::string& vec = key_param(key, "vec", where);
+  const std::string& mr = key_param(key, "mr", where);
+  const std::string& tpr = key_param(key, "tpr", where);
+  uint32_t lanes = 128u / static_cast<uint32_t>(dt.bits);
+  if ((vec != "1" && vec != std::to_string(lanes)) ||
+      (mr != "1" && mr != "2" && mr != "4" && mr != "8")) {
+    throw std::invalid_argument("[render] " + where +
+                                ": vec must be 1 or 16 bytes of lanes, mr 1, 2, 4 or 8.");
+  }
+  uint32_t wg = row_workgroup_size(caps);
+  if (b_t) {
+    uint32_t t = static_cast<uint32_t>(std::stoul(tpr));
+    if (t < 1 || t > 32 || (t & (t - 1)) != 0 || wg % t != 0 || split ||
+        (sg && (!caps.subgroup_shuffle || t > caps.subgroup_size))) {
+      throw std::invalid_argument("[render] " + where +
+                                  ": tpr must be a power of two up to 32 (and the subgroup "
+                                  "size with sg 1); the dot shape never splits.");
+    }
+  } else if (tpr != "0" || sg) {
+    throw std::invalid_argument("[render] " + where + ": the axpy shape takes tpr 0, sg 0.");
+  }
+  defines.push_back(std::string("B_T ") + bit(b_t));
+  defines.push_back("VEC " + vec);
+  defines.push_back("MR " + mr);
+  defines.push_back("TPR " + (b_t ? tpr : std::string("32")));
+  defines.push_back("KS " + std::to_string(kAxpySlices));
+  defines.push_back(std::string("SUBGROUP ") + bit(sg));
+  defines.push_back(std::string("SPLIT ") + bit(split));
+  if (vec != "1") {
+    add_vector_operand_defines("IN0_", dt, lanes, false, defines);
+  }
+  return row_kernel_source("gemv.glsl", defines, 3, kFields, idx64, caps);
+}
+
+Launch gemv_launch(const KernelKey& key, const KernelSource& source, const MatmulGeometry& g) {
+  const std::string where = "kernel " + key.canonical();
+  check_geometry(g, where);
+  const std::string& dtype = key_param(key, "dtype", where);
+  bool idx64 = parse_idx(key, where);
+  int64_t splits = gemv_splits(g, dtype);
+  int64_t wg = source.workgroup_size[0];
+  if (key_param(key, "stage", where) == "finish") {
+    if (key != gemv_finish_key(dtype, g)) {
+      throw std::invalid_argument("[launch] " + where + " does not match the geometry.");
+    }
+    // a_offset locates the partial sums and nb1 carries the batch count here (gemv.glsl's
+    // finishing main).
+    return pack_launch(source,
+                       {g.m, g.n, g.k, static_cast<int64_t>(g.a_offset), 0,
+                        static_cast<int64_t>(g.out_offset), 0, 0, g.batches, 0, 0, 0, 0, 0, splits},
+                       idx64, static_cast<uint64_t>(ceil_div(g.batches * g.m * g.n, wg)), where);
+  }
+  // tpr and sg come from the device's caps; every other parameter from the geometry.
+  KernelKey expect = gemv_key(dtype, g, DeviceCaps{});
+  expect.params["tpr"] = key_param(key, "tpr", where);
+  expect.params["sg"] = key_param(key, "sg", where);
+  if (!gemv_applies(g) || key != expect) {
+    throw std::invalid_argument("[launch] " + where + " does not match the geometry.");
+  }
+  int64_t kchunk = ceil_div(g.k, splits);
+  Launch launch =
+      pack_launch(source,
+                  {g.m, g.n, g.k, static_cast<int64_t>(g.a_offset),
+                   static_cast<int64_t>(g.b_offset), static_cast<int64_t>(g.out_offset), g.lda,
+                   g.ldb, g.nb1, g.a_bs0, g.a_bs1, g.b_bs0, g.b_bs1, kchunk, splits},
+                  idx64, 1, where);
+  int64_t gx;
+  if (g.b_t) {
+    int64_t tpr = std::stol(key_param(key, "tpr", where));
+    gx = ceil_div(g.n, wg / tpr);
+  } else {
+    int64_t vec = std::stol(key_param(key, "vec", where));
+    gx = ceil_div(ceil_div(g.n, vec), wg / kAxpySlices);
+  }
+  constexpr int64_t kMax = 65535;
+  if (gx > kMax || splits > kMax || g.batches > kMax) {
+    throw std::invalid_argument("[launch] " + where + ": too many workgroups for one launch.");
+  }
+  launch.groups = {static_cast<uint32_t>(gx), static_cast<uint32_t>(splits),
+                   static_cast<uint32_t>(g.batches)};
+  return launch;
+}
+
+}  // namespace mlx::core::vulkan::codegen

@@ -1,0 +1,73 @@
+// The matrix-product families: "gemm" (templates/gemm.glsl: tiled, any M) and "gemv"
+// (templates/gemv.glsl: M <= 8, bound by reading B once). Keys, tile choice, rendering and
+// launch packing; no arrays, no Vulkan. docs/matmul.md explains the choices.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "codegen/codegen.h"
+
+namespace mlx::core::vulkan::codegen {
+
+// out[z] = alpha * A[z] x B[z] (+ beta * out[z]) for z < batches, A: m x k, B: k x n.
+// Offsets are element indices within each operand's binding; strides are elements.
+// a_t: A's m dimension is the contiguous one (A[i, j] at j * lda + i), else k is
+// (i * lda + j). b_t: B's k dimension is contiguous (B[i, j] at j * ldb + i), else n is.
+// The batch index z splits into (z / nb1, z % nb1), with strides bs0, bs1 for each.
+struct MatmulGeometry {
+  int64_t m = 0;
+  int64_t n = 0;
+  int64_t k = 0;
+  int64_t batches = 1;
+  uint64_t a_offset = 0;
+  uint64_t b_offset = 0;
+  uint64_t out_offset = 0;
+  int64_t lda = 0;
+  int64_t ldb = 0;
+  bool a_t = false;
+  bool b_t = false;
+  int64_t nb1 = 1;
+  int64_t a_bs0 = 0;
+  int64_t a_bs1 = 0;
+  int64_t b_bs0 = 0;
+  int64_t b_bs1 = 0;
+  bool addmm = false;  // out already holds C: out = alpha * A x B + beta * out
+  float alpha = 1.0f;
+  float beta = 0.0f;
+};
+
+// A GEMM tile: BM x BN outputs per workgroup, BK steps of k per shared-memory stage, TM x TN
+// outputs per invocation (so the workgroup has (BM / TM) * (BN / TN) invocations).
+struct GemmTile {
+  int bm, bn, bk, tm, tn;
+  std::string name() const;  // "128x128x16x8x8", the key's form
+};
+
+// The heuristic tile for a problem on a device: the largest tile that still gives enough
+// workgroups to fill the device, among those its workgroup and shared-memory limits allow.
+GemmTile gemm_tile(const MatmulGeometry& g, const DeviceCaps& caps);
+
+// "gemm:a_t=0|1,addmm=0|1,b_t=0|1,dtype=f16|bf16|f32,edge=0|1,idx=32|64,tile=BMxBNxBKxTMxTN".
+// edge 0 when m, n, k are multiples of the tile (no bounds checks).
+KernelKey gemm_key(const std::string& dtype, const MatmulGeometry& g, const GemmTile& tile);
+KernelSource render_gemm(const KernelKey& key, const DeviceCaps& caps);
+Launch gemm_launch(const KernelKey& key, const KernelSource& source, const MatmulGeometry& g);
+
+// Whether the gemv family can run the problem: m <= 8, no addmm, k contiguous in A.
+bool gemv_applies(const MatmulGeometry& g);
+
+// Workgroups along k for the axpy shape (B_T 0), 1 for the dot shape: enough workgroups
+// to fill the device even when n is small. More than 1 needs an f32 scratch buffer of
+// batches * splits * m * n elements and a finishing launch (gemv_finish_key).
+int64_t gemv_splits(const MatmulGeometry& g, const std::string& dtype);
+
+// "gemv:b_t=0|1,dtype,idx=32|64,mr=1|2|4|8,sg=0|1,split=0|1,stage=main,tpr=N,vec=1|4|8".
+// The finishing launch of a split axpy: "gemv:dtype,idx,stage=finish".
+KernelKey gemv_key(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps);
+KernelKey gemv_finish_key(const std::string& dtype, const MatmulGeometry& g);
+KernelSource render_gemv(const KernelKey& key, const DeviceCaps& caps);
+// For the finish stage, g.out_offset locates the output and g.a_offset the partial sums.
+Launch gemv_launch(const KernelKey& key, const KernelSource& source, const MatmulGeometry& g);
+
+}  // namespace mlx::core::vulkan::codegen

@@ -1,0 +1,300 @@
+// eval_gpu of Matmul: the "gemm" and "gemv" families (codegen/matmul.h, docs/matmul.md).
+// Planning: each operand is read in place when one of its two matrix dims is contiguous
+// (a transposed weight needs no copy), else copied dense; the batch dims of both operands
+// collapse to at most two (else both are copied dense); a product with one column is
+// turned around into a matrix-vector product; M <= 8 takes gemv, the rest gemm.
+#include "mlx/backend/vulkan/matmul.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "codegen/matmul.h"
+#include "mlx/backend/vulkan/allocator.h"
+#include "mlx/backend/vulkan/cpu_fallback.h"
+#include "mlx/backend/vulkan/kernel_library.h"
+#include "mlx/backend/vulkan/kernels.h"
+#include "mlx/backend/vulkan/launch_memo.h"
+#include "mlx/backend/vulkan/reduce_plan.h"
+#include "mlx/primitives.h"
+
+namespace mlx::core::vulkan {
+
+namespace {
+
+using codegen::MatmulGeometry;
+
+constexpr int64_t kMaxGroups = 65535;
+
+// One operand as the kernels read it: its run, and strides (elements) for every dim.
+struct Operand {
+  Buf buf;
+  std::vector<int64_t> strides;
+};
+
+bool strides_usable(const array& x) {
+  int nd = static_cast<int>(x.ndim());
+  for (int d = 0; d < nd; ++d) {
+    if (x.strides(d) < 0) {
+      return false;
+    }
+  }
+  auto unit = [&](int d) { return x.shape(d) == 1 || x.strides(d) == 1; };
+  return unit(nd - 1) || unit(nd - 2);
+}
+
+Operand operand(CommandEncoder& enc, int stream, const array& x, const char* dtype, bool dense) {
+  if (!dense && strides_usable(x)) {
+    return {buf_of(x, dtype), std::vector<int64_t>(x.strides().begin(), x.strides().end())};
+  }
+  Buf d = dense_run(enc, stream, x, dtype);
+  auto s = row_major_strides(x.shape());
+  return {d, std::vector<int64_t>(s.begin(), s.end())};
+}
+
+// A rows x cols matrix with strides rs, cs: which dim is contiguous and the other's stride.
+// Strides of size-1 dims are free, so a row (column) vector is always readable.
+bool orient(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool& transposed, int64_t& ld) {
+  if (cs == 1 || cols == 1) {
+    transposed = false;
+    ld = rows == 1 ? cols : rs;
+    return true;
+  }
+  if (rs == 1 || rows == 1) {
+    transposed = true;
+    ld = cols == 1 ? rows : cs;
+    return true;
+  }
+  return false;
+}
+
+struct BatchDims {
+  int64_t count = 1;
+  int64_t nb1 = 1;
+  int64_t a_bs0 = 0, a_bs1 = 0, b_bs0 = 0, b_bs1 = 0;
+};
+
+// Collapses the batch dims (all but the last two) of both operands together; false when
+// more than two remain.
+bool collapse_batch(const Shape& shape, const Operand& a, const Operand& b, BatchDims& out) {
+  struct Dim {
+    int64_t size, as, bs;
+  };
+  std::vector<Dim> dims;
+  for (size_t d = 0; d + 2 < shape.size(); ++d) {
+    if (shape[d] == 1) {
+      continue;
+    }
+    Dim cur{shape[d], a.strides[d], b.strides[d]};
+    if (!dims.empty()) {
+      Dim& prev = dims.back();
+      if (prev.as == cur.as * cur.size && prev.bs == cur.bs * cur.size) {
+        prev = {prev.size * cur.size, cur.as, cur.bs};
+        continue;
+      }
+    }
+    dims.push_back(cur);
+  }
+  if (dims.size() > 2) {
+    return false;
+  }
+  out = {};
+  for (const auto& d : dims) {
+    out.count *= d.size;
+  }
+  if (dims.size() >= 1) {
+    const Dim& last = dims.back();
+    out.nb1 = last.size;
+    out.a_bs1 = last.as;
+    out.b_bs1 = last.bs;
+  }
+  if (dims.size() == 2) {
+    out.a_bs0 = dims[0].as;
+    out.b_bs0 = dims[0].bs;
+  }
+  return true;
+}
+
+// Elements from element 0 to the last one the operand holds (its binding's length).
+int64_t operand_span(int64_t rows, int64_t cols, bool transposed, int64_t ld, int64_t outer,
+                     int64_t nb1, int64_t bs0, int64_t bs1) {
+  int64_t last = transposed ? (cols - 1) * ld + (rows - 1) : (rows - 1) * ld + (cols - 1);
+  return last + (outer - 1) * bs0 + (nb1 - 1) * bs1 + 1;
+}
+
+std::vector<int64_t> signature(const char* family, const char* dtype, const MatmulGeometry& g) {
+  float numbers[2] = {g.alpha, g.beta};
+  int64_t bits = 0;
+  std::memcpy(&bits, numbers, 8);
+  return {family_word(family),
+          static_cast<int64_t>(reinterpret_cast<uintptr_t>(dtype)),
+          g.m,
+          g.n,
+          g.k,
+          g.batches,
+          static_cast<int64_t>(g.a_offset),
+          static_cast<int64_t>(g.b_offset),
+          static_cast<int64_t>(g.out_offset),
+          g.lda,
+          g.ldb,
+          (g.a_t ? 1 : 0) | (g.b_t ? 2 : 0) | (g.addmm ? 4 : 0),
+          g.nb1,
+          g.a_bs0,
+          g.a_bs1,
+          g.b_bs0,
+          g.b_bs1,
+          bits};
+}
+
+}  // namespace
+
+const char* matmul_unsupported(const array& a, const array& b, const array& out) {
+  if (const char* why = float_kernel_unsupported(out)) {
+    return why;
+  }
+  auto& dev = device("Matmul");
+  int64_t max_elems = binding_elems(dev, static_cast<int64_t>(out.itemsize()));
+  auto fits = [&](const array& x) {
+    // In place (its span) or copied dense (its size): either must fit one binding.
+    int64_t hi = 0;
+    for (size_t d = 0; d < x.ndim(); ++d) {
+      hi += (int64_t{x.shape(static_cast<int>(d))} - 1) * std::abs(x.strides(static_cast<int>(d)));
+    }
+    return hi + 1 <= max_elems && static_cast<int64_t>(x.size()) <= max_elems;
+  };
+  if (!fits(a) || !fits(b) || static_cast<int64_t>(out.size()) > max_elems) {
+    return "an operand wider than one storage binding";
+  }
+  int64_t m = out.shape(-2), n = out.shape(-1);
+  int64_t batches = m * n == 0 ? 0 : static_cast<int64_t>(out.size()) / (m * n);
+  if (batches > kMaxGroups || (m + 31) / 32 > kMaxGroups || (n + 31) / 32 > kMaxGroups) {
+    return "a grid past the dispatch limits";
+  }
+  return nullptr;
+}
+
+void matmul_gpu(int stream, const array& a_in, const array& b_in, array& out, bool addmm,
+                float alpha, float beta) {
+  auto& dev = device("Matmul");
+  auto& enc = encoder(stream);
+  const char* dtype = gpu_dtype_name(out.dtype());
+  int nd = static_cast<int>(out.ndim());
+  int64_t M = out.shape(-2), N = out.shape(-1), K = a_in.shape(-1);
+  if (out.size() == 0) {
+    return;
+  }
+  Buf y = buf_of(out, dtype);
+  if (K == 0 && !addmm) {
+    // An empty sum: zeros, without reading the (empty) operands.
+    auto bo = bind_run(dev, y, static_cast<int64_t>(out.size()), true);
+    bo.binding.range = (static_cast<VkDeviceSize>(out.nbytes()) + 3) / 4 * 4;
+    enc.fill(bo.binding, 0);
+    return;
+  }
+
+  MatmulGeometry g;
+  g.m = M;
+  g.n = N;
+  g.k = K;
+  g.addmm = addmm;
+  g.alpha = alpha;
+  g.beta = addmm ? beta : 0.0f;
+  BatchDims batch;
+  Operand a = operand(enc, stream, a_in, dtype, false);
+  Operand b = operand(enc, stream, b_in, dtype, false);
+  if (!collapse_batch(out.shape(), a, b, batch)) {
+    a = operand(enc, stream, a_in, dtype, true);
+    b = operand(enc, stream, b_in, dtype, true);
+    collapse_batch(out.shape(), a, b, batch);
+  }
+  orient(M, K, a.strides[nd - 2], a.strides[nd - 1], g.a_t, g.lda);
+  orient(K, N, b.strides[nd - 2], b.strides[nd - 1], g.b_t, g.ldb);
+  g.batches = batch.count;
+  g.nb1 = batch.nb1;
+  int64_t outer = batch.count / batch.nb1;
+  int64_t a_elems = operand_span(M, K, g.a_t, g.lda, outer, batch.nb1, batch.a_bs0, batch.a_bs1);
+  int64_t b_elems = operand_span(K, N, g.b_t, g.ldb, outer, batch.nb1, batch.b_bs0, batch.b_bs1);
+  auto ba = bind_run(dev, a.buf, a_elems, false);
+  auto bb = bind_run(dev, b.buf, b_elems, false);
+  auto by = bind_run(dev, y, static_cast<int64_t>(out.size()), true);
+  g.a_offset = ba.elem_offset;
+  g.b_offset = bb.elem_offset;
+  g.out_offset = by.elem_offset;
+  g.a_bs0 = batch.a_bs0;
+  g.a_bs1 = batch.a_bs1;
+  g.b_bs0 = batch.b_bs0;
+  g.b_bs1 = batch.b_bs1;
+  std::vector<Binding> bindings{ba.binding, bb.binding, by.binding};
+
+  // One column: out^T = B^T x A^T has the same memory, and is a matrix-vector product
+  // when B's column is contiguous.
+  if (N == 1 && M > 8 && !addmm && (g.b_t || g.ldb == 1 || K == 1)) {
+    MatmulGeometry t = g;
+    t.m = 1;
+    t.n = M;
+    t.a_t = false;
+    t.lda = K;
+    t.a_offset = g.b_offset;
+    t.b_offset = g.a_offset;
+    t.b_t = !g.a_t;
+    t.ldb = g.lda;
+    t.a_bs0 = g.b_bs0;
+    t.a_bs1 = g.b_bs1;
+    t.b_bs0 = g.a_bs0;
+    t.b_bs1 = g.a_bs1;
+    g = t;
+    std::swap(bindings[0], bindings[1]);
+  }
+
+  if (!codegen::gemv_applies(g)) {
+    const auto& planned = memoized(signature("gemm", dtype, g), [&] {
+      auto tile = codegen::gemm_tile(g, dev.caps());
+      auto key = codegen::gemm_key(dtype, g, tile);
+      const auto& kernel = kernel_library().get(key);
+      return MemoEntry{&kernel, codegen::gemm_launch(key, kernel.source, g)};
+    });
+    record_launch(enc, *planned.kernel, planned.launch, bindings);
+    return;
+  }
+
+  int64_t splits = codegen::gemv_splits(g, dtype);
+  MatmulGeometry main = g;
+  BoundOperand partial;
+  if (splits > 1) {
+    Buf scratch = temporary(enc, g.batches * splits * g.m * g.n, "f32");
+    partial = bind_run(dev, scratch, g.batches * splits * g.m * g.n, true);
+    main.out_offset = partial.elem_offset;
+    bindings[2] = partial.binding;
+  }
+  const auto& planned = memoized(signature("gemv", dtype, main), [&] {
+    auto key = codegen::gemv_key(dtype, main, dev.caps());
+    const auto& kernel = kernel_library().get(key);
+    return MemoEntry{&kernel, codegen::gemv_launch(key, kernel.source, main)};
+  });
+  record_launch(enc, *planned.kernel, planned.launch, bindings);
+  if (splits > 1) {
+    MatmulGeometry fg = g;
+    fg.a_offset = partial.elem_offset;
+    const auto& finish = memoized(signature("gemv_finish", dtype, fg), [&] {
+      auto key = codegen::gemv_finish_key(dtype, fg);
+      const auto& kernel = kernel_library().get(key);
+      return MemoEntry{&kernel, codegen::gemv_launch(key, kernel.source, fg)};
+    });
+    std::vector<Binding> finish_bindings{partial.binding, by.binding};
+    record_launch(enc, *finish.kernel, finish.launch, finish_bindings);
+  }
+}
+
+}  // namespace mlx::core::vulkan
+
+namespace mlx::core {
+
+void Matmul::eval_gpu(const std::vector<array>& inputs, array& out) {
+  if (const char* why = vulkan::matmul_unsupported(inputs[0], inputs[1], out)) {
+    vulkan::cpu_fallback(*this, inputs, out, why);
+    return;
+  }
+  out.set_data(allocator::malloc(out.nbytes()));
+  vulkan::matmul_gpu(stream().index, inputs[0], inputs[1], out, false, 1.0f, 0.0f);
+}
+
+}  // namespace mlx::core

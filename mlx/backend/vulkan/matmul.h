@@ -1,0 +1,22 @@
+// Matrix products on the GPU, shared by Matmul and AddMM (and the quantized products'
+// dense fallbacks): plans the operands' layout, picks gemv (M <= 8) or gemm, binds and
+// records. docs/matmul.md.
+#pragma once
+
+#include "mlx/array.h"
+
+namespace mlx::core::vulkan {
+
+// Why the GPU cannot form out = a x b (an operand or the output wider than one storage
+// binding, a dtype the kernels do not hold, a grid past the dispatch limits), or nullptr.
+// The caller takes the logged CPU route then.
+const char* matmul_unsupported(const array& a, const array& b, const array& out);
+
+// out = alpha * a x b (+ beta * out when addmm: out already holds C, broadcast and dense).
+// a: [..., M, K] and b: [..., K, N] broadcast to out's batch shape (strides may be 0),
+// each read in place when one of its matrix dims is contiguous, else copied dense first.
+// out must be allocated and row-contiguous.
+void matmul_gpu(int stream, const array& a, const array& b, array& out, bool addmm, float alpha,
+                float beta);
+
+}  // namespace mlx::core::vulkan
