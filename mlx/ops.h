@@ -356,4 +356,32 @@ array softmax(const array& a, bool precise = false, StreamOrDevice s = {});
 // (..., M, K) x (..., K, N) with broadcast batch dims; 1-d operands as in NumPy.
 array matmul(const array& a, const array& b, StreamOrDevice s = {});
 
+// alpha * (a @ b) + beta * c with matmul's rules for a and b; c broadcasts to the result.
+array addmm(array c, array a, array b, const float& alpha = 1.f, const float& beta = 1.f,
+            StreamOrDevice s = {});
+
+// ---- Quantization (MLX's affine format, docs/quantization.md) ------------------------------
+
+// {w_q, scales, biases}: w (..., K) float16/bfloat16/float32 in groups of group_size
+// (default 64) along the last axis, bits (default 4) per element packed in uint32 words.
+// Only mode "affine" exists here.
+// global_scale is MLX's, for "nvfp4" only: passing one is an error here.
+std::vector<array> quantize(const array& w, std::optional<int> group_size = std::nullopt,
+                            std::optional<int> bits = std::nullopt,
+                            const std::string& mode = "affine",
+                            const std::optional<array>& global_scale = std::nullopt,
+                            StreamOrDevice s = {});
+// scale * q + bias per element, in result_type(scales, biases) (or dtype).
+array dequantize(const array& w, const array& scales,
+                 const std::optional<array>& biases = std::nullopt,
+                 std::optional<int> group_size = std::nullopt,
+                 std::optional<int> bits = std::nullopt, const std::string& mode = "affine",
+                 const std::optional<array>& global_scale = std::nullopt,
+                 std::optional<Dtype> dtype = std::nullopt, StreamOrDevice s = {});
+// x @ dequantize(w).T (transpose) or x @ dequantize(w), as one node.
+array quantized_matmul(array x, array w, array scales, std::optional<array> biases = std::nullopt,
+                       bool transpose = true, std::optional<int> group_size = std::nullopt,
+                       std::optional<int> bits = std::nullopt, const std::string& mode = "affine",
+                       StreamOrDevice s = {});
+
 }  // namespace mlx::core

@@ -1,4 +1,5 @@
-// matmul: NumPy's rules for 1-d operands, broadcast batch dims, float dtypes only (as MLX).
+// matmul and addmm: NumPy's rules for 1-d operands, broadcast batch dims, float dtypes only
+// (as MLX).
 #include "mlx/ops.h"
 #include "mlx/primitives.h"
 #include "mlx/utils.h"
@@ -55,6 +56,81 @@ array matmul(const array& a_in, const array& b_in, StreamOrDevice s) {
     if (b_in.ndim() != 1)
       squeezed.push_back(N);
     out = reshape(out, squeezed, stream);
+  }
+  return out;
+}
+
+// MLX's AddMM: c broadcasts to the result as the user sees it (1-d operands' dims removed),
+// then takes the primitive's (..., M, N) form.
+array addmm(array c, array a, array b, const float& alpha, const float& beta, StreamOrDevice s) {
+  if (a.ndim() == 0 || b.ndim() == 0) {
+    throw std::invalid_argument(
+        "[addmm] Got 0 dimension input. Inputs must have at least one dimension.");
+  }
+  auto out_dtype = promote_types(promote_types(a.dtype(), b.dtype()), c.dtype());
+  bool a_vec = a.ndim() == 1, b_vec = b.ndim() == 1;
+  auto stream = to_stream(s);
+  Shape a_in = a.shape(), b_in = b.shape();
+  if (a_vec) {
+    a = reshape(a, {1, a.shape(0)}, stream);
+  }
+  if (b_vec) {
+    b = reshape(b, {b.shape(0), 1}, stream);
+  }
+  if (a.shape(-1) != b.shape(-2)) {
+    throw std::invalid_argument(std::string("[addmm] Last dimension of first input with shape ") +
+                                shape_to_string(a.shape()) +
+                                " must match second to last dimension of second input with "
+                                "shape " +
+                                shape_to_string(b.shape()) + ".");
+  }
+  if (!is_floating_point(out_dtype)) {
+    // MLX also takes complex64 (as matmul * alpha + beta * c); matmul has no complex here.
+    throw std::invalid_argument(
+        std::string("[addmm] Only real floating point types are supported but ") +
+        dtype_to_string(c.dtype()) + ", " + dtype_to_string(a.dtype()) + " and " +
+        dtype_to_string(b.dtype()) + " were provided which results in " +
+        dtype_to_string(out_dtype) + ", which is not a real floating point type.");
+  }
+  Shape batch;
+  try {
+    batch = broadcast_shapes(Shape(a.shape().begin(), a.shape().end() - 2),
+                             Shape(b.shape().begin(), b.shape().end() - 2));
+  } catch (const std::invalid_argument&) {
+    throw std::invalid_argument(std::string("[addmm] batch dimensions of shapes ") +
+                                shape_to_string(a_in) + " and " + shape_to_string(b_in) +
+                                " cannot be broadcast.");
+  }
+  int M = a.shape(-2), K = a.shape(-1), N = b.shape(-1);
+  Shape a_shape = batch, b_shape = batch, out_shape = batch, user_shape = batch;
+  a_shape.insert(a_shape.end(), {M, K});
+  b_shape.insert(b_shape.end(), {K, N});
+  out_shape.insert(out_shape.end(), {M, N});
+  if (!a_vec) {
+    user_shape.push_back(M);
+  }
+  if (!b_vec) {
+    user_shape.push_back(N);
+  }
+  bool c_fits = c.ndim() <= user_shape.size();
+  if (c_fits) {
+    try {
+      c_fits = broadcast_shapes(c.shape(), user_shape) == user_shape;
+    } catch (const std::invalid_argument&) {
+      c_fits = false;
+    }
+  }
+  if (!c_fits) {
+    throw std::invalid_argument(
+        std::string("[addmm] input c must broadcast to the output shape; c has shape ") +
+        shape_to_string(c.shape()) + " and a @ b " + shape_to_string(user_shape) + ".");
+  }
+  c = reshape(broadcast_to(astype(c, out_dtype, stream), user_shape, stream), out_shape, stream);
+  a = broadcast_to(astype(a, out_dtype, stream), a_shape, stream);
+  b = broadcast_to(astype(b, out_dtype, stream), b_shape, stream);
+  auto out = array(out_shape, out_dtype, std::make_shared<AddMM>(stream, alpha, beta), {a, b, c});
+  if (a_vec || b_vec) {
+    out = reshape(out, user_shape, stream);
   }
   return out;
 }

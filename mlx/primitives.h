@@ -570,4 +570,128 @@ class Matmul : public UnaryPrimitive {
   }
 };
 
+// out = alpha * (a @ b) + beta * c (MLX's AddMM). inputs: {a (..., M, K), b (..., K, N),
+// c (..., M, N)}, all of the output's float dtype and shape-compatible with it: a and b
+// broadcast to the output's batch shape, c to its whole shape (views; strides may be 0).
+// With beta == 0, c is not read (BLAS's rule, so a NaN in c does not show).
+class AddMM : public UnaryPrimitive {
+ public:
+  AddMM(Stream s, float alpha, float beta) : UnaryPrimitive(s), alpha_(alpha), beta_(beta) {}
+  MLX_DECLARE_UNARY_EVAL
+  const char* name() const override {
+    return "AddMM";
+  }
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const AddMM*>(&other);
+    return o && o->alpha_ == alpha_ && o->beta_ == beta_;
+  }
+  float alpha() const {
+    return alpha_;
+  }
+  float beta() const {
+    return beta_;
+  }
+
+ private:
+  float alpha_;
+  float beta_;
+};
+
+// ---------------------------------------------------------------------------------------
+// Affine quantization in MLX's format (docs/quantization.md). group_size is 32, 64 or 128
+// and bits 2, 3, 4, 5, 6 or 8; the ops check both, and the shapes, before making a node.
+// Along the last axis of K elements, element e of a row occupies bits [e*bits, (e+1)*bits)
+// of the row's little-endian bit stream of K*bits/32 uint32 words; one (scale, bias) pair
+// per group of group_size elements; the value is scale * q + bias.
+
+// quantize(). inputs: {w (..., K) float16, bfloat16 or float32, any strides}. outputs,
+// row-contiguous: {w_q uint32 (..., K*bits/32), scales (..., K/group_size) and biases (same
+// shape), both in w's dtype}.
+class AffineQuantize : public Primitive {
+ public:
+  AffineQuantize(Stream s, int group_size, int bits)
+      : Primitive(s), group_size_(group_size), bits_(bits) {}
+  MLX_DECLARE_MULTI_EVAL
+  const char* name() const override {
+    return "AffineQuantize";
+  }
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const AffineQuantize*>(&other);
+    return o && o->group_size_ == group_size_ && o->bits_ == bits_;
+  }
+  int group_size() const {
+    return group_size_;
+  }
+  int bits() const {
+    return bits_;
+  }
+
+ private:
+  int group_size_;
+  int bits_;
+};
+
+// dequantize(). inputs: {w_q uint32 (..., K*bits/32), scales (..., K/group_size), biases
+// (scales' shape and dtype)}, any strides; scales' dtype is the output's (float16,
+// bfloat16, float32; float64 too, which MLX's CPU backend also takes). out
+// (..., K) = T(T(scale * q) + bias) with T the output dtype: the product is rounded to T
+// before the add, as MLX computes it (multiply, then add).
+class Dequantize : public UnaryPrimitive {
+ public:
+  Dequantize(Stream s, int group_size, int bits)
+      : UnaryPrimitive(s), group_size_(group_size), bits_(bits) {}
+  MLX_DECLARE_UNARY_EVAL
+  const char* name() const override {
+    return "Dequantize";
+  }
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const Dequantize*>(&other);
+    return o && o->group_size_ == group_size_ && o->bits_ == bits_;
+  }
+  int group_size() const {
+    return group_size_;
+  }
+  int bits() const {
+    return bits_;
+  }
+
+ private:
+  int group_size_;
+  int bits_;
+};
+
+// quantized_matmul(). inputs: {x (..., M, K), w uint32, scales, biases}; x, scales and
+// biases share the output's dtype (float16, bfloat16 or float32). transpose: w is
+// (..., N, K*bits/32) and out = x @ dequantize(w).T; else w is (..., K, N*bits/32) and
+// out = x @ dequantize(w). w, scales and biases (scales: w's shape with a last dim of
+// K/group_size or N/group_size) are either 2-d, or have x's rank and x's batch dims
+// (broadcast views whose batch strides may be 0). out: x.shape[:-1] + (N,).
+class QuantizedMatmul : public UnaryPrimitive {
+ public:
+  QuantizedMatmul(Stream s, int group_size, int bits, bool transpose)
+      : UnaryPrimitive(s), group_size_(group_size), bits_(bits), transpose_(transpose) {}
+  MLX_DECLARE_UNARY_EVAL
+  const char* name() const override {
+    return "QuantizedMatmul";
+  }
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const QuantizedMatmul*>(&other);
+    return o && o->group_size_ == group_size_ && o->bits_ == bits_ && o->transpose_ == transpose_;
+  }
+  int group_size() const {
+    return group_size_;
+  }
+  int bits() const {
+    return bits_;
+  }
+  bool transpose() const {
+    return transpose_;
+  }
+
+ private:
+  int group_size_;
+  int bits_;
+  bool transpose_;
+};
+
 }  // namespace mlx::core

@@ -42,5 +42,9 @@ NO_GPU(fast::LayerNorm)
 NO_GPU(fast::RoPE)
 NO_GPU(Matmul)
 NO_GPU(Scan)
+NO_GPU(AddMM)
+NO_GPU_MULTI(AffineQuantize)
+NO_GPU(Dequantize)
+NO_GPU(QuantizedMatmul)
 
 }  // namespace mlx::core
