@@ -7,6 +7,7 @@
 #include "codegen/fast.h"
 #include "codegen/internal.h"
 #include "codegen/matmul.h"
+#include "codegen/quantize.h"
 #include "codegen/reduce.h"
 #include "codegen/scan.h"
 
@@ -29,6 +30,9 @@ const std::vector<Family>& families() {
       {"rope", render_rope, 0},
       {"gemm", render_gemm, 0},
       {"gemv", render_gemv, 0},
+      {"qmm", render_qmm, 0},
+      {"qmv", render_qmv, 0},
+      {"quant", render_quant, 0},
   };
   return table;
 }

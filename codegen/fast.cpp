@@ -16,13 +16,6 @@ namespace mlx::core::vulkan::codegen {
 
 namespace {
 
-// Whether an index can pass 2^31 - 1: offsets plus the elements a launch spans, doubled
-// for loop indices one stride past the end and grids rounded up (as row_kernels.cpp).
-bool needs_64(uint64_t reach) {
-  return 2 * reach + (uint64_t{1} << 17) >
-         static_cast<uint64_t>(std::numeric_limits<int32_t>::max());
-}
-
 int64_t float_bits(float v) {
   uint32_t b;
   std::memcpy(&b, &v, 4);
@@ -81,7 +74,7 @@ bool norm_idx64(const NormGeometry& g) {
   uint64_t reach =
       std::max({g.in_offset + span, g.out_offset + span, g.w_offset + static_cast<uint64_t>(g.len),
                 g.b_offset + static_cast<uint64_t>(g.len)});
-  return needs_64(reach);
+  return reach_needs_64(reach);
 }
 
 // Lanes of a 16-byte vector of the dtype when every row of x and the output starts at a
@@ -103,7 +96,7 @@ void check_norm(const NormGeometry& g, const std::string& where) {
 
 bool rope_idx64(const RopeGeometry& g) {
   uint64_t span = static_cast<uint64_t>(g.count) * static_cast<uint64_t>(g.d);
-  return needs_64(std::max({g.in_offset, g.out_offset, static_cast<uint64_t>(g.row0)}) + span);
+  return reach_needs_64(std::max({g.in_offset, g.out_offset, static_cast<uint64_t>(g.row0)}) + span);
 }
 
 uint32_t rope_vec(const RopeGeometry& g, const DtypeInfo& dt) {

@@ -68,6 +68,10 @@ KernelSource row_kernel_source(const std::string& tmpl, const std::vector<std::s
                                uint32_t buffers, uint32_t fields, bool idx64,
                                const DeviceCaps& caps);
 
+// Whether an index can pass 2^31 - 1 for a launch that reaches element `reach` of a
+// binding: doubled for loop indices one stride past the end, plus grid slack.
+bool reach_needs_64(uint64_t reach);
+
 // A Launch whose push constants are `fields` (each IDX_T) over `groups` workgroups (laid
 // out by row_groups). Throws std::invalid_argument when the fields do not fill the kernel's
 // push-constant block exactly.

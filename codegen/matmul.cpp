@@ -31,12 +31,6 @@ int64_t float_bits(float v) {
   return static_cast<int64_t>(b);
 }
 
-// Whether an index can pass 2^31 - 1 (as codegen/fast.cpp: doubled, plus grid slack).
-bool needs_64(uint64_t reach) {
-  return 2 * reach + (uint64_t{1} << 17) >
-         static_cast<uint64_t>(std::numeric_limits<int32_t>::max());
-}
-
 // The largest element index any invocation computes, with m, n and k rounded up to whole
 // tiles (out-of-range indices are formed before their bounds check).
 bool geometry_idx64(const MatmulGeometry& g, int64_t bm, int64_t bn, int64_t bk) {
@@ -50,7 +44,9 @@ bool geometry_idx64(const MatmulGeometry& g, int64_t bm, int64_t bn, int64_t bk)
   uint64_t b = g.b_offset + static_cast<uint64_t>((g.b_t ? n : k) * g.ldb + (g.b_t ? k : n) +
                                                   batch_span(g.b_bs0, g.b_bs1));
   uint64_t out = g.out_offset + static_cast<uint64_t>(g.batches * m * n);
-  return needs_64(std::max({a, b, out}));
+  // Scales and biases (quantized B) hold fewer elements than B has values.
+  uint64_t s = std::max(g.scales_offset, g.biases_offset) + (b - g.b_offset);
+  return reach_needs_64(std::max({a, b, out, s}));
 }
 
 void check_geometry(const MatmulGeometry& g, const std::string& where) {
@@ -150,6 +146,11 @@ uint32_t gemv_tpr(const MatmulGeometry& g, uint32_t vec, const DeviceCaps& caps)
 
 }  // namespace
 
+bool reach_needs_64(uint64_t reach) {
+  return 2 * reach + (uint64_t{1} << 17) >
+         static_cast<uint64_t>(std::numeric_limits<int32_t>::max());
+}
+
 std::string GemmTile::name() const {
   return std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + "x" +
          std::to_string(tm) + "x" + std::to_string(tn);
@@ -190,9 +191,29 @@ KernelKey gemm_key(const std::string& dtype, const MatmulGeometry& g, const Gemm
   return key;
 }
 
-KernelSource render_gemm(const KernelKey& key, const DeviceCaps& caps) {
+namespace {
+
+// Quantization parameters of a qmm/qmv key: bits in {2, 3, 4, 5, 6, 8}, gs in {32, 64, 128}.
+void parse_quant(const KernelKey& key, const std::string& where, int& bits, int& gs) {
+  bits = std::atoi(key_param(key, "bits", where).c_str());
+  gs = std::atoi(key_param(key, "gs", where).c_str());
+  bool bits_ok = bits == 2 || bits == 3 || bits == 4 || bits == 5 || bits == 6 || bits == 8;
+  if (!bits_ok || (gs != 32 && gs != 64 && gs != 128) ||
+      key_param(key, "bits", where) != std::to_string(bits) ||
+      key_param(key, "gs", where) != std::to_string(gs)) {
+    throw std::invalid_argument("[render] " + where +
+                                ": bits must be 2, 3, 4, 5, 6 or 8 and gs 32, 64 or 128.");
+  }
+}
+
+// gemm.glsl for a gemm key (quant false) or a qmm key (quant true).
+KernelSource gemm_source(const KernelKey& key, const DeviceCaps& caps, bool quant) {
   const std::string where = "kernel " + key.canonical();
-  check_params(key, {"dtype", "a_t", "b_t", "edge", "addmm", "idx", "tile"}, where);
+  if (quant) {
+    check_params(key, {"bits", "dtype", "edge", "gs", "idx", "tile", "trans"}, where);
+  } else {
+    check_params(key, {"dtype", "a_t", "b_t", "edge", "addmm", "idx", "tile"}, where);
+  }
   const DtypeInfo& dt = float_dtype(key, where);
   bool idx64 = parse_idx(key, where);
   GemmTile t = parse_tile(key_param(key, "tile", where), where);
@@ -201,7 +222,11 @@ KernelSource render_gemm(const KernelKey& key, const DeviceCaps& caps) {
                              ": the tile needs more invocations or shared memory than the "
                              "device allows.");
   }
-  std::vector<std::string> defines = storage_defines({&dt}, idx64, caps, where);
+  std::vector<const DtypeInfo*> dts{&dt};
+  if (quant) {
+    dts.push_back(&dtype_info("u32", where));
+  }
+  std::vector<std::string> defines = storage_defines(dts, idx64, caps, where);
   defines.push_back(std::string("IDX64 ") + bit(idx64));
   add_input_defines("IN0_", dt, defines);
   add_output_defines(dt, defines);
@@ -210,15 +235,80 @@ KernelSource render_gemm(const KernelKey& key, const DeviceCaps& caps) {
   defines.push_back("BK " + std::to_string(t.bk));
   defines.push_back("TM " + std::to_string(t.tm));
   defines.push_back("TN " + std::to_string(t.tn));
-  defines.push_back(std::string("A_T ") + bit(flag(key, "a_t", where)));
-  defines.push_back(std::string("B_T ") + bit(flag(key, "b_t", where)));
   defines.push_back(std::string("EDGE ") + bit(flag(key, "edge", where)));
-  defines.push_back(std::string("ADDMM ") + bit(flag(key, "addmm", where)));
-  KernelSource source = row_kernel_source("gemm.glsl", defines, 3, kFields, idx64, caps);
+  if (quant) {
+    int bits = 0, gs = 0;
+    parse_quant(key, where, bits, gs);
+    defines.push_back("A_T 0");
+    defines.push_back(std::string("B_T ") + bit(flag(key, "trans", where)));
+    defines.push_back("ADDMM 0");
+    defines.push_back("QUANT 1");
+    defines.push_back("BITS " + std::to_string(bits));
+    defines.push_back("GS " + std::to_string(gs));
+  } else {
+    defines.push_back(std::string("A_T ") + bit(flag(key, "a_t", where)));
+    defines.push_back(std::string("B_T ") + bit(flag(key, "b_t", where)));
+    defines.push_back(std::string("ADDMM ") + bit(flag(key, "addmm", where)));
+  }
+  KernelSource source =
+      row_kernel_source("gemm.glsl", defines, quant ? 5 : 3, kFields, idx64, caps);
   uint32_t wg = static_cast<uint32_t>(tile_invocations(t));
   source.workgroup_size = {wg, 1, 1};
   source.spec_constants = {{0, wg}};
   return source;
+}
+
+Launch tiled_launch(const KernelKey& key, const KernelSource& source, const MatmulGeometry& g,
+                    int64_t last0, int64_t last1) {
+  const std::string where = "kernel " + key.canonical();
+  GemmTile t = parse_tile(key_param(key, "tile", where), where);
+  int64_t gx = ceil_div(g.n, t.bn), gy = ceil_div(g.m, t.bm);
+  constexpr int64_t kMax = 65535;
+  if (gx > kMax || gy > kMax || g.batches > kMax) {
+    throw std::invalid_argument("[launch] " + where + ": too many workgroups for one launch.");
+  }
+  Launch launch =
+      pack_launch(source,
+                  {g.m, g.n, g.k, static_cast<int64_t>(g.a_offset),
+                   static_cast<int64_t>(g.b_offset), static_cast<int64_t>(g.out_offset), g.lda,
+                   g.ldb, g.nb1, g.a_bs0, g.a_bs1, g.b_bs0, g.b_bs1, last0, last1},
+                  parse_idx(key, where), 1, where);
+  launch.groups = {static_cast<uint32_t>(gx), static_cast<uint32_t>(gy),
+                   static_cast<uint32_t>(g.batches)};
+  return launch;
+}
+
+}  // namespace
+
+KernelSource render_gemm(const KernelKey& key, const DeviceCaps& caps) {
+  return gemm_source(key, caps, false);
+}
+
+KernelSource render_qmm(const KernelKey& key, const DeviceCaps& caps) {
+  return gemm_source(key, caps, true);
+}
+
+KernelKey qmm_key(const std::string& dtype, const MatmulGeometry& g, const GemmTile& tile) {
+  bool edge = g.m % tile.bm != 0 || g.n % tile.bn != 0 || g.k % tile.bk != 0 || g.k == 0;
+  return KernelKey{"qmm",
+                   {{"bits", std::to_string(g.bits)},
+                    {"dtype", dtype},
+                    {"edge", bit(edge)},
+                    {"gs", std::to_string(g.group_size)},
+                    {"idx", geometry_idx64(g, tile.bm, tile.bn, tile.bk) ? "64" : "32"},
+                    {"tile", tile.name()},
+                    {"trans", bit(g.b_t)}}};
+}
+
+Launch qmm_launch(const KernelKey& key, const KernelSource& source, const MatmulGeometry& g) {
+  const std::string where = "kernel " + key.canonical();
+  check_geometry(g, where);
+  GemmTile t = parse_tile(key_param(key, "tile", where), where);
+  if (g.a_t || key != qmm_key(key_param(key, "dtype", where), g, t)) {
+    throw std::invalid_argument("[launch] " + where + " does not match the geometry.");
+  }
+  return tiled_launch(key, source, g, static_cast<int64_t>(g.scales_offset),
+                      static_cast<int64_t>(g.biases_offset));
 }
 
 Launch gemm_launch(const KernelKey& key, const KernelSource& source, const MatmulGeometry& g) {
@@ -228,24 +318,11 @@ Launch gemm_launch(const KernelKey& key, const KernelSource& source, const Matmu
   if (key != gemm_key(key_param(key, "dtype", where), g, t)) {
     throw std::invalid_argument("[launch] " + where + " does not match the geometry.");
   }
-  int64_t gx = ceil_div(g.n, t.bn), gy = ceil_div(g.m, t.bm);
-  constexpr int64_t kMax = 65535;
-  if (gx > kMax || gy > kMax || g.batches > kMax) {
-    throw std::invalid_argument("[launch] " + where + ": too many workgroups for one launch.");
-  }
-  Launch launch = pack_launch(
-      source,
-      {g.m, g.n, g.k, static_cast<int64_t>(g.a_offset), static_cast<int64_t>(g.b_offset),
-       static_cast<int64_t>(g.out_offset), g.lda, g.ldb, g.nb1, g.a_bs0, g.a_bs1, g.b_bs0, g.b_bs1,
-       float_bits(g.alpha), float_bits(g.beta)},
-      parse_idx(key, where), 1, where);
-  launch.groups = {static_cast<uint32_t>(gx), static_cast<uint32_t>(gy),
-                   static_cast<uint32_t>(g.batches)};
-  return launch;
+  return tiled_launch(key, source, g, float_bits(g.alpha), float_bits(g.beta));
 }
 
 bool gemv_applies(const MatmulGeometry& g) {
-  return g.m >= 1 && g.m <= 8 && !g.addmm && !g.a_t && g.k > 0;
+  return g.m >= 1 && g.m <= 8 && !g.addmm && g.alpha == 1.0f && !g.a_t && g.k > 0 && g.bits == 0;
 }
 
 int64_t gemv_splits(const MatmulGeometry& g, const std::string& dtype) {
@@ -286,8 +363,9 @@ KernelKey gemv_finish_key(const std::string& dtype, const MatmulGeometry& g) {
   int64_t splits = gemv_splits(g, dtype);
   uint64_t reach =
       std::max(g.out_offset, g.a_offset) + static_cast<uint64_t>(g.batches * g.m * g.n * splits);
-  return KernelKey{"gemv",
-                   {{"dtype", dtype}, {"idx", needs_64(reach) ? "64" : "32"}, {"stage", "finish"}}};
+  return KernelKey{
+      "gemv",
+      {{"dtype", dtype}, {"idx", reach_needs_64(reach) ? "64" : "32"}, {"stage", "finish"}}};
 }
 
 KernelSource render_gemv(const KernelKey& key, const DeviceCaps& caps) {
@@ -391,6 +469,105 @@ Launch gemv_launch(const KernelKey& key, const KernelSource& source, const Matmu
   }
   launch.groups = {static_cast<uint32_t>(gx), static_cast<uint32_t>(splits),
                    static_cast<uint32_t>(g.batches)};
+  return launch;
+}
+
+// ---- qmv ---------------------------------------------------------------------------------
+
+bool qmv_applies(const MatmulGeometry& g) {
+  return g.m >= 1 && g.m <= 8 && g.b_t && !g.a_t && g.bits > 0 && g.k > 0 && g.k % 32 == 0;
+}
+
+KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps) {
+  // x's rows read as 16-byte vectors when they start at multiples of them; packs of 4 or 8
+  // bits as uvec4 when every row of W starts at a multiple of 4 words.
+  uint32_t vec =
+      lanes_if_aligned(dtype, {static_cast<int64_t>(g.a_offset), g.lda, g.a_bs0, g.a_bs1, g.k});
+  bool wvec = g.bits % 4 == 0 && g.b_offset % 4 == 0 && g.ldb % 4 == 0 && g.b_bs0 % 4 == 0 &&
+              g.b_bs1 % 4 == 0;
+  uint32_t tpr = caps.subgroup_shuffle ? std::min<uint32_t>(32, caps.subgroup_size) : 32;
+  int64_t packs = g.k / 32;
+  while (tpr > 4 && packs < int64_t{tpr}) {
+    tpr /= 2;
+  }
+  bool sg = caps.subgroup_shuffle && tpr <= caps.subgroup_size;
+  return KernelKey{"qmv",
+                   {{"bits", std::to_string(g.bits)},
+                    {"dtype", dtype},
+                    {"gs", std::to_string(g.group_size)},
+                    {"idx", geometry_idx64(g, 1, 1, 1) ? "64" : "32"},
+                    {"mr", std::to_string(gemv_rows(g.m))},
+                    {"sg", bit(sg)},
+                    {"tpr", std::to_string(tpr)},
+                    {"vec", std::to_string(vec)},
+                    {"wvec", bit(wvec)}}};
+}
+
+KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
+  const std::string where = "kernel " + key.canonical();
+  check_params(key, {"bits", "dtype", "gs", "idx", "mr", "sg", "tpr", "vec", "wvec"}, where);
+  const DtypeInfo& dt = float_dtype(key, where);
+  bool idx64 = parse_idx(key, where);
+  int bits = 0, gs = 0;
+  parse_quant(key, where, bits, gs);
+  bool sg = flag(key, "sg", where);
+  bool wvec = flag(key, "wvec", where);
+  const std::string& vec = key_param(key, "vec", where);
+  const std::string& mr = key_param(key, "mr", where);
+  uint32_t tpr = static_cast<uint32_t>(std::stoul(key_param(key, "tpr", where)));
+  uint32_t lanes = 128u / static_cast<uint32_t>(dt.bits);
+  uint32_t wg = row_workgroup_size(caps);
+  if ((vec != "1" && vec != std::to_string(lanes)) ||
+      (mr != "1" && mr != "2" && mr != "4" && mr != "8") || tpr < 1 || tpr > 32 ||
+      (tpr & (tpr - 1)) != 0 || wg % tpr != 0 ||
+      (sg && (!caps.subgroup_shuffle || tpr > caps.subgroup_size)) || (wvec && bits % 4 != 0)) {
+    throw std::invalid_argument("[render] " + where +
+                                ": vec must be 1 or 16 bytes of lanes, mr 1, 2, 4 or 8, tpr a "
+                                "power of two up to 32 (the subgroup size with sg 1), wvec 1 "
+                                "only for 4 or 8 bits.");
+  }
+  std::vector<std::string> defines =
+      storage_defines({&dt, &dtype_info("u32", where)}, idx64, caps, where);
+  defines.push_back(std::string("IDX64 ") + bit(idx64));
+  add_input_defines("IN0_", dt, defines);
+  add_output_defines(dt, defines);
+  defines.push_back("BITS " + std::to_string(bits));
+  defines.push_back("GS " + std::to_string(gs));
+  defines.push_back("MR " + mr);
+  defines.push_back("TPR " + std::to_string(tpr));
+  defines.push_back(std::string("SUBGROUP ") + bit(sg));
+  defines.push_back("VEC " + vec);
+  defines.push_back(std::string("WVEC ") + bit(wvec));
+  if (vec != "1") {
+    add_vector_operand_defines("IN0_", dt, lanes, false, defines);
+  }
+  return row_kernel_source("qmv.glsl", defines, 5, kFields, idx64, caps);
+}
+
+Launch qmv_launch(const KernelKey& key, const KernelSource& source, const MatmulGeometry& g) {
+  const std::string where = "kernel " + key.canonical();
+  check_geometry(g, where);
+  // tpr and sg come from the device's caps; every other parameter from the geometry.
+  KernelKey expect =
+      qmv_applies(g) ? qmv_key(key_param(key, "dtype", where), g, DeviceCaps{}) : KernelKey{};
+  expect.params["tpr"] = key_param(key, "tpr", where);
+  expect.params["sg"] = key_param(key, "sg", where);
+  if (!qmv_applies(g) || key != expect) {
+    throw std::invalid_argument("[launch] " + where + " does not match the geometry.");
+  }
+  int64_t tpr = std::stol(key_param(key, "tpr", where));
+  int64_t gx = ceil_div(g.n, static_cast<int64_t>(source.workgroup_size[0]) / tpr);
+  constexpr int64_t kMax = 65535;
+  if (gx > kMax || g.batches > kMax) {
+    throw std::invalid_argument("[launch] " + where + ": too many workgroups for one launch.");
+  }
+  Launch launch = pack_launch(
+      source,
+      {g.m, g.n, g.k, static_cast<int64_t>(g.a_offset), static_cast<int64_t>(g.b_offset),
+       static_cast<int64_t>(g.out_offset), g.lda, g.ldb, g.nb1, g.a_bs0, g.a_bs1, g.b_bs0, g.b_bs1,
+       static_cast<int64_t>(g.scales_offset), static_cast<int64_t>(g.biases_offset)},
+      parse_idx(key, where), 1, where);
+  launch.groups = {static_cast<uint32_t>(gx), 1, static_cast<uint32_t>(g.batches)};
   return launch;
 }
 

@@ -35,6 +35,13 @@ struct MatmulGeometry {
   bool addmm = false;  // out already holds C: out = alpha * A x B + beta * out
   float alpha = 1.0f;
   float beta = 0.0f;
+  // Quantized B (qmm, qmv; docs/quantization.md): B is MLX's packed uint32 matrix W, with
+  // b_t for transpose=true (W is n x k) and ldb, b_offset, b_bs* in words; the scales
+  // and biases are dense, one per group_size values of each row of W.
+  int bits = 0;
+  int group_size = 0;
+  uint64_t scales_offset = 0;
+  uint64_t biases_offset = 0;
 };
 
 // A GEMM tile: BM x BN outputs per workgroup, BK steps of k per shared-memory stage, TM x TN
@@ -54,7 +61,21 @@ KernelKey gemm_key(const std::string& dtype, const MatmulGeometry& g, const Gemm
 KernelSource render_gemm(const KernelKey& key, const DeviceCaps& caps);
 Launch gemm_launch(const KernelKey& key, const KernelSource& source, const MatmulGeometry& g);
 
-// Whether the gemv family can run the problem: m <= 8, no addmm, k contiguous in A.
+// "qmm:bits=2..8,dtype,edge=0|1,gs=32|64|128,idx=32|64,tile=...,trans=0|1": the gemm
+// template reading B from the quantized format (any m; a_t must be false).
+KernelKey qmm_key(const std::string& dtype, const MatmulGeometry& g, const GemmTile& tile);
+KernelSource render_qmm(const KernelKey& key, const DeviceCaps& caps);
+Launch qmm_launch(const KernelKey& key, const KernelSource& source, const MatmulGeometry& g);
+
+// Whether the qmv family can run the quantized product: m <= 8, transpose=true (b_t).
+bool qmv_applies(const MatmulGeometry& g);
+// "qmv:bits,dtype,gs,idx,mr=1|2|4|8,sg=0|1,tpr=N,vec=1|4|8,wvec=0|1".
+KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps);
+KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps);
+Launch qmv_launch(const KernelKey& key, const KernelSource& source, const MatmulGeometry& g);
+
+// Whether the gemv family can run the problem: m <= 8, no addmm and alpha 1, k contiguous
+// in A, B not quantized.
 bool gemv_applies(const MatmulGeometry& g);
 
 // Workgroups along k for the axpy shape (B_T 0), 1 for the dot shape: enough workgroups

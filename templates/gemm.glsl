@@ -15,9 +15,17 @@
 // is multiplied, so their latency hides behind the arithmetic. Products accumulate in f32
 // whatever the dtype and are rounded once on store (as the CPU reference rounds once).
 //
+// QUANT 1 (the "qmm" family: quantized_matmul past 8 rows) reads B from MLX's affine
+// quantized format instead: W holds BITS-bit values packed little-endian into uint32
+// words, ldb words per row, with one scale and one bias per GS values of a row (their
+// offsets take the alpha and beta fields). B_T 1 (transpose=true, the usual Linear
+// layout) is B[k, n] = W[n, k]; B_T 0 is B[k, n] = W[k, n]. Each element is dequantized
+// as it enters shared memory, so the inner loop is the plain GEMM's.
+//
 // The engine defines BM, BN, BK, TM, TN (tile; codegen/matmul.cpp keeps BM * BK and
 // BN * BK multiples of the workgroup), A_T, B_T, EDGE (0 when M, N and K are multiples of
-// the tile: no bounds checks), ADDMM, IN0_* (A and B share the dtype) and OUT_*.
+// the tile: no bounds checks), ADDMM, QUANT (with BITS and GS), IN0_* (A and B, or A and
+// the scales and biases, share the dtype) and OUT_*.
 #ifndef BM
 #define BM 64
 #define BN 64
@@ -37,6 +45,13 @@
 #ifndef ADDMM
 #define ADDMM 0
 #endif
+#ifndef QUANT
+#define QUANT 0
+#endif
+#if QUANT && !defined(BITS)
+#define BITS 4
+#define GS 64
+#endif
 
 #include "include/operands.glsl"
 
@@ -51,15 +66,29 @@ layout(local_size_x_id = 0) in;
 layout(std430, set = 0, binding = 0) readonly buffer A {
   IN0_ST a[];
 };
+#if QUANT
+layout(std430, set = 0, binding = 1) readonly buffer W {
+  uint wq[];
+};
+layout(std430, set = 0, binding = 2) readonly buffer Scales {
+  IN0_ST scales[];
+};
+layout(std430, set = 0, binding = 3) readonly buffer Biases {
+  IN0_ST qbiases[];
+};
+#define OUT_BINDING 4
+#else
 layout(std430, set = 0, binding = 1) readonly buffer B {
   IN0_ST b[];
 };
+#define OUT_BINDING 2
+#endif
 #if ADDMM
-layout(std430, set = 0, binding = 2) buffer Out {
+layout(std430, set = 0, binding = OUT_BINDING) buffer Out {
   OUT_ST outv[];
 };
 #else
-layout(std430, set = 0, binding = 2) writeonly buffer Out {
+layout(std430, set = 0, binding = OUT_BINDING) writeonly buffer Out {
   OUT_ST outv[];
 };
 #endif
@@ -80,10 +109,31 @@ layout(push_constant) uniform Params {
   IDX_T a_bs1;
   IDX_T b_bs0;
   IDX_T b_bs1;
-  IDX_T alpha_bits;
-  IDX_T beta_bits;
+  IDX_T alpha_bits;  // QUANT: the scales' offset
+  IDX_T beta_bits;   // QUANT: the biases' offset
 }
 pc;
+
+#if QUANT
+// Element (r, c) of the quantized matrix whose row r starts at word w_row and whose
+// scales and biases start s_row after their offsets: value c sits at bits [c * BITS, (c + 1) * BITS) of
+// the row's little-endian bit stream (3, 5 and 6 bits may straddle two words).
+float dequant(IDX_T w_row, IDX_T s_row, IDX_T c) {
+  IDX_T bit = c * BITS;
+  IDX_T word = w_row + (bit >> 5);
+  uint shift = uint(bit & 31);
+  uint v = wq[uint(word)] >> shift;
+#if (32 % BITS) != 0
+  if (shift + BITS > 32) {
+    v |= wq[uint(word + 1)] << (32 - shift);
+  }
+#endif
+  v &= (1u << BITS) - 1u;
+  IDX_T g = s_row + c / GS;
+  return float(IN0_LOAD(scales[uint(pc.alpha_bits + g)])) * float(v) +
+         float(IN0_LOAD(qbiases[uint(pc.beta_bits + g)]));
+}
+#endif
 
 // +1: a column of the tile lands in distinct banks when A or B is stored transposed.
 shared float As[BK][BM + 1];
@@ -94,7 +144,8 @@ float rb[B_PER];
 
 // Global -> registers for the tile at k0: consecutive invocations read consecutive
 // elements of the operand's contiguous dimension.
-void load_tiles(IDX_T a_base, IDX_T b_base, IDX_T row0, IDX_T col0, IDX_T k0, uint t) {
+void load_tiles(IDX_T a_base, IDX_T b_base, IDX_T s_base, IDX_T row0, IDX_T col0, IDX_T k0,
+                uint t) {
   for (uint i = 0; i < A_PER; ++i) {
     uint e = t + i * WG;
 #if A_T == 0
@@ -106,25 +157,33 @@ void load_tiles(IDX_T a_base, IDX_T b_base, IDX_T row0, IDX_T col0, IDX_T k0, ui
 #endif
 #if EDGE
     bool inside = row0 + IDX_T(mm) < pc.m && k0 + IDX_T(kk) < pc.k;
-    ra[i] = inside ? float(IN0_LOAD(a[at])) : 0.0f;
+    ra[i] = inside ? float(IN0_LOAD(a[uint(at)])) : 0.0f;
 #else
-    ra[i] = float(IN0_LOAD(a[at]));
+    ra[i] = float(IN0_LOAD(a[uint(at)]));
 #endif
   }
   for (uint i = 0; i < B_PER; ++i) {
     uint e = t + i * WG;
 #if B_T == 0
     uint nn = e % BN, kk = e / BN;
-    IDX_T at = b_base + (k0 + IDX_T(kk)) * pc.ldb + col0 + IDX_T(nn);
 #else
     uint kk = e % BK, nn = e / BK;
-    IDX_T at = b_base + (col0 + IDX_T(nn)) * pc.ldb + k0 + IDX_T(kk);
 #endif
+    IDX_T gk = k0 + IDX_T(kk), gn = col0 + IDX_T(nn);
 #if EDGE
-    bool inside = col0 + IDX_T(nn) < pc.n && k0 + IDX_T(kk) < pc.k;
-    rb[i] = inside ? float(IN0_LOAD(b[at])) : 0.0f;
+    if (gn >= pc.n || gk >= pc.k) {
+      rb[i] = 0.0f;
+      continue;
+    }
+#endif
+#if QUANT && B_T == 1
+    rb[i] = dequant(b_base + gn * pc.ldb, s_base + gn * (pc.ldb * 32 / BITS / GS), gk);
+#elif QUANT
+    rb[i] = dequant(b_base + gk * pc.ldb, s_base + gk * (pc.ldb * 32 / BITS / GS), gn);
+#elif B_T == 0
+    rb[i] = float(IN0_LOAD(b[uint(b_base + gk * pc.ldb + gn)]));
 #else
-    rb[i] = float(IN0_LOAD(b[at]));
+    rb[i] = float(IN0_LOAD(b[uint(b_base + gn * pc.ldb + gk)]));
 #endif
   }
 }
@@ -157,6 +216,12 @@ void main() {
   IDX_T inner = z - outer * pc.nb1;
   IDX_T a_base = pc.a_offset + outer * pc.a_bs0 + inner * pc.a_bs1;
   IDX_T b_base = pc.b_offset + outer * pc.b_bs0 + inner * pc.b_bs1;
+#if QUANT
+  // Scales and biases are dense: one per GS values of each packed row.
+  IDX_T s_base = (outer * pc.b_bs0 + inner * pc.b_bs1) * 32 / BITS / GS;
+#else
+  IDX_T s_base = 0;
+#endif
   IDX_T row0 = IDX_T(gl_WorkGroupID.y) * BM;
   IDX_T col0 = IDX_T(gl_WorkGroupID.x) * BN;
 
@@ -167,13 +232,13 @@ void main() {
     }
   }
 
-  load_tiles(a_base, b_base, row0, col0, 0, t);
+  load_tiles(a_base, b_base, s_base, row0, col0, 0, t);
   store_tiles(t);
   barrier();
   for (IDX_T k0 = 0; k0 < pc.k; k0 += BK) {
     bool more = k0 + BK < pc.k;
     if (more) {
-      load_tiles(a_base, b_base, row0, col0, k0 + BK, t);
+      load_tiles(a_base, b_base, s_base, row0, col0, k0 + BK, t);
     }
     for (uint kk = 0; kk < BK; ++kk) {
       float af[TM];
@@ -197,7 +262,11 @@ void main() {
     }
   }
 
+#if QUANT
+  float alpha = 1.0f;
+#else
   float alpha = uintBitsToFloat(uint(pc.alpha_bits));
+#endif
 #if ADDMM
   float beta = uintBitsToFloat(uint(pc.beta_bits));
 #endif
@@ -214,9 +283,9 @@ void main() {
       IDX_T at = out_base + row * pc.n + col;
       float v = alpha * acc[i][j];
 #if ADDMM
-      v += beta * float(IN0_LOAD(outv[at]));
+      v += beta * float(IN0_LOAD(outv[uint(at)]));
 #endif
-      outv[at] = OUT_STORE(v);
+      outv[uint(at)] = OUT_STORE(v);
     }
   }
 }

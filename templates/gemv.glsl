@@ -125,11 +125,18 @@ void main() {
   }
   IDX_T z = idx / per;
   IDX_T r = idx - z * per;
+  // Neumaier's compensated sum: a long k keeps the accuracy of one rounding (each split's
+  // partial is already far from f32's 2^24 limit; their running total may not be).
   float s = 0.0f;
+  float c = 0.0f;
   for (IDX_T g = 0; g < pc.splits; ++g) {
-    s += part[pc.a_offset + (z * pc.splits + g) * per + r];
+    float v = part[uint(pc.a_offset + (z * pc.splits + g) * per + r)];
+    precise float t = s + v;
+    precise float lost = abs(s) >= abs(v) ? (s - t) + v : (v - t) + s;
+    c += lost;
+    s = t;
   }
-  outv[pc.out_offset + idx] = OUT_STORE(s);
+  outv[uint(pc.out_offset + idx)] = OUT_STORE(s + c);
 }
 #else
 
@@ -201,9 +208,9 @@ void main() {
         IDX_T c = c0 + IDX_T(u * TPR);
         if (c < chunks) {
 #if VEC > 1
-          w[u] = bv[brow + c];
+          w[u] = bv[uint(brow + c)];
 #else
-          w[u] = float(IN0_LOAD(b[brow + c]));
+          w[u] = float(IN0_LOAD(b[uint(brow + c)]));
 #endif
         }
       }
@@ -215,12 +222,12 @@ void main() {
         for (uint i = 0; i < MR; ++i) {
           if (IDX_T(i) < pc.m) {
 #if VEC > 1
-            IN0_VT x = av[(a_base + IDX_T(i) * pc.lda) / VEC + c];
+            IN0_VT x = av[uint((a_base + IDX_T(i) * pc.lda) / VEC + c)];
             for (uint j = 0; j < VEC; ++j) {
               acc[i][0] = fma(float(IN0_VLANE(x, j)), float(IN0_VLANE(w[u], j)), acc[i][0]);
             }
 #else
-            float x = float(IN0_LOAD(a[a_base + IDX_T(i) * pc.lda + c]));
+            float x = float(IN0_LOAD(a[uint(a_base + IDX_T(i) * pc.lda + c)]));
             acc[i][0] = fma(x, w[u], acc[i][0]);
 #endif
           }
@@ -232,7 +239,7 @@ void main() {
   for (uint i = 0; i < MR; ++i) {
     float s = team_sum(acc[i][0], lane, t - lane, i);
     if (live && lane == 0 && IDX_T(i) < pc.m) {
-      outv[out_base + IDX_T(i) * pc.n + col] = OUT_STORE(s);
+      outv[uint(out_base + IDX_T(i) * pc.n + col)] = OUT_STORE(s);
     }
   }
 #else
@@ -255,9 +262,9 @@ void main() {
         IDX_T kk = k0 + IDX_T(u * KS);
         if (kk < k_end) {
 #if VEC > 1
-          w[u] = bv[(b_base + kk * pc.ldb) / VEC + nv];
+          w[u] = bv[uint((b_base + kk * pc.ldb) / VEC + nv)];
 #else
-          w[u] = float(IN0_LOAD(b[b_base + kk * pc.ldb + nv]));
+          w[u] = float(IN0_LOAD(b[uint(b_base + kk * pc.ldb + nv)]));
 #endif
         }
       }
@@ -268,7 +275,7 @@ void main() {
         }
         for (uint i = 0; i < MR; ++i) {
           if (IDX_T(i) < pc.m) {
-            float x = float(IN0_LOAD(a[a_base + IDX_T(i) * pc.lda + kk]));
+            float x = float(IN0_LOAD(a[uint(a_base + IDX_T(i) * pc.lda + kk)]));
             for (uint j = 0; j < VEC; ++j) {
 #if VEC > 1
               acc[i][j] = fma(x, float(IN0_VLANE(w[u], j)), acc[i][j]);
@@ -294,9 +301,9 @@ void main() {
         }
         IDX_T col = nv * VEC + IDX_T(j);
 #if SPLIT
-        part[pc.out_offset + ((z * pc.splits + g) * pc.m + IDX_T(i)) * pc.n + col] = s;
+        part[uint(pc.out_offset + ((z * pc.splits + g) * pc.m + IDX_T(i)) * pc.n + col)] = s;
 #else
-        outv[pc.out_offset + (z * pc.m + IDX_T(i)) * pc.n + col] = OUT_STORE(s);
+        outv[uint(pc.out_offset + (z * pc.m + IDX_T(i)) * pc.n + col)] = OUT_STORE(s);
 #endif
       }
     }

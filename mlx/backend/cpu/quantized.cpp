@@ -3,9 +3,12 @@
 // Quantization follows MLX's CPU backend step by step, in float32 whatever w's dtype, so
 // weights quantized by MLX and here give the same words, scales and biases. Dequantization
 // rounds scale * q to the output dtype before adding the bias, as MLX's multiply-then-add
-// does. QuantizedMatmul dequantizes one batch of w at a time into the same packed B that
-// Matmul builds and runs Matmul's loop (double accumulation, one rounding), so on the CPU
-// it equals matmul(x, dequantize(w)) (transposed as asked) bit for bit.
+// does. QuantizedMatmul dequantizes one batch of w at a time in the compute type (f32 for
+// the 16-bit dtypes: scale * q + bias with no rounding to the dtype between, as MLX's GPU
+// kernels and ours do; MLX's CPU backend rounds each weight, which moves a bfloat16
+// product by tenths) into the packed B that Matmul builds, and runs Matmul's loop (double
+// accumulation, one rounding). So it equals matmul(x, dequantize(w)) bit for bit for
+// float32; for 16-bit dtypes, the product with the weights dequantized in f32.
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -143,6 +146,20 @@ struct QuantizedRow {
       emit(k, static_cast<T>(static_cast<C>(scaled) + bias));
     }
   }
+
+  // The same values in the compute type, scale * q + bias with no rounding to T between
+  // (quantized_matmul's weights, as MLX's GPU kernels and ours form them).
+  template <typename F>
+  void dequantize_wide(int64_t K, int group_size, int bits, F&& emit) const {
+    using C = compute_type_t<T>;
+    for (int64_t k = 0; k < K; ++k) {
+      int64_t g = k / group_size;
+      C scale = static_cast<C>(scales[g * scale_stride]);
+      C bias = static_cast<C>(biases[g * bias_stride]);
+      C scaled = scale * static_cast<C>(unpack(words, word_stride, k, bits));
+      emit(k, scaled + bias);
+    }
+  }
 };
 
 template <typename T>
@@ -206,11 +223,11 @@ void quantized_matmul(const array& x, const array& w, const array& scales, const
           biases.data<T>() + b_it.loc() + r * biases.strides(-2), biases.strides(-1)};
       Packed* dst = packed.data();
       if (transpose) {
-        row.dequantize(cols, group_size, bits,
-                       [dst, r, N](int64_t k, T v) { dst[k * N + r] = static_cast<Packed>(v); });
+        row.dequantize_wide(cols, group_size, bits,
+                            [dst, r, N](int64_t k, Packed v) { dst[k * N + r] = v; });
       } else {
-        row.dequantize(cols, group_size, bits,
-                       [dst, r, N](int64_t n, T v) { dst[r * N + n] = static_cast<Packed>(v); });
+        row.dequantize_wide(cols, group_size, bits,
+                            [dst, r, N](int64_t n, Packed v) { dst[r * N + n] = v; });
       }
     }
     const T* A = x.data<T>() + x_it.loc();

@@ -51,6 +51,12 @@ Operand operand(CommandEncoder& enc, int stream, const array& x, const char* dty
   return {d, std::vector<int64_t>(s.begin(), s.end())};
 }
 
+// An operand with no elements (K = 0): nothing is read, so no buffer is needed.
+Operand empty_operand(const array& x) {
+  auto s = row_major_strides(x.shape());
+  return {Buf{}, std::vector<int64_t>(s.begin(), s.end())};
+}
+
 // A rows x cols matrix with strides rs, cs: which dim is contiguous and the other's stride.
 // Strides of size-1 dims are free, so a row (column) vector is always readable.
 bool orient(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool& transposed, int64_t& ld) {
@@ -121,7 +127,10 @@ int64_t operand_span(int64_t rows, int64_t cols, bool transposed, int64_t ld, in
   return last + (outer - 1) * bs0 + (nb1 - 1) * bs1 + 1;
 }
 
-std::vector<int64_t> signature(const char* family, const char* dtype, const MatmulGeometry& g) {
+}  // namespace
+
+std::vector<int64_t> matmul_signature(const char* family, const char* dtype,
+                                      const MatmulGeometry& g) {
   float numbers[2] = {g.alpha, g.beta};
   int64_t bits = 0;
   std::memcpy(&bits, numbers, 8);
@@ -142,10 +151,11 @@ std::vector<int64_t> signature(const char* family, const char* dtype, const Matm
           g.a_bs1,
           g.b_bs0,
           g.b_bs1,
-          bits};
+          bits,
+          g.bits | (int64_t{g.group_size} << 8),
+          static_cast<int64_t>(g.scales_offset),
+          static_cast<int64_t>(g.biases_offset)};
 }
-
-}  // namespace
 
 const char* matmul_unsupported(const array& a, const array& b, const array& out) {
   if (const char* why = float_kernel_unsupported(out)) {
@@ -199,8 +209,8 @@ void matmul_gpu(int stream, const array& a_in, const array& b_in, array& out, bo
   g.alpha = alpha;
   g.beta = addmm ? beta : 0.0f;
   BatchDims batch;
-  Operand a = operand(enc, stream, a_in, dtype, false);
-  Operand b = operand(enc, stream, b_in, dtype, false);
+  Operand a = K == 0 ? empty_operand(a_in) : operand(enc, stream, a_in, dtype, false);
+  Operand b = K == 0 ? empty_operand(b_in) : operand(enc, stream, b_in, dtype, false);
   if (!collapse_batch(out.shape(), a, b, batch)) {
     a = operand(enc, stream, a_in, dtype, true);
     b = operand(enc, stream, b_in, dtype, true);
@@ -213,9 +223,11 @@ void matmul_gpu(int stream, const array& a_in, const array& b_in, array& out, bo
   int64_t outer = batch.count / batch.nb1;
   int64_t a_elems = operand_span(M, K, g.a_t, g.lda, outer, batch.nb1, batch.a_bs0, batch.a_bs1);
   int64_t b_elems = operand_span(K, N, g.b_t, g.ldb, outer, batch.nb1, batch.b_bs0, batch.b_bs1);
-  auto ba = bind_run(dev, a.buf, a_elems, false);
-  auto bb = bind_run(dev, b.buf, b_elems, false);
   auto by = bind_run(dev, y, static_cast<int64_t>(out.size()), true);
+  // K = 0 (addmm: out = beta * C): the kernel reads no element of A or B, whose buffers
+  // may not exist; any valid binding stands in.
+  auto ba = K == 0 ? by : bind_run(dev, a.buf, a_elems, false);
+  auto bb = K == 0 ? by : bind_run(dev, b.buf, b_elems, false);
   g.a_offset = ba.elem_offset;
   g.b_offset = bb.elem_offset;
   g.out_offset = by.elem_offset;
@@ -246,7 +258,7 @@ void matmul_gpu(int stream, const array& a_in, const array& b_in, array& out, bo
   }
 
   if (!codegen::gemv_applies(g)) {
-    const auto& planned = memoized(signature("gemm", dtype, g), [&] {
+    const auto& planned = memoized(matmul_signature("gemm", dtype, g), [&] {
       auto tile = codegen::gemm_tile(g, dev.caps());
       auto key = codegen::gemm_key(dtype, g, tile);
       const auto& kernel = kernel_library().get(key);
@@ -265,7 +277,7 @@ void matmul_gpu(int stream, const array& a_in, const array& b_in, array& out, bo
     main.out_offset = partial.elem_offset;
     bindings[2] = partial.binding;
   }
-  const auto& planned = memoized(signature("gemv", dtype, main), [&] {
+  const auto& planned = memoized(matmul_signature("gemv", dtype, main), [&] {
     auto key = codegen::gemv_key(dtype, main, dev.caps());
     const auto& kernel = kernel_library().get(key);
     return MemoEntry{&kernel, codegen::gemv_launch(key, kernel.source, main)};
@@ -274,7 +286,7 @@ void matmul_gpu(int stream, const array& a_in, const array& b_in, array& out, bo
   if (splits > 1) {
     MatmulGeometry fg = g;
     fg.a_offset = partial.elem_offset;
-    const auto& finish = memoized(signature("gemv_finish", dtype, fg), [&] {
+    const auto& finish = memoized(matmul_signature("gemv_finish", dtype, fg), [&] {
       auto key = codegen::gemv_finish_key(dtype, fg);
       const auto& kernel = kernel_library().get(key);
       return MemoEntry{&kernel, codegen::gemv_launch(key, kernel.source, fg)};

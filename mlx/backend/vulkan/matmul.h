@@ -3,6 +3,10 @@
 // records. docs/matmul.md.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
+#include "codegen/matmul.h"
 #include "mlx/array.h"
 
 namespace mlx::core::vulkan {
@@ -18,5 +22,10 @@ const char* matmul_unsupported(const array& a, const array& b, const array& out)
 // out must be allocated and row-contiguous.
 void matmul_gpu(int stream, const array& a, const array& b, array& out, bool addmm, float alpha,
                 float beta);
+
+// The launch-memo signature of a product's launch: every field of the geometry that its
+// key and numbers depend on.
+std::vector<int64_t> matmul_signature(const char* family, const char* dtype,
+                                      const codegen::MatmulGeometry& g);
 
 }  // namespace mlx::core::vulkan

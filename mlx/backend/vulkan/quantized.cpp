@@ -1,23 +1,218 @@
-// eval_gpu of AddMM and the quantization primitives: the logged CPU route (as
-// MLX_VK_CPU_ROUTE in cpu_fallback.cpp) until their kernels replace it here (issue 12).
+// eval_gpu of AddMM, QuantizedMatmul, Dequantize and AffineQuantize.
+//   AddMM: C copied into the output, then the gemm family with its addmm epilogue.
+//   QuantizedMatmul: "qmv" (transpose=true, M <= 8: a decode step) or "qmm" (the gemm
+//     template reading B from the packed format), on dense operands; with 2-d weights
+//     every batch row of x folds into M.
+//   Dequantize / AffineQuantize: the "quant" family, one invocation per pack or group.
+// docs/matmul.md and docs/quantization.md.
+#include "codegen/matmul.h"
+#include "codegen/quantize.h"
+#include "mlx/backend/vulkan/allocator.h"
 #include "mlx/backend/vulkan/cpu_fallback.h"
+#include "mlx/backend/vulkan/elementwise.h"
+#include "mlx/backend/vulkan/kernel_library.h"
+#include "mlx/backend/vulkan/kernels.h"
+#include "mlx/backend/vulkan/launch_memo.h"
+#include "mlx/backend/vulkan/matmul.h"
+#include "mlx/backend/vulkan/reduce_plan.h"
 #include "mlx/primitives.h"
 
 namespace mlx::core {
 
-#define MLX_VK_CPU_ROUTE(P)                                                           \
-  void P::eval_gpu(const std::vector<array>& inputs, array& out) {                    \
-    vulkan::cpu_fallback(*this, inputs, out, "no GPU kernel for this primitive yet"); \
+namespace codegen = vulkan::codegen;
+using vulkan::bind_run;
+using vulkan::Buf;
+using vulkan::dense_run;
+
+namespace {
+
+// Why the quantization kernels cannot take these operands (each is read dense, so its
+// size and its span must fit one binding), or nullptr.
+const char* quant_unsupported(const std::vector<array>& operands, const array& float_side) {
+  if (const char* why = vulkan::float_kernel_unsupported(float_side)) {
+    return why;
   }
+  if (!vulkan::copies_fit(operands)) {
+    return "an operand wider than one storage binding";
+  }
+  auto& dev = vulkan::device("quantized");
+  for (const auto& a : operands) {
+    if (static_cast<int64_t>(a.size()) > vulkan::binding_elems(dev, a.itemsize())) {
+      return "an operand wider than one storage binding";
+    }
+  }
+  return nullptr;
+}
 
-MLX_VK_CPU_ROUTE(AddMM)
-MLX_VK_CPU_ROUTE(Dequantize)
-MLX_VK_CPU_ROUTE(QuantizedMatmul)
+}  // namespace
 
-#undef MLX_VK_CPU_ROUTE
+void AddMM::eval_gpu(const std::vector<array>& inputs, array& out) {
+  const array& c = inputs[2];
+  if (const char* why = vulkan::matmul_unsupported(inputs[0], inputs[1], out)) {
+    vulkan::cpu_fallback(*this, inputs, out, why);
+    return;
+  }
+  if (!vulkan::copies_fit({c})) {
+    vulkan::cpu_fallback(*this, inputs, out, "an operand wider than one storage binding");
+    return;
+  }
+  out.set_data(allocator::malloc(out.nbytes()));
+  int stream = this->stream().index;
+  // beta == 0 reads no C (BLAS's rule, as the CPU reference): a plain scaled product.
+  bool with_c = beta_ != 0.0f;
+  if (with_c && out.size() > 0) {
+    vulkan::copy_gpu(stream, c, out);
+  }
+  vulkan::matmul_gpu(stream, inputs[0], inputs[1], out, with_c, alpha_, beta_);
+}
+
+void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
+  const array& x = inputs[0];
+  const array& w = inputs[1];
+  if (const char* why = quant_unsupported(inputs, out)) {
+    vulkan::cpu_fallback(*this, inputs, out, why);
+    return;
+  }
+  auto& dev = vulkan::device("QuantizedMatmul");
+  out.set_data(allocator::malloc(out.nbytes()));
+  if (out.size() == 0) {
+    return;
+  }
+  int stream = this->stream().index;
+  auto& enc = vulkan::encoder(stream);
+  const char* dtype = vulkan::gpu_dtype_name(out.dtype());
+  Buf y = vulkan::buf_of(out, dtype);
+  int64_t K = x.shape(-1);
+  int64_t N = out.shape(-1);
+  if (K == 0) {
+    auto by = bind_run(dev, y, static_cast<int64_t>(out.size()), true);
+    by.binding.range = (static_cast<VkDeviceSize>(out.nbytes()) + 3) / 4 * 4;
+    enc.fill(by.binding, 0);
+    return;
+  }
+  Buf xb = dense_run(enc, stream, x, dtype);
+  Buf wb = dense_run(enc, stream, w, "u32");
+  Buf sb = dense_run(enc, stream, inputs[2], dtype);
+  Buf bb = dense_run(enc, stream, inputs[3], dtype);
+
+  codegen::MatmulGeometry g;
+  g.k = K;
+  g.n = N;
+  g.lda = K;
+  g.b_t = transpose_;
+  g.ldb = w.shape(-1);
+  g.bits = bits_;
+  g.group_size = group_size_;
+  if (w.ndim() == 2) {
+    // One weight for every batch: the batch rows of x are more rows of M.
+    g.m = static_cast<int64_t>(x.size()) / K;
+  } else {
+    g.m = x.shape(-2);
+    g.batches = static_cast<int64_t>(out.size()) / (g.m * N);
+    g.nb1 = g.batches;
+    g.a_bs1 = g.m * K;
+    g.b_bs1 = int64_t{w.shape(-2)} * w.shape(-1);
+  }
+  auto bx = bind_run(dev, xb, static_cast<int64_t>(x.size()), false);
+  auto bw = bind_run(dev, wb, static_cast<int64_t>(w.size()), false);
+  auto bs = bind_run(dev, sb, static_cast<int64_t>(inputs[2].size()), false);
+  auto bbias = bind_run(dev, bb, static_cast<int64_t>(inputs[3].size()), false);
+  auto by = bind_run(dev, y, static_cast<int64_t>(out.size()), true);
+  g.a_offset = bx.elem_offset;
+  g.b_offset = bw.elem_offset;
+  g.scales_offset = bs.elem_offset;
+  g.biases_offset = bbias.elem_offset;
+  g.out_offset = by.elem_offset;
+  std::vector<vulkan::Binding> bindings{bx.binding, bw.binding, bs.binding, bbias.binding,
+                                        by.binding};
+  bool qmv = codegen::qmv_applies(g);
+  const auto& planned =
+      vulkan::memoized(vulkan::matmul_signature(qmv ? "qmv" : "qmm", dtype, g), [&] {
+        if (qmv) {
+          auto key = codegen::qmv_key(dtype, g, dev.caps());
+          const auto& kernel = vulkan::kernel_library().get(key);
+          return vulkan::MemoEntry{&kernel, codegen::qmv_launch(key, kernel.source, g)};
+        }
+        auto key = codegen::qmm_key(dtype, g, codegen::gemm_tile(g, dev.caps()));
+        const auto& kernel = vulkan::kernel_library().get(key);
+        return vulkan::MemoEntry{&kernel, codegen::qmm_launch(key, kernel.source, g)};
+      });
+  vulkan::record_launch(enc, *planned.kernel, planned.launch, bindings);
+}
+
+void Dequantize::eval_gpu(const std::vector<array>& inputs, array& out) {
+  if (const char* why = quant_unsupported(inputs, out)) {
+    vulkan::cpu_fallback(*this, inputs, out, why);
+    return;
+  }
+  auto& dev = vulkan::device("Dequantize");
+  out.set_data(allocator::malloc(out.nbytes()));
+  if (out.size() == 0) {
+    return;
+  }
+  int stream = this->stream().index;
+  auto& enc = vulkan::encoder(stream);
+  const char* dtype = vulkan::gpu_dtype_name(out.dtype());
+  Buf wb = dense_run(enc, stream, inputs[0], "u32");
+  Buf sb = dense_run(enc, stream, inputs[1], dtype);
+  Buf bb = dense_run(enc, stream, inputs[2], dtype);
+  Buf y = vulkan::buf_of(out, dtype);
+  codegen::QuantGeometry g;
+  g.k = out.shape(-1);
+  g.rows = static_cast<int64_t>(out.size()) / g.k;
+  g.bits = bits_;
+  g.group_size = group_size_;
+  auto bw = bind_run(dev, wb, static_cast<int64_t>(inputs[0].size()), false);
+  auto bs = bind_run(dev, sb, static_cast<int64_t>(inputs[1].size()), false);
+  auto bbias = bind_run(dev, bb, static_cast<int64_t>(inputs[2].size()), false);
+  auto by = bind_run(dev, y, static_cast<int64_t>(out.size()), true);
+  g.w_offset = bw.elem_offset;
+  g.scales_offset = bs.elem_offset;
+  g.biases_offset = bbias.elem_offset;
+  g.out_offset = by.elem_offset;
+  auto key = codegen::quant_key("dequantize", dtype, g);
+  const auto& kernel = vulkan::kernel_library().get(key);
+  std::vector<vulkan::Binding> bindings{bw.binding, bs.binding, bbias.binding, by.binding};
+  vulkan::record_launch(enc, kernel, codegen::quant_launch(key, kernel.source, g), bindings);
+}
 
 void AffineQuantize::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
-  vulkan::cpu_fallback(*this, inputs, outputs, "no GPU kernel for this primitive yet");
+  const array& w = inputs[0];
+  if (const char* why = quant_unsupported(inputs, w)) {
+    vulkan::cpu_fallback(*this, inputs, outputs, why);
+    return;
+  }
+  auto& dev = vulkan::device("AffineQuantize");
+  for (auto& o : outputs) {
+    o.set_data(allocator::malloc(o.nbytes()));
+  }
+  if (w.size() == 0) {
+    return;
+  }
+  int stream = this->stream().index;
+  auto& enc = vulkan::encoder(stream);
+  const char* dtype = vulkan::gpu_dtype_name(w.dtype());
+  Buf wb = dense_run(enc, stream, w, dtype);
+  codegen::QuantGeometry g;
+  g.k = w.shape(-1);
+  g.rows = static_cast<int64_t>(w.size()) / g.k;
+  g.bits = bits_;
+  g.group_size = group_size_;
+  auto bw = bind_run(dev, wb, static_cast<int64_t>(w.size()), false);
+  auto bq = bind_run(dev, vulkan::buf_of(outputs[0], "u32"),
+                     static_cast<int64_t>(outputs[0].size()), true);
+  auto bs = bind_run(dev, vulkan::buf_of(outputs[1], dtype),
+                     static_cast<int64_t>(outputs[1].size()), true);
+  auto bbias = bind_run(dev, vulkan::buf_of(outputs[2], dtype),
+                        static_cast<int64_t>(outputs[2].size()), true);
+  g.w_offset = bw.elem_offset;
+  g.out_offset = bq.elem_offset;
+  g.scales_offset = bs.elem_offset;
+  g.biases_offset = bbias.elem_offset;
+  auto key = codegen::quant_key("quantize", dtype, g);
+  const auto& kernel = vulkan::kernel_library().get(key);
+  std::vector<vulkan::Binding> bindings{bw.binding, bq.binding, bs.binding, bbias.binding};
+  vulkan::record_launch(enc, kernel, codegen::quant_launch(key, kernel.source, g), bindings);
 }
 
 }  // namespace mlx::core

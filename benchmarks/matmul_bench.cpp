@@ -1,0 +1,121 @@
+// Matrix products (the gemv and gemm families) against the device's own bandwidth and
+// against the arithmetic rate of the run's best GEMM (docs/performance.md, docs/matmul.md).
+//
+// 1. Inputs first, then the bandwidth peak of the run: our copy kernel and a
+//    read-dominated kernel (equal on int64 -> bool) on 1 GiB, as reduce_bench.
+// 2. Matrix-vector rows (bound by reading the matrix once): GPU time per op from timestamp
+//    queries after >= 200 ms of warm-up; GB/s and the ratio to the peak.
+// 3. GEMM rows: TFLOPS from the GPU time (2 * M * N * K per product).
+//
+// Usage: matmul_bench   (MATMUL_BENCH_ONLY=gemv,gemm runs a subset)
+#include <cstdlib>
+
+#include "bench_util.h"
+#include "mlx/backend/gpu/available.h"
+#include "mlx/backend/gpu/device_info.h"
+
+namespace mx = mlx::core;
+using bench::measure_op;
+using bench::TimedRow;
+
+namespace {
+
+mx::array gpu_uniform(const mx::Shape& shape, int seed, mx::Dtype dt = mx::float32) {
+  auto x = mx::astype(mx::random::uniform(shape, mx::float32, mx::random::key(seed)), dt);
+  auto g = mx::copy(x, mx::Device::gpu);
+  g.eval();
+  return g;
+}
+
+bool wanted(const std::string& block) {
+  const char* only = std::getenv("MATMUL_BENCH_ONLY");
+  if (!only || !*only) {
+    return true;
+  }
+  std::string list = std::string(",") + only + ",";
+  return list.find("," + block + ",") != std::string::npos;
+}
+
+}  // namespace
+
+int main() {
+  if (!mx::gpu::is_available()) {
+    std::fprintf(stderr, "matmul_bench: no Vulkan device found\n");
+    return 1;
+  }
+  mx::set_default_device(mx::Device::gpu);
+  const auto& info = mx::gpu::device_info();
+  std::printf("device: %s\n", std::get<std::string>(info.at("device_name")).c_str());
+  mx::vulkan::set_profiling(true);
+  if (!mx::vulkan::profiling_enabled()) {
+    std::fprintf(stderr, "matmul_bench: this device cannot time kernels; GPU times read 0\n");
+  }
+  const int batch = 10, reps = 5;
+
+  int n = 1 << 26;
+  auto i64a = mx::astype(gpu_uniform({n}, 1), mx::int64);
+  auto i64b = mx::astype(gpu_uniform({n}, 2), mx::int64);
+  bool gemv = wanted("gemv"), gemm = wanted("gemm");
+  // Decode shapes: an 8B-class MLP projection both ways, and Qwen3-0.6B's tied lm_head.
+  auto w_kn = gemv ? gpu_uniform({14336, 4096}, 3, mx::float16) : mx::array(0.0f);
+  auto w_nk = gemv ? gpu_uniform({14336, 4096}, 4, mx::float16) : mx::array(0.0f);
+  auto x14 = gpu_uniform({1, 14336}, 5, mx::float16);
+  auto x4 = gpu_uniform({8, 4096}, 6, mx::float16);
+  auto emb = gemv ? gpu_uniform({151936, 1024}, 7, mx::bfloat16) : mx::array(0.0f);
+  auto h1 = gpu_uniform({1, 1024}, 8, mx::bfloat16);
+  mx::eval({i64a, i64b});
+
+  bench::warm_gpu(i64a, 500);
+  double read_gbs = 17.0 * n /
+                    (measure_op([&] { return mx::equal(i64a, i64b); }, batch, reps).gpu_ms * 1e-3) /
+                    1e9;
+  double copy_gbs =
+      16.0 * n / (measure_op([&] { return mx::copy(i64a); }, batch, reps).gpu_ms * 1e-3) / 1e9;
+  double peak = std::max(read_gbs, copy_gbs);
+  std::printf("peak (GPU time): read kernel %.0f GB/s, copy kernel %.0f GB/s\n", read_gbs,
+              copy_gbs);
+
+  if (gemv) {
+    std::vector<TimedRow> rows;
+    auto add = [&](const char* name, double bytes, const std::function<mx::array()>& make) {
+      rows.push_back({name, bytes, measure_op(make, batch, reps)});
+    };
+    double w_bytes = 2.0 * 14336 * 4096;
+    add("f16 [1,14336] x [14336,4096] (axpy)", w_bytes, [&] { return mx::matmul(x14, w_kn); });
+    auto w_t = mx::transpose(w_nk);
+    for (int m : {1, 4, 8}) {
+      auto x = mx::slice(x4, {0, 0}, {m, 4096});
+      std::string name = "f16 [" + std::to_string(m) + ",4096] x [14336,4096]^T (dot)";
+      rows.push_back({name, w_bytes, measure_op([&] { return mx::matmul(x, w_t); }, batch, reps)});
+    }
+    auto emb_t = mx::transpose(emb);
+    add("bf16 [1,1024] x [151936,1024]^T (lm_head)", 2.0 * 151936 * 1024,
+        [&] { return mx::matmul(h1, emb_t); });
+    bench::print_timed_table(rows, peak);
+  }
+
+  if (gemm) {
+    struct Gemm {
+      const char* name;
+      int m, n, k;
+      mx::Dtype dt;
+      bool b_t;
+    };
+    std::printf("\n| product | GPU time (us) | wall per op (us) | TFLOPS (GPU) |\n|---|---|---|---|\n");
+    for (const Gemm& g : {Gemm{"f16 4096x4096x4096", 4096, 4096, 4096, mx::float16, false},
+                          Gemm{"bf16 4096x4096x4096", 4096, 4096, 4096, mx::bfloat16, false},
+                          Gemm{"f32 4096x4096x4096", 4096, 4096, 4096, mx::float32, false},
+                          Gemm{"f16 M=512 x [14336,4096]^T", 512, 14336, 4096, mx::float16, true},
+                          Gemm{"f16 M=64 x [4096,4096]^T", 64, 4096, 4096, mx::float16, true}}) {
+      auto a = gpu_uniform({g.m, g.k}, 20, g.dt);
+      auto b = g.b_t ? mx::transpose(gpu_uniform({g.n, g.k}, 21, g.dt))
+                     : gpu_uniform({g.k, g.n}, 21, g.dt);
+      int reps_g = g.m >= 4096 ? 2 : reps;
+      auto t = measure_op([&] { return mx::matmul(a, b); }, batch, reps_g);
+      double flops = 2.0 * g.m * g.n * g.k;
+      std::printf("| %s | %.1f | %.1f | %.1f |\n", g.name, t.gpu_ms * 1e3, t.wall_ms * 1e3,
+                  t.gpu_ms > 0 ? flops / (t.gpu_ms * 1e-3) / 1e12 : 0.0);
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,90 @@
+// The "quant" family (codegen/quantize.h): keys, rendering and launch packing for
+// templates/quantize.glsl.
+#include "codegen/quantize.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "codegen/dtypes.h"
+#include "codegen/internal.h"
+
+namespace mlx::core::vulkan::codegen {
+
+namespace {
+
+bool op_is_quantize(const KernelKey& key, const std::string& where) {
+  const std::string& op = key_param(key, "op", where);
+  if (op != "dequantize" && op != "quantize") {
+    throw std::invalid_argument("[render] " + where + ": op must be dequantize or quantize.");
+  }
+  return op == "quantize";
+}
+
+bool geometry_idx64(const QuantGeometry& g) {
+  uint64_t values = static_cast<uint64_t>(g.rows * g.k);
+  return reach_needs_64(std::max({g.w_offset, g.out_offset, g.scales_offset, g.biases_offset}) +
+                        values);
+}
+
+// Invocations: packs of 32 values (dequantize) or groups (quantize).
+int64_t invocations(const QuantGeometry& g, bool quantize) {
+  return g.rows * (g.k / (quantize ? g.group_size : 32));
+}
+
+}  // namespace
+
+KernelKey quant_key(const std::string& op, const std::string& dtype, const QuantGeometry& g) {
+  return KernelKey{"quant",
+                   {{"bits", std::to_string(g.bits)},
+                    {"dtype", dtype},
+                    {"gs", std::to_string(g.group_size)},
+                    {"idx", geometry_idx64(g) ? "64" : "32"},
+                    {"op", op}}};
+}
+
+KernelSource render_quant(const KernelKey& key, const DeviceCaps& caps) {
+  const std::string where = "kernel " + key.canonical();
+  check_params(key, {"bits", "dtype", "gs", "idx", "op"}, where);
+  const DtypeInfo& dt = dtype_info(key_param(key, "dtype", where), where);
+  if (dt.kind != Kind::Float) {
+    throw std::invalid_argument("[render] " + where + ": needs a float dtype.");
+  }
+  bool quantize = op_is_quantize(key, where);
+  bool idx64 = parse_idx(key, where);
+  int bits = std::atoi(key_param(key, "bits", where).c_str());
+  int gs = std::atoi(key_param(key, "gs", where).c_str());
+  bool bits_ok = bits == 2 || bits == 3 || bits == 4 || bits == 5 || bits == 6 || bits == 8;
+  if (!bits_ok || (gs != 32 && gs != 64 && gs != 128) ||
+      key_param(key, "bits", where) != std::to_string(bits) ||
+      key_param(key, "gs", where) != std::to_string(gs)) {
+    throw std::invalid_argument("[render] " + where +
+                                ": bits must be 2, 3, 4, 5, 6 or 8 and gs 32, 64 or 128.");
+  }
+  std::vector<std::string> defines =
+      storage_defines({&dt, &dtype_info("u32", where)}, idx64, caps, where);
+  defines.push_back(std::string("IDX64 ") + (idx64 ? "1" : "0"));
+  add_input_defines("IN0_", dt, defines);
+  add_output_defines(dt, defines);
+  defines.push_back(std::string("QUANT_OP ") + (quantize ? "1" : "0"));
+  defines.push_back("BITS " + std::to_string(bits));
+  defines.push_back("GS " + std::to_string(gs));
+  return row_kernel_source("quantize.glsl", defines, 4, 6, idx64, caps);
+}
+
+Launch quant_launch(const KernelKey& key, const KernelSource& source, const QuantGeometry& g) {
+  const std::string where = "kernel " + key.canonical();
+  bool quantize = op_is_quantize(key, where);
+  if (g.rows < 0 || g.k < 0 || g.k % g.group_size != 0 ||
+      key != quant_key(key_param(key, "op", where), key_param(key, "dtype", where), g)) {
+    throw std::invalid_argument("[launch] " + where + " does not match the geometry.");
+  }
+  int64_t count = invocations(g, quantize);
+  uint64_t wg = source.workgroup_size[0];
+  return pack_launch(
+      source,
+      {count, g.k, static_cast<int64_t>(g.w_offset), static_cast<int64_t>(g.scales_offset),
+       static_cast<int64_t>(g.biases_offset), static_cast<int64_t>(g.out_offset)},
+      parse_idx(key, where), (static_cast<uint64_t>(count) + wg - 1) / wg, where);
+}
+
+}  // namespace mlx::core::vulkan::codegen

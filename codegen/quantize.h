@@ -1,0 +1,34 @@
+// The "quant" family (templates/quantize.glsl): MLX's affine quantization format both
+// ways, quantize and dequantize, over dense rows. Keys, rendering and launch packing; no
+// arrays, no Vulkan. docs/quantization.md describes the format.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "codegen/codegen.h"
+
+namespace mlx::core::vulkan::codegen {
+
+// `rows` dense rows of k values; offsets are element indices within each binding (words
+// for the packed operand). For dequantize `out_offset` locates the output; for quantize
+// it locates the packed words and w_offset the input.
+struct QuantGeometry {
+  int64_t rows = 0;
+  int64_t k = 0;
+  int bits = 4;
+  int group_size = 64;
+  uint64_t w_offset = 0;
+  uint64_t scales_offset = 0;
+  uint64_t biases_offset = 0;
+  uint64_t out_offset = 0;
+};
+
+// "quant:bits=2..8,dtype=f16|bf16|f32,gs=32|64|128,idx=32|64,op=dequantize|quantize";
+// dtype is the float side's (the output of dequantize, the input of quantize, and the
+// scales' and biases').
+KernelKey quant_key(const std::string& op, const std::string& dtype, const QuantGeometry& g);
+KernelSource render_quant(const KernelKey& key, const DeviceCaps& caps);
+Launch quant_launch(const KernelKey& key, const KernelSource& source, const QuantGeometry& g);
+
+}  // namespace mlx::core::vulkan::codegen

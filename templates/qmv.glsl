@@ -1,0 +1,239 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// Quantized matrix-vector products (the "qmv" family: quantized_matmul with transpose=true
+// and M <= 8 rows, a decode step), bound by reading the packed weights once:
+//   out[z, m, n] = sum_k x[uint(z, m, k)] * (scale[n, k / GS] * q[n, k] + bias[n, k / GS])
+// W holds BITS-bit values packed little-endian into uint32 words, ldb words per row n
+// (MLX's format, docs/quantization.md). A pack is 32 consecutive values of a row: BITS
+// words, inside one group (GS is a multiple of 32). A team of TPR invocations owns one
+// column n; each lane reads whole packs, U in flight, and the team sums its lanes with
+// subgroup shuffles (SUBGROUP) or through shared memory.
+//
+// Per pack, with s and b its group's scale and bias:
+//   sum_j x_j * (s * q_j + b) = s * sum_j x_j q_j + b * sum_j x_j
+// so the inner loop is one multiply-add per value. Sums are f32 whatever the dtype; the
+// output is rounded once.
+//
+// The engine defines BITS, GS, MR (rows held in registers: M rounded up to 1, 2, 4 or 8),
+// TPR, SUBGROUP, VEC (x's lanes in 16 bytes when its rows start at multiples of them,
+// else 1), WVEC (1: a pack of 4 or 8 bits is read as uvec4 loads) and IN0_* (x, the scales
+// and biases share the dtype) and OUT_*. codegen/matmul.cpp packs the push constants.
+#ifndef BITS
+#define BITS 4
+#define GS 64
+#endif
+#ifndef MR
+#define MR 1
+#endif
+#ifndef TPR
+#define TPR 32
+#endif
+#ifndef VEC
+#define VEC 1
+#endif
+#ifndef WVEC
+#define WVEC 0
+#endif
+#ifndef SUBGROUP
+#define SUBGROUP 0
+#endif
+#if SUBGROUP
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#endif
+
+#include "include/operands.glsl"
+#if VEC > 1
+#include "include/lanes.glsl"
+#endif
+
+#define U 4
+#define MASK ((1u << BITS) - 1u)
+
+layout(local_size_x_id = 0) in;
+#define WGS gl_WorkGroupSize.x
+
+layout(std430, set = 0, binding = 0) readonly buffer X {
+  IN0_ST x[];
+};
+#if VEC > 1
+layout(std430, set = 0, binding = 0) readonly buffer XV {
+  IN0_VT xv[];
+};
+#endif
+layout(std430, set = 0, binding = 1) readonly buffer W {
+  uint wq[];
+};
+#if WVEC
+layout(std430, set = 0, binding = 1) readonly buffer WV {
+  uvec4 wq4[];
+};
+#endif
+layout(std430, set = 0, binding = 2) readonly buffer Scales {
+  IN0_ST scales[];
+};
+layout(std430, set = 0, binding = 3) readonly buffer Biases {
+  IN0_ST qbiases[];
+};
+layout(std430, set = 0, binding = 4) writeonly buffer Out {
+  OUT_ST outv[];
+};
+
+// The gemm/gemv field layout (codegen/matmul.cpp), with the scales' and biases' offsets
+// in the last two fields. b_* are in words.
+layout(push_constant) uniform Params {
+  IDX_T m;
+  IDX_T n;
+  IDX_T k;
+  IDX_T a_offset;
+  IDX_T b_offset;
+  IDX_T out_offset;
+  IDX_T lda;
+  IDX_T ldb;
+  IDX_T nb1;
+  IDX_T a_bs0;
+  IDX_T a_bs1;
+  IDX_T b_bs0;
+  IDX_T b_bs1;
+  IDX_T s_offset;
+  IDX_T bias_offset;
+}
+pc;
+
+shared float red[SUBGROUP == 1 ? 1 : WGS * MR];
+
+float team_sum(float v, uint lane, uint team_base, uint row) {
+#if SUBGROUP
+  for (uint o = TPR / 2; o > 0; o /= 2) {
+    v += subgroupShuffleXor(v, o);
+  }
+  return v;
+#else
+  uint slot = row * WGS + team_base + lane;
+  red[slot] = v;
+  barrier();
+  for (uint o = TPR / 2; o > 0; o /= 2) {
+    if (lane < o) {
+      red[slot] += red[slot + o];
+    }
+    barrier();
+  }
+  return red[row * WGS + team_base];
+#endif
+}
+
+// Value j of a pack (a compile-time j after unrolling: the shifts are constants).
+uint pack_value(uint words[BITS], uint j) {
+  uint bit = j * BITS;
+  uint w = bit >> 5;
+  uint sh = bit & 31u;
+  uint v = words[w] >> sh;
+#if (32 % BITS) != 0
+  if (sh + BITS > 32u) {
+    v |= words[w + 1] << (32u - sh);
+  }
+#endif
+  return v & MASK;
+}
+
+// x[uint(row, 32 * p + j)] for j < 32, as f32.
+void load_x(IDX_T row, IDX_T p, out float xs[32]) {
+#if VEC > 1
+  IDX_T v0 = row / VEC + p * (32 / VEC);
+  for (uint q = 0; q < 32 / VEC; ++q) {
+    IN0_VT raw = xv[uint(v0 + q)];
+    for (uint j = 0; j < VEC; ++j) {
+      xs[q * VEC + j] = float(IN0_VLANE(raw, j));
+    }
+  }
+#else
+  for (uint j = 0; j < 32; ++j) {
+    xs[j] = float(IN0_LOAD(x[uint(row + p * 32 + j)]));
+  }
+#endif
+}
+
+void main() {
+  uint t = gl_LocalInvocationID.x;
+#if SUBGROUP
+  uint team = gl_SubgroupID * (gl_SubgroupSize / TPR) + gl_SubgroupInvocationID / TPR;
+  uint lane = gl_SubgroupInvocationID % TPR;
+#else
+  uint team = t / TPR;
+  uint lane = t % TPR;
+#endif
+  IDX_T z = IDX_T(gl_WorkGroupID.z);
+  IDX_T outer = z / pc.nb1;
+  IDX_T inner = z - outer * pc.nb1;
+  IDX_T a_base = pc.a_offset + outer * pc.a_bs0 + inner * pc.a_bs1;
+  IDX_T w_batch = outer * pc.b_bs0 + inner * pc.b_bs1;
+  IDX_T col = IDX_T(gl_WorkGroupID.x) * IDX_T(WGS / TPR) + IDX_T(team);
+  bool live = col < pc.n;
+
+  float acc[MR];
+  for (uint i = 0; i < MR; ++i) {
+    acc[i] = 0.0f;
+  }
+  IDX_T packs = pc.k / 32;
+  IDX_T groups_per_row = pc.k / GS;
+  if (live) {
+    IDX_T w_row = pc.b_offset + w_batch + col * pc.ldb;
+    // Scales and biases are dense, one per GS values of each packed row.
+    IDX_T s_row = w_batch * 32 / BITS / GS + col * groups_per_row;
+    for (IDX_T p0 = IDX_T(lane); p0 < packs; p0 += IDX_T(TPR * U)) {
+      uint words[U][BITS];
+      for (uint u = 0; u < U; ++u) {
+        IDX_T p = p0 + IDX_T(u * TPR);
+        if (p < packs) {
+#if WVEC
+          IDX_T at = (w_row + p * BITS) / 4;
+          for (uint q = 0; q < BITS / 4; ++q) {
+            uvec4 v = wq4[uint(at + q)];
+            words[u][4 * q] = v.x;
+            words[u][4 * q + 1] = v.y;
+            words[u][4 * q + 2] = v.z;
+            words[u][4 * q + 3] = v.w;
+          }
+#else
+          for (uint q = 0; q < BITS; ++q) {
+            words[u][q] = wq[uint(w_row + p * BITS + q)];
+          }
+#endif
+        }
+      }
+      for (uint u = 0; u < U; ++u) {
+        IDX_T p = p0 + IDX_T(u * TPR);
+        if (p >= packs) {
+          break;
+        }
+        IDX_T g = s_row + p * 32 / GS;
+        float s = float(IN0_LOAD(scales[uint(pc.s_offset + g)]));
+        float b = float(IN0_LOAD(qbiases[uint(pc.bias_offset + g)]));
+        float qv[32];
+        for (uint j = 0; j < 32; ++j) {
+          qv[j] = float(pack_value(words[u], j));
+        }
+        for (uint i = 0; i < MR; ++i) {
+          if (IDX_T(i) < pc.m) {
+            float xs[32];
+            load_x(a_base + IDX_T(i) * pc.lda, p, xs);
+            float qdot = 0.0f;
+            float xsum = 0.0f;
+            for (uint j = 0; j < 32; ++j) {
+              qdot = fma(xs[j], qv[j], qdot);
+              xsum += xs[j];
+            }
+            acc[i] = fma(s, qdot, fma(b, xsum, acc[i]));
+          }
+        }
+      }
+    }
+  }
+  IDX_T out_base = pc.out_offset + z * pc.m * pc.n;
+  for (uint i = 0; i < MR; ++i) {
+    float v = team_sum(acc[i], lane, t - lane, i);
+    if (live && lane == 0 && IDX_T(i) < pc.m) {
+      outv[uint(out_base + IDX_T(i) * pc.n + col)] = OUT_STORE(v);
+    }
+  }
+}

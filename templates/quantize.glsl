@@ -1,0 +1,168 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// MLX's affine quantization format (docs/quantization.md), both ways, over dense rows of K
+// values: BITS-bit values packed little-endian into uint32 words (K * BITS / 32 per row),
+// one scale and one bias per GS values.
+//   QUANT_OP 0, dequantize: one invocation per pack of 32 values (BITS words, inside one
+//     group): out = T(T(scale * q) + bias), the product rounded to the output dtype T
+//     before the add, as the CPU reference (and MLX's multiply-then-add) computes it.
+//   QUANT_OP 1, quantize: one invocation per group, in f32 step by step as the CPU
+//     reference, so the words, scales and biases are the same: min and max (NaN skipped),
+//     scale = max((max - min) / n_bins, 1e-7) signed toward the end of larger magnitude
+//     (the edge), moved so that the edge is a grid point, then
+//     q = clamp(rint((w - bias) / scale), 0, n_bins) (NaN gives 0).
+// The divisions must be correctly rounded for the words to match (div_rn).
+//
+// The engine defines QUANT_OP, BITS, GS, IN0_* (dequantize: the scales and biases;
+// quantize: w) and OUT_* (dequantize: the output; quantize: the scales and biases).
+#ifndef QUANT_OP
+#define QUANT_OP 0
+#endif
+#ifndef BITS
+#define BITS 4
+#define GS 64
+#endif
+
+#include "include/operands.glsl"
+
+#define MASK ((1u << BITS) - 1u)
+#define WORDS_PER_GROUP (GS * BITS / 32)
+
+layout(local_size_x_id = 0) in;
+
+#if QUANT_OP == 0
+layout(std430, set = 0, binding = 0) readonly buffer W {
+  uint wq[];
+};
+layout(std430, set = 0, binding = 1) readonly buffer Scales {
+  IN0_ST scales[];
+};
+layout(std430, set = 0, binding = 2) readonly buffer Biases {
+  IN0_ST qbiases[];
+};
+layout(std430, set = 0, binding = 3) writeonly buffer Out {
+  OUT_ST outv[];
+};
+#else
+layout(std430, set = 0, binding = 0) readonly buffer W {
+  IN0_ST w[];
+};
+layout(std430, set = 0, binding = 1) writeonly buffer Wq {
+  uint wq[];
+};
+layout(std430, set = 0, binding = 2) writeonly buffer Scales {
+  OUT_ST scales[];
+};
+layout(std430, set = 0, binding = 3) writeonly buffer Biases {
+  OUT_ST qbiases[];
+};
+#endif
+
+// codegen/matmul.cpp packs exactly these fields, each IDX_T. Offsets are elements (words
+// for the packed operand) within each binding.
+layout(push_constant) uniform Params {
+  IDX_T count;  // packs (dequantize) or groups (quantize)
+  IDX_T k;      // values per row
+  IDX_T w_offset;
+  IDX_T s_offset;
+  IDX_T b_offset;
+  IDX_T out_offset;  // dequantize: the output's offset
+}
+pc;
+
+IDX_T invocation() {
+  return IDX_T(gl_WorkGroupID.y) * IDX_T(gl_NumWorkGroups.x) * IDX_T(gl_WorkGroupSize.x) +
+         IDX_T(gl_GlobalInvocationID.x);
+}
+
+#if QUANT_OP == 0
+void main() {
+  IDX_T i = invocation();
+  if (i >= pc.count) {
+    return;
+  }
+  IDX_T packs_per_row = pc.k / 32;
+  IDX_T row = i / packs_per_row;
+  IDX_T p = i - row * packs_per_row;
+  uint words[BITS];
+  for (uint q = 0; q < BITS; ++q) {
+    words[q] = wq[uint(pc.w_offset + i * BITS + q)];
+  }
+  IDX_T g = row * (pc.k / GS) + p * 32 / GS;
+  float s = float(IN0_LOAD(scales[uint(pc.s_offset + g)]));
+  float b = float(IN0_LOAD(qbiases[uint(pc.b_offset + g)]));
+  IDX_T out0 = pc.out_offset + i * 32;
+  for (uint j = 0; j < 32; ++j) {
+    uint bit = j * BITS;
+    uint v = words[bit >> 5] >> (bit & 31u);
+#if (32 % BITS) != 0
+    if ((bit & 31u) + BITS > 32u) {
+      v |= words[(bit >> 5) + 1] << (32u - (bit & 31u));
+    }
+#endif
+    precise float scaled = s * float(v & MASK);
+    precise float sum = float(IN0_LOAD(OUT_STORE(scaled))) + b;
+    outv[uint(out0 + j)] = OUT_STORE(sum);
+  }
+}
+#else
+// x / y. Bit-exact quantization needs the correctly rounded quotient, which Vulkan does
+// not promise (OpFDiv may be 2.5 ulp off) and a correction step cannot give portably
+// (GLSL's fma need not be fused: on lavapipe the step made results worse). lavapipe
+// divides exactly (tests/gpu_diff/test_quantized.cpp checks every word and scale);
+// docs/quantization.md lists the drivers verified.
+float div_rn(float x, float y) {
+  precise float q = x / y;
+  return q;
+}
+
+void main() {
+  IDX_T i = invocation();
+  if (i >= pc.count) {
+    return;
+  }
+  IDX_T base = pc.w_offset + i * GS;  // rows are dense, so group i starts at i * GS
+  const float n_bins = float(MASK);
+  float w_min = uintBitsToFloat(0x7f800000u);
+  float w_max = -w_min;
+  for (uint j = 0; j < GS; ++j) {
+    float v = float(IN0_LOAD(w[uint(base + j)]));
+    if (!isnan(v)) {
+      w_min = min(w_min, v);
+      w_max = max(w_max, v);
+    }
+  }
+  bool mask = abs(w_min) > abs(w_max);
+  float scale = max(div_rn(w_max - w_min, n_bins), 1e-7f);
+  scale = mask ? scale : -scale;
+  float edge = mask ? w_min : w_max;
+  float q0 = roundEven(div_rn(edge, scale));
+  float bias = 0.0f;
+  if (q0 != 0.0f) {
+    scale = div_rn(edge, q0);
+    bias = edge;
+  }
+  uint words[WORDS_PER_GROUP];
+  for (uint q = 0; q < WORDS_PER_GROUP; ++q) {
+    words[q] = 0u;
+  }
+  for (uint j = 0; j < GS; ++j) {
+    precise float d = float(IN0_LOAD(w[uint(base + j)])) - bias;
+    float q = roundEven(div_rn(d, scale));
+    q = min(max(q, 0.0f), n_bins);
+    uint v = isnan(q) ? 0u : uint(q);
+    uint bit = j * BITS;
+    words[bit >> 5] |= v << (bit & 31u);
+#if (32 % BITS) != 0
+    if ((bit & 31u) + BITS > 32u) {
+      words[(bit >> 5) + 1] |= v >> (32u - (bit & 31u));
+    }
+#endif
+  }
+  for (uint q = 0; q < WORDS_PER_GROUP; ++q) {
+    wq[uint(pc.out_offset + i * WORDS_PER_GROUP + q)] = words[q];
+  }
+  scales[uint(pc.s_offset + i)] = OUT_STORE(scale);
+  qbiases[uint(pc.b_offset + i)] = OUT_STORE(bias);
+}
+#endif

@@ -1,0 +1,276 @@
+// The quantization kernels on the GPU ("quant", "qmv", "qmm") against the CPU reference,
+// for every bits x group size x dtype x transpose combination, M from 1 to 128, and
+// batched weights; addmm on the gemm family's epilogue. No call takes the CPU route.
+//
+// quantize and dequantize: bit for bit (the same f32 steps; the GPU corrects its
+// divisions to the rounded quotient).
+// quantized_matmul: the GPU sums s * sum(x q) + b * sum(x) in f32, as MLX's GPU kernels
+// do, while the CPU reference (as MLX's CPU backend) rounds each dequantized weight to the
+// dtype first. So the reference here is the product with the weights dequantized in f32
+// (scales and biases widened to f32), summed in double and rounded once: f32 outputs are
+// within the f32 sum's error (1e-6 * K absolute, inputs in [-1, 1]), 16-bit outputs within
+// one rounding of the dtype (default_tolerance).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "harness.h"
+#include "mlx/backend/vulkan/cpu_fallback.h"
+
+namespace mx = mlx::core;
+using namespace gpu_diff;
+
+namespace {
+
+mx::array on(const mx::array& a, mx::Device d) {
+  auto c = mx::copy(a, d);
+  c.eval();
+  return c;
+}
+
+mx::array uniform(const mx::Shape& shape, mx::Dtype dt, uint64_t seed) {
+  auto u = mx::random::uniform(shape, mx::float32, mx::random::key(seed), mx::Device::cpu);
+  return mx::astype(mx::subtract(mx::multiply(u, mx::array(2.0f), mx::Device::cpu), mx::array(1.0f),
+                                 mx::Device::cpu),
+                    dt, mx::Device::cpu);
+}
+
+// Evaluates `make` on the GPU with poisoned new buffers and checks the guards.
+std::vector<mx::array> gpu_run(const std::function<std::vector<mx::array>()>& make,
+                               const std::string& what) {
+  mx::gpu::debug::PoisonScope poison;
+  auto outs = make();
+  mx::eval(outs);
+  auto bad = mx::gpu::debug::check_guards();
+  CHECK_MESSAGE(bad == 0, what << ": " << bad << " buffer guard region(s) overwritten");
+  return outs;
+}
+
+bool close_all(const mx::array& got, const mx::array& want, Tolerance tol,
+               const std::string& what) {
+  if (got.shape() != want.shape() || got.dtype() != want.dtype()) {
+    FAIL_CHECK(what << ": shape/dtype " << mx::shape_to_string(got.shape()) << " vs "
+                    << mx::shape_to_string(want.shape()));
+    return false;
+  }
+  auto g = mlx_test::to_doubles(got);
+  auto w = mlx_test::to_doubles(want);
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (!mlx_test::close(g[i], w[i], tol.rtol, tol.atol)) {
+      FAIL_CHECK(what << ": element " << i << " GPU " << g[i] << " reference " << w[i]);
+      return false;
+    }
+  }
+  return true;
+}
+
+struct QCase {
+  int bits, gs;
+  mx::Dtype dt;
+  bool transpose;
+  int m;
+  int n = 40;
+  int k_groups = 3;
+  std::vector<int> batch = {};
+};
+
+void check_qmm(const QCase& c, uint64_t seed) {
+  int k = c.gs * c.k_groups;
+  // Groups run along w's last dim: n (transpose false) must be whole groups too.
+  int n = c.transpose ? c.n : (c.n + c.gs - 1) / c.gs * c.gs;
+  mx::Shape xs(c.batch.begin(), c.batch.end()), ws(c.batch.begin(), c.batch.end());
+  xs.insert(xs.end(), {c.m, k});
+  if (c.transpose) {
+    ws.insert(ws.end(), {n, k});
+  } else {
+    ws.insert(ws.end(), {k, n});
+  }
+  auto cpu = mx::Device::cpu;
+  auto x = uniform(xs, c.dt, seed);
+  auto w = uniform(ws, c.dt, seed + 1);
+  auto q = mx::quantize(w, c.gs, c.bits, "affine", std::nullopt, cpu);
+  mx::eval(q);
+  // Reference: weights dequantized in f32, product in double, rounded once.
+  auto f32 = mx::float32;
+  auto wd = mx::dequantize(q[0], mx::astype(q[1], f32, cpu), mx::astype(q[2], f32, cpu), c.gs,
+                           c.bits, "affine", std::nullopt, std::nullopt, cpu);
+  auto b = c.transpose ? mx::swapaxes(wd, -1, -2, cpu) : wd;
+  auto want = mx::astype(mx::matmul(mx::astype(x, f32, cpu), b, cpu), c.dt, cpu);
+  want.eval();
+  auto gpu = mx::Device::gpu;
+  auto xg = on(x, gpu), wq = on(q[0], gpu), sg = on(q[1], gpu), bg = on(q[2], gpu);
+  std::string what = "quantized_matmul bits=" + std::to_string(c.bits) +
+                     " gs=" + std::to_string(c.gs) + " " + mx::dtype_to_string(c.dt) +
+                     " transpose=" + std::to_string(c.transpose) + " x " + mx::shape_to_string(xs) +
+                     " seed=" + std::to_string(seed);
+  auto got = gpu_run(
+      [&] {
+        return std::vector<mx::array>{
+            mx::quantized_matmul(xg, wq, sg, bg, c.transpose, c.gs, c.bits, "affine", gpu)};
+      },
+      what)[0];
+  Tolerance tol = c.dt == mx::float32 ? Tolerance{2e-5, 1e-6 * k} : default_tolerance(c.dt);
+  CHECK_MESSAGE(close_all(got, want, tol, what), what);
+}
+
+const int kBits[] = {2, 3, 4, 5, 6, 8};
+const int kGroups[] = {32, 64, 128};
+
+}  // namespace
+
+TEST_CASE("quantize and dequantize on the GPU give the CPU's words, scales and values") {
+  if (!gpu_present())
+    return;
+  mx::vulkan::reset_fallback_counts();
+  uint64_t seed = 2000;
+  struct QuantCase {
+    int bits, gs;
+    mx::Dtype dt;
+  };
+  std::vector<QuantCase> cases;
+  for (int bits : kBits) {
+    cases.push_back({bits, 64, mx::float32});
+  }
+  cases.push_back({4, 32, mx::float32});
+  cases.push_back({4, 128, mx::float32});
+  for (auto dt : {mx::float16, mx::bfloat16}) {
+    cases.push_back({4, 64, dt});
+    cases.push_back({3, 64, dt});
+  }
+  for (const auto& c : cases) {
+    // 7 rows of 256 values: random, except that row 0 is constant (range 0: the 1e-7
+    // floor of the scale) and row 1 is all non-negative with a zero (the edge is max).
+    mlx_test::Rng rng(++seed);
+    std::vector<float> vals(7 * 256);
+    for (size_t j = 0; j < vals.size(); ++j) {
+      double v = rng.uniform(-4, 4);
+      vals[j] = static_cast<float>(j < 256 ? 0.375 : j < 512 ? (j % 17 == 0 ? 0.0 : v * v) : v);
+    }
+    auto cpu = mx::Device::cpu;
+    auto w = mx::astype(mx::array(vals.begin(), {7, 256}, mx::float32), c.dt, cpu);
+    auto want = mx::quantize(w, c.gs, c.bits, "affine", std::nullopt, cpu);
+    auto want_dq = mx::dequantize(want[0], want[1], want[2], c.gs, c.bits, "affine", std::nullopt,
+                                  std::nullopt, cpu);
+    mx::eval(want);
+    want_dq.eval();
+    auto wg = on(w, mx::Device::gpu);
+    std::string what = "quantize bits=" + std::to_string(c.bits) + " gs=" + std::to_string(c.gs) +
+                       " " + mx::dtype_to_string(c.dt);
+    auto got = gpu_run(
+        [&] { return mx::quantize(wg, c.gs, c.bits, "affine", std::nullopt, mx::Device::gpu); },
+        what);
+    CHECK_MESSAGE(close_all(got[0], want[0], {0, 0}, what + " words"), what);
+    CHECK_MESSAGE(close_all(got[1], want[1], {0, 0}, what + " scales"), what);
+    CHECK_MESSAGE(close_all(got[2], want[2], {0, 0}, what + " biases"), what);
+    auto qg = std::vector<mx::array>{on(want[0], mx::Device::gpu), on(want[1], mx::Device::gpu),
+                                     on(want[2], mx::Device::gpu)};
+    auto dq = gpu_run(
+        [&] {
+          return std::vector<mx::array>{mx::dequantize(qg[0], qg[1], qg[2], c.gs, c.bits, "affine",
+                                                       std::nullopt, std::nullopt,
+                                                       mx::Device::gpu)};
+        },
+        what + " dequantize")[0];
+    CHECK_MESSAGE(close_all(dq, want_dq, {0, 0}, what + " dequantize"), what);
+  }
+  auto counts = mx::vulkan::fallback_counts();
+  CHECK(counts["AffineQuantize"] == 0);
+  CHECK(counts["Dequantize"] == 0);
+}
+
+TEST_CASE("quantized_matmul on the GPU matches the reference for every bits x group size") {
+  if (!gpu_present())
+    return;
+  mx::vulkan::reset_fallback_counts();
+  const int ms[] = {1, 2, 7, 8, 9, 33, 128};
+  uint64_t seed = 3000;
+  int i = 0;
+  // Every bits x gs x dtype x transpose, M cycling through the list (qmv for M <= 8 with
+  // transpose, qmm otherwise), and N ragged.
+  for (int bits : kBits) {
+    for (int gs : kGroups) {
+      for (auto dt : {mx::float32, mx::float16, mx::bfloat16}) {
+        for (bool transpose : {true, false}) {
+          check_qmm({bits, gs, dt, transpose, ms[i++ % 7]}, seed += 2);
+        }
+      }
+    }
+  }
+  auto counts = mx::vulkan::fallback_counts();
+  CHECK(counts["QuantizedMatmul"] == 0);
+}
+
+TEST_CASE("quantized_matmul on the GPU: every M, batched x and batched weights") {
+  if (!gpu_present())
+    return;
+  mx::vulkan::reset_fallback_counts();
+  uint64_t seed = 4000;
+  for (int m : {1, 2, 7, 8, 9, 33, 128}) {
+    for (bool transpose : {true, false}) {
+      check_qmm({4, 64, mx::bfloat16, transpose, m, 72, 4}, seed += 2);
+    }
+  }
+  // x with batch dims and 2-d weights (rows fold into M), then weights with batch dims.
+  QCase folded{4, 64, mx::float16, true, 3, 40, 2, {}};
+  check_qmm(folded, seed += 2);
+  check_qmm({4, 32, mx::float32, true, 2, 24, 2, {3}}, seed += 2);
+  check_qmm({8, 64, mx::float32, false, 12, 24, 2, {2}}, seed += 2);
+  auto counts = mx::vulkan::fallback_counts();
+  CHECK(counts["QuantizedMatmul"] == 0);
+}
+
+TEST_CASE("quantized_matmul with x batch dims and 2-d weights folds rows") {
+  if (!gpu_present())
+    return;
+  auto cpu = mx::Device::cpu, gpu = mx::Device::gpu;
+  auto x = uniform({2, 3, 128}, mx::float32, 5000);
+  auto w = uniform({48, 128}, mx::float32, 5001);
+  auto q = mx::quantize(w, 64, 4, "affine", std::nullopt, cpu);
+  auto want = mx::quantized_matmul(x, q[0], q[1], q[2], true, 64, 4, "affine", cpu);
+  want.eval();
+  auto got = gpu_run(
+      [&] {
+        return std::vector<mx::array>{mx::quantized_matmul(
+            on(x, gpu), on(q[0], gpu), on(q[1], gpu), on(q[2], gpu), true, 64, 4, "affine", gpu)};
+      },
+      "folded")[0];
+  CHECK(close_all(got, want, {2e-5, 1e-6 * 128}, "quantized_matmul [2,3,128] x 2-d weights"));
+}
+
+TEST_CASE("addmm on the GPU matches the CPU: broadcast C, alpha and beta, beta = 0, K = 0") {
+  if (!gpu_present())
+    return;
+  mx::vulkan::reset_fallback_counts();
+  auto cpu = mx::Device::cpu, gpu = mx::Device::gpu;
+  struct AddCase {
+    mx::Shape a, b, c;
+    float alpha, beta;
+    mx::Dtype dt;
+  };
+  uint64_t seed = 6000;
+  for (const auto& t : std::vector<AddCase>{
+           {{9, 24}, {24, 33}, {9, 33}, 1.0f, 1.0f, mx::float32},
+           {{2, 5, 24}, {24, 33}, {33}, 0.5f, 2.0f, mx::float32},  // C broadcast
+           {{3, 16}, {16, 8}, {3, 1}, -1.5f, 0.25f, mx::bfloat16},
+           {{4, 16}, {16, 8}, {4, 8}, 2.0f, 0.0f, mx::float16},  // beta 0: C not read
+           {{4, 0}, {0, 6}, {4, 6}, 1.0f, 3.0f, mx::float32},    // K = 0: beta * C
+           {{40}, {40, 12}, {12}, 1.0f, 1.0f, mx::float32},      // 1-d a
+       }) {
+    auto a = uniform(t.a, t.dt, ++seed), b = uniform(t.b, t.dt, ++seed),
+         c = uniform(t.c, t.dt, ++seed);
+    auto want = mx::addmm(c, a, b, t.alpha, t.beta, cpu);
+    want.eval();
+    std::string what = "addmm " + mx::shape_to_string(t.a) + " x " + mx::shape_to_string(t.b) +
+                       " + " + mx::shape_to_string(t.c);
+    auto got = gpu_run(
+        [&] {
+          return std::vector<mx::array>{
+              mx::addmm(on(c, gpu), on(a, gpu), on(b, gpu), t.alpha, t.beta, gpu)};
+        },
+        what)[0];
+    Tolerance tol = t.dt == mx::float32 ? Tolerance{2e-5, 1e-5} : default_tolerance(t.dt);
+    CHECK_MESSAGE(close_all(got, want, tol, what), what);
+  }
+  auto counts = mx::vulkan::fallback_counts();
+  CHECK(counts["AddMM"] == 0);
+}
