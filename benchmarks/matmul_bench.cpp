@@ -5,7 +5,8 @@
 //    read-dominated kernel (equal on int64 -> bool) on 1 GiB, as reduce_bench.
 // 2. Matrix-vector rows (bound by reading the matrix once): GPU time per op from timestamp
 //    queries after >= 200 ms of warm-up; GB/s and the ratio to the peak.
-// 3. GEMM rows: TFLOPS from the GPU time (2 * M * N * K per product).
+// 3. GEMM rows: TFLOPS from the GPU time (2 * M * N * K per product), including the
+//    quantized M = 512 product (qmm) against the f16 GEMM.
 //
 // Usage: matmul_bench   (MATMUL_BENCH_ONLY=gemv,gemm runs a subset)
 #include <cstdlib>
@@ -60,6 +61,7 @@ int main() {
   auto w_kn = gemv ? gpu_uniform({14336, 4096}, 3, mx::float16) : mx::array(0.0f);
   auto w_nk = gemv ? gpu_uniform({14336, 4096}, 4, mx::float16) : mx::array(0.0f);
   auto x14 = gpu_uniform({1, 14336}, 5, mx::float16);
+  auto x14_rows = gpu_uniform({8, 14336}, 10, mx::float16);
   auto x4 = gpu_uniform({8, 4096}, 6, mx::float16);
   auto emb = gemv ? gpu_uniform({151936, 1024}, 7, mx::bfloat16) : mx::array(0.0f);
   auto h1 = gpu_uniform({1, 1024}, 8, mx::bfloat16);
@@ -91,6 +93,22 @@ int main() {
     auto emb_t = mx::transpose(emb);
     add("bf16 [1,1024] x [151936,1024]^T (lm_head)", 2.0 * 151936 * 1024,
         [&] { return mx::matmul(h1, emb_t); });
+    // quantized_matmul (qmv): an 8B-class down projection, 4-bit and 8-bit, group 64.
+    auto wq_src = gpu_uniform({4096, 14336}, 9, mx::float16);
+    for (int bits : {4, 8}) {
+      auto q = mx::quantize(wq_src, 64, bits);
+      mx::eval(q);
+      double bytes = 4.0 * q[0].size() + 2.0 * q[1].size() + 2.0 * q[2].size();
+      for (int m : {1, 4, 8}) {
+        auto x = mx::slice(x14_rows, {0, 0}, {m, 14336});
+        std::string name =
+            "q" + std::to_string(bits) + " g64 [" + std::to_string(m) + ",14336] x [4096,14336]^T";
+        rows.push_back(
+            {name, bytes,
+             measure_op([&] { return mx::quantized_matmul(x, q[0], q[1], q[2], true, 64, bits); },
+                        batch, reps)});
+      }
+    }
     bench::print_timed_table(rows, peak);
   }
 
@@ -101,7 +119,8 @@ int main() {
       mx::Dtype dt;
       bool b_t;
     };
-    std::printf("\n| product | GPU time (us) | wall per op (us) | TFLOPS (GPU) |\n|---|---|---|---|\n");
+    std::printf(
+        "\n| product | GPU time (us) | wall per op (us) | TFLOPS (GPU) |\n|---|---|---|---|\n");
     for (const Gemm& g : {Gemm{"f16 4096x4096x4096", 4096, 4096, 4096, mx::float16, false},
                           Gemm{"bf16 4096x4096x4096", 4096, 4096, 4096, mx::bfloat16, false},
                           Gemm{"f32 4096x4096x4096", 4096, 4096, 4096, mx::float32, false},
@@ -116,6 +135,14 @@ int main() {
       std::printf("| %s | %.1f | %.1f | %.1f |\n", g.name, t.gpu_ms * 1e3, t.wall_ms * 1e3,
                   t.gpu_ms > 0 ? flops / (t.gpu_ms * 1e-3) / 1e12 : 0.0);
     }
+    auto x512 = gpu_uniform({512, 14336}, 22, mx::float16);
+    auto q = mx::quantize(gpu_uniform({4096, 14336}, 23, mx::float16), 64, 4);
+    mx::eval(q);
+    auto t = measure_op([&] { return mx::quantized_matmul(x512, q[0], q[1], q[2], true, 64, 4); },
+                        batch, reps);
+    double flops = 2.0 * 512 * 4096 * 14336;
+    std::printf("| q4 g64 M=512 x [4096,14336]^T (qmm) | %.1f | %.1f | %.1f |\n", t.gpu_ms * 1e3,
+                t.wall_ms * 1e3, t.gpu_ms > 0 ? flops / (t.gpu_ms * 1e-3) / 1e12 : 0.0);
   }
   return 0;
 }
