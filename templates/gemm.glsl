@@ -93,26 +93,8 @@ layout(std430, set = 0, binding = OUT_BINDING) writeonly buffer Out {
 };
 #endif
 
-// codegen/matmul.cpp packs exactly these fields, each IDX_T. The batch index z splits
-// into (z / nb1, z % nb1), the two collapsed batch dims of A and B (stride 0: broadcast).
-layout(push_constant) uniform Params {
-  IDX_T m;
-  IDX_T n;
-  IDX_T k;
-  IDX_T a_offset;
-  IDX_T b_offset;
-  IDX_T out_offset;
-  IDX_T lda;
-  IDX_T ldb;
-  IDX_T nb1;
-  IDX_T a_bs0;
-  IDX_T a_bs1;
-  IDX_T b_bs0;
-  IDX_T b_bs1;
-  IDX_T alpha_bits;  // QUANT: the scales' offset
-  IDX_T beta_bits;   // QUANT: the biases' offset
-}
-pc;
+#include "include/matmul_params.glsl"
+// extra0 / extra1: alpha and beta as f32 bits; QUANT: the scales' and biases' offsets.
 
 #if QUANT
 // Element (r, c) of the quantized matrix whose row r starts at word w_row and whose
@@ -130,8 +112,8 @@ float dequant(IDX_T w_row, IDX_T s_row, IDX_T c) {
 #endif
   v &= (1u << BITS) - 1u;
   IDX_T g = s_row + c / GS;
-  return float(IN0_LOAD(scales[uint(pc.alpha_bits + g)])) * float(v) +
-         float(IN0_LOAD(qbiases[uint(pc.beta_bits + g)]));
+  return float(IN0_LOAD(scales[uint(pc.extra0 + g)])) * float(v) +
+         float(IN0_LOAD(qbiases[uint(pc.extra1 + g)]));
 }
 #endif
 
@@ -265,10 +247,10 @@ void main() {
 #if QUANT
   float alpha = 1.0f;
 #else
-  float alpha = uintBitsToFloat(uint(pc.alpha_bits));
+  float alpha = uintBitsToFloat(uint(pc.extra0));
 #endif
 #if ADDMM
-  float beta = uintBitsToFloat(uint(pc.beta_bits));
+  float beta = uintBitsToFloat(uint(pc.extra1));
 #endif
   IDX_T out_base = pc.out_offset + z * pc.m * pc.n;
   for (uint i = 0; i < TM; ++i) {

@@ -91,26 +91,11 @@ layout(std430, set = 0, binding = 2) writeonly buffer Out {
 #endif
 #endif
 
-// codegen/matmul.cpp packs exactly these fields, each IDX_T. The batch index z splits
-// into (z / nb1, z % nb1), the two collapsed batch dims of A and B (stride 0: broadcast).
-layout(push_constant) uniform Params {
-  IDX_T m;
-  IDX_T n;
-  IDX_T k;
-  IDX_T a_offset;
-  IDX_T b_offset;
-  IDX_T out_offset;
-  IDX_T lda;
-  IDX_T ldb;
-  IDX_T nb1;
-  IDX_T a_bs0;
-  IDX_T a_bs1;
-  IDX_T b_bs0;
-  IDX_T b_bs1;
-  IDX_T kchunk;  // B_T 0: rows of k per split
-  IDX_T splits;  // B_T 0: workgroups along k (SPLIT 1 when more than one)
-}
-pc;
+#include "include/matmul_params.glsl"
+// extra0 / extra1 (B_T 0): rows of k per split, and the splits (workgroups along k; SPLIT
+// 1 when more than one).
+#define KCHUNK pc.extra0
+#define SPLITS pc.extra1
 
 #if STAGE_FINISH
 // One invocation per output element: the sum of its splits' partials (bound at 0, from
@@ -129,8 +114,8 @@ void main() {
   // partial is already far from f32's 2^24 limit; their running total may not be).
   float s = 0.0f;
   float c = 0.0f;
-  for (IDX_T g = 0; g < pc.splits; ++g) {
-    float v = part[uint(pc.a_offset + (z * pc.splits + g) * per + r)];
+  for (IDX_T g = 0; g < SPLITS; ++g) {
+    float v = part[uint(pc.a_offset + (z * SPLITS + g) * per + r)];
     precise float t = s + v;
     precise float lost = abs(s) >= abs(v) ? (s - t) + v : (v - t) + s;
     c += lost;
@@ -143,29 +128,7 @@ void main() {
 float acc[MR][VEC];
 
 #if B_T == 1
-shared float red[SUBGROUP == 1 ? 1 : WGS * MR];
-
-// Sum over the TPR lanes of a team: subgroup shuffles within its cluster, or a tree in
-// shared memory (every invocation must reach it: it has barriers).
-float team_sum(float v, uint lane, uint team_base, uint row) {
-#if SUBGROUP
-  for (uint o = TPR / 2; o > 0; o /= 2) {
-    v += subgroupShuffleXor(v, o);
-  }
-  return v;
-#else
-  uint slot = row * WGS + team_base + lane;
-  red[slot] = v;
-  barrier();
-  for (uint o = TPR / 2; o > 0; o /= 2) {
-    if (lane < o) {
-      red[slot] += red[slot + o];
-    }
-    barrier();
-  }
-  return red[row * WGS + team_base];
-#endif
-}
+#include "include/teams.glsl"
 #else
 shared float red[WGS * VEC];
 #endif
@@ -185,14 +148,8 @@ void main() {
 
 #if B_T == 1
   // ---- dot: a team of TPR lanes per column n ----
-#if SUBGROUP
-  // Teams follow subgroups, so a team's lanes are always one shuffle cluster.
-  uint team = gl_SubgroupID * (gl_SubgroupSize / TPR) + gl_SubgroupInvocationID / TPR;
-  uint lane = gl_SubgroupInvocationID % TPR;
-#else
-  uint team = t / TPR;
-  uint lane = t % TPR;
-#endif
+  uint team = team_index();
+  uint lane = team_lane();
   IDX_T col = IDX_T(gl_WorkGroupID.x) * IDX_T(WGS / TPR) + IDX_T(team);
   bool live = col < pc.n;
   IDX_T chunks = pc.k / VEC;  // VEC divides K (codegen/matmul.cpp)
@@ -237,7 +194,7 @@ void main() {
   }
   IDX_T out_base = pc.out_offset + z * pc.m * pc.n;
   for (uint i = 0; i < MR; ++i) {
-    float s = team_sum(acc[i][0], lane, t - lane, i);
+    float s = team_sum(acc[i][0], i);
     if (live && lane == 0 && IDX_T(i) < pc.m) {
       outv[uint(out_base + IDX_T(i) * pc.n + col)] = OUT_STORE(s);
     }
@@ -249,8 +206,8 @@ void main() {
   IDX_T nv = IDX_T(gl_WorkGroupID.x) * IDX_T(WGS / KS) + IDX_T(nt);  // column vector
   bool live = nv * VEC < pc.n;
   IDX_T g = IDX_T(gl_WorkGroupID.y);
-  IDX_T k_begin = g * pc.kchunk;
-  IDX_T k_end = min(pc.k, k_begin + pc.kchunk);
+  IDX_T k_begin = g * KCHUNK;
+  IDX_T k_end = min(pc.k, k_begin + KCHUNK);
   if (live) {
     for (IDX_T k0 = k_begin + IDX_T(ks); k0 < k_end; k0 += IDX_T(KS * U)) {
 #if VEC > 1
@@ -301,7 +258,7 @@ void main() {
         }
         IDX_T col = nv * VEC + IDX_T(j);
 #if SPLIT
-        part[uint(pc.out_offset + ((z * pc.splits + g) * pc.m + IDX_T(i)) * pc.n + col)] = s;
+        part[uint(pc.out_offset + ((z * SPLITS + g) * pc.m + IDX_T(i)) * pc.n + col)] = s;
 #else
         outv[uint(pc.out_offset + (z * pc.m + IDX_T(i)) * pc.n + col)] = OUT_STORE(s);
 #endif

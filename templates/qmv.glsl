@@ -79,48 +79,10 @@ layout(std430, set = 0, binding = 4) writeonly buffer Out {
   OUT_ST outv[];
 };
 
-// The gemm/gemv field layout (codegen/matmul.cpp), with the scales' and biases' offsets
-// in the last two fields. b_* are in words.
-layout(push_constant) uniform Params {
-  IDX_T m;
-  IDX_T n;
-  IDX_T k;
-  IDX_T a_offset;
-  IDX_T b_offset;
-  IDX_T out_offset;
-  IDX_T lda;
-  IDX_T ldb;
-  IDX_T nb1;
-  IDX_T a_bs0;
-  IDX_T a_bs1;
-  IDX_T b_bs0;
-  IDX_T b_bs1;
-  IDX_T s_offset;
-  IDX_T bias_offset;
-}
-pc;
+#include "include/matmul_params.glsl"
+// b_* are in words; extra0 / extra1: the scales' and biases' offsets.
 
-shared float red[SUBGROUP == 1 ? 1 : WGS * MR];
-
-float team_sum(float v, uint lane, uint team_base, uint row) {
-#if SUBGROUP
-  for (uint o = TPR / 2; o > 0; o /= 2) {
-    v += subgroupShuffleXor(v, o);
-  }
-  return v;
-#else
-  uint slot = row * WGS + team_base + lane;
-  red[slot] = v;
-  barrier();
-  for (uint o = TPR / 2; o > 0; o /= 2) {
-    if (lane < o) {
-      red[slot] += red[slot + o];
-    }
-    barrier();
-  }
-  return red[row * WGS + team_base];
-#endif
-}
+#include "include/teams.glsl"
 
 // Value j of a pack (a compile-time j after unrolling: the shifts are constants).
 uint pack_value(uint words[BITS], uint j) {
@@ -154,14 +116,8 @@ void load_x(IDX_T row, IDX_T p, out float xs[32]) {
 }
 
 void main() {
-  uint t = gl_LocalInvocationID.x;
-#if SUBGROUP
-  uint team = gl_SubgroupID * (gl_SubgroupSize / TPR) + gl_SubgroupInvocationID / TPR;
-  uint lane = gl_SubgroupInvocationID % TPR;
-#else
-  uint team = t / TPR;
-  uint lane = t % TPR;
-#endif
+  uint team = team_index();
+  uint lane = team_lane();
   IDX_T z = IDX_T(gl_WorkGroupID.z);
   IDX_T outer = z / pc.nb1;
   IDX_T inner = z - outer * pc.nb1;
@@ -207,8 +163,8 @@ void main() {
           break;
         }
         IDX_T g = s_row + p * 32 / GS;
-        float s = float(IN0_LOAD(scales[uint(pc.s_offset + g)]));
-        float b = float(IN0_LOAD(qbiases[uint(pc.bias_offset + g)]));
+        float s = float(IN0_LOAD(scales[uint(pc.extra0 + g)]));
+        float b = float(IN0_LOAD(qbiases[uint(pc.extra1 + g)]));
         float qv[32];
         for (uint j = 0; j < 32; ++j) {
           qv[j] = float(pack_value(words[u], j));
@@ -231,7 +187,7 @@ void main() {
   }
   IDX_T out_base = pc.out_offset + z * pc.m * pc.n;
   for (uint i = 0; i < MR; ++i) {
-    float v = team_sum(acc[i], lane, t - lane, i);
+    float v = team_sum(acc[i], i);
     if (live && lane == 0 && IDX_T(i) < pc.m) {
       outv[uint(out_base + IDX_T(i) * pc.n + col)] = OUT_STORE(v);
     }

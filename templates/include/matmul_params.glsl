@@ -1,0 +1,28 @@
+// The push constants of the matrix-product templates (gemm.glsl, gemv.glsl, qmv.glsl):
+// codegen/matmul.cpp packs exactly these fields, each IDX_T. A's and B's element 0 at
+// a_offset / b_offset, leading strides lda / ldb, and the batch index z split into
+// (z / nb1, z % nb1): the two collapsed batch dims, with a stride pair per operand (0: a
+// broadcast operand). extra0 and extra1 mean what each template says.
+#ifndef MLX_MATMUL_PARAMS_GLSL
+#define MLX_MATMUL_PARAMS_GLSL
+
+layout(push_constant) uniform Params {
+  IDX_T m;
+  IDX_T n;
+  IDX_T k;
+  IDX_T a_offset;
+  IDX_T b_offset;
+  IDX_T out_offset;
+  IDX_T lda;
+  IDX_T ldb;
+  IDX_T nb1;
+  IDX_T a_bs0;
+  IDX_T a_bs1;
+  IDX_T b_bs0;
+  IDX_T b_bs1;
+  IDX_T extra0;
+  IDX_T extra1;
+}
+pc;
+
+#endif
