@@ -21,9 +21,12 @@ const char* layout_name(Layout l) {
 }
 
 Tolerance default_tolerance(mx::Dtype out) {
-  if (out == mx::float16) return {4e-3, 1e-3};
-  if (out == mx::bfloat16) return {3e-2, 1e-2};
-  if (out == mx::float32) return {2e-5, 1e-6};
+  if (out == mx::float16)
+    return {4e-3, 1e-3};
+  if (out == mx::bfloat16)
+    return {3e-2, 1e-2};
+  if (out == mx::float32)
+    return {2e-5, 1e-6};
   return {0, 0};
 }
 
@@ -60,7 +63,8 @@ mx::array make_input(const mx::Shape& shape, mx::Dtype dtype, Layout layout, uin
       return mx::broadcast_to(base_of(small), shape, device);
     }
     case Layout::strided: {
-      if (nd == 0) return base_of(shape);
+      if (nd == 0)
+        return base_of(shape);
       mx::Shape wide = shape;
       wide[nd - 1] = wide[nd - 1] * 2;
       mx::Shape start(nd, 0), stop = wide, step(nd, 1);
@@ -68,7 +72,8 @@ mx::array make_input(const mx::Shape& shape, mx::Dtype dtype, Layout layout, uin
       return mx::slice(base_of(wide), start, stop, step, device);
     }
     case Layout::reversed: {
-      if (nd == 0) return base_of(shape);
+      if (nd == 0)
+        return base_of(shape);
       mx::Shape start(nd, 0), stop = shape, step(nd, 1);
       start[0] = shape[0] - 1;
       stop[0] = -shape[0] - 1;
@@ -109,10 +114,10 @@ bool run_case(const Case& c, const Op& op, const std::vector<Domain>& domains, T
     }
   }
   bool same_kind = got.shape() == want.shape() && got.dtype() == want.dtype();
-  CHECK_MESSAGE(same_kind, c.describe() << ": GPU gave shape " << mx::shape_to_string(got.shape())
-                                        << " " << got.dtype() << ", CPU "
-                                        << mx::shape_to_string(want.shape()) << " "
-                                        << want.dtype());
+  CHECK_MESSAGE(same_kind, c.describe()
+                               << ": GPU gave shape " << mx::shape_to_string(got.shape()) << " "
+                               << got.dtype() << ", CPU " << mx::shape_to_string(want.shape())
+                               << " " << want.dtype());
   if (!same_kind) {
     return false;
   }
@@ -128,9 +133,44 @@ bool run_case(const Case& c, const Op& op, const std::vector<Domain>& domains, T
   CHECK_MESSAGE(first_bad == g.size(),
                 c.describe() << ": element " << first_bad << " GPU "
                              << (first_bad < g.size() ? g[first_bad] : 0.0) << " CPU "
-                             << (first_bad < g.size() ? w[first_bad] : 0.0) << " (rtol "
-                             << tol.rtol << ", atol " << tol.atol << ")");
+                             << (first_bad < g.size() ? w[first_bad] : 0.0) << " (rtol " << tol.rtol
+                             << ", atol " << tol.atol << ")");
   return first_bad == g.size();
+}
+
+std::vector<mx::array> gpu_eval_checked(const std::function<std::vector<mx::array>()>& make,
+                                        const std::string& what) {
+  mx::gpu::debug::PoisonScope poison;
+  auto outs = make();
+  mx::eval(outs);
+  auto bad = mx::gpu::debug::check_guards();
+  CHECK_MESSAGE(bad == 0, what << ": " << bad << " buffer guard region(s) overwritten");
+  return outs;
+}
+
+bool all_close(const mx::array& got, const mx::array& want, Tolerance tol,
+               const std::string& what) {
+  if (got.shape() != want.shape() || got.dtype() != want.dtype()) {
+    FAIL_CHECK(what << ": GPU gave " << mx::shape_to_string(got.shape()) << " " << got.dtype()
+                    << ", reference " << mx::shape_to_string(want.shape()) << " " << want.dtype());
+    return false;
+  }
+  auto g = mlx_test::to_doubles(got);
+  auto w = mlx_test::to_doubles(want);
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (!mlx_test::close(g[i], w[i], tol.rtol, tol.atol)) {
+      FAIL_CHECK(what << ": element " << i << " GPU " << g[i] << " reference " << w[i] << " (rtol "
+                      << tol.rtol << ", atol " << tol.atol << ")");
+      return false;
+    }
+  }
+  return true;
+}
+
+mx::array on_device(const mx::array& a, mx::Device d) {
+  auto c = mx::copy(a, d);
+  c.eval();
+  return c;
 }
 
 void sweep(const std::string& name, const Op& op, const std::vector<std::vector<mx::Dtype>>& dtypes,
@@ -146,21 +186,23 @@ void sweep(const std::string& name, const Op& op, const std::vector<std::vector<
   for (auto& dts : dtypes) {
     for (auto& shape : shapes) {
       for (auto layout : layouts) {
-        if (layout == Layout::broadcast && shape.size() < 2) continue;
+        if (layout == Layout::broadcast && shape.size() < 2)
+          continue;
         Case c{name, dts, shape, layout, ++seed};
         Tolerance t = tol ? *tol : default_tolerance(mx::float32);
         if (!tol) {
           // The output dtype decides the tolerance; infer it from a 0-d CPU run.
           std::vector<mx::array> zs;
-          for (auto dt : dts) zs.push_back(mx::zeros({}, dt, mx::Device::cpu));
+          for (auto dt : dts)
+            zs.push_back(mx::zeros({}, dt, mx::Device::cpu));
           t = default_tolerance(op(zs, mx::Device::cpu).dtype());
         }
         if (!run_case(c, op, domains, t) && ++failures >= 5) {
-          return; // enough to diagnose; don't flood the log
+          return;  // enough to diagnose; don't flood the log
         }
       }
     }
   }
 }
 
-} // namespace gpu_diff
+}  // namespace gpu_diff

@@ -23,11 +23,11 @@ namespace mx = mlx::core;
 
 enum class Layout {
   contiguous,
-  transposed,    // reversed axes of a contiguous base
-  broadcast,     // size-1 dims (every other one) broadcast up
-  strided,       // every second element along the last axis
-  reversed,      // negative step along the first axis
-  scalar,        // a 0-d value broadcast to the shape
+  transposed,  // reversed axes of a contiguous base
+  broadcast,   // size-1 dims (every other one) broadcast up
+  strided,     // every second element along the last axis
+  reversed,    // negative step along the first axis
+  scalar,      // a 0-d value broadcast to the shape
 };
 
 const char* layout_name(Layout l);
@@ -95,8 +95,20 @@ void sweep(const std::string& name, const Op& op, const std::vector<std::vector<
 inline const std::vector<mx::Shape> quick_shapes = {{7}, {67, 1031}, {4, 3, 5}};
 inline const std::vector<Layout> quick_layouts = {Layout::contiguous, Layout::transposed};
 
+// Evaluates `make` on the GPU with poisoned new buffers, then checks the guard regions
+// (for ops whose inputs do not fit run_case's one-shape cases).
+std::vector<mx::array> gpu_eval_checked(const std::function<std::vector<mx::array>()>& make,
+                                        const std::string& what);
+
+// Every element of `got` within `tol` of `want` (same shape and dtype); reports the first
+// mismatch through doctest, naming `what`.
+bool all_close(const mx::array& got, const mx::array& want, Tolerance tol, const std::string& what);
+
+// A copy of `a` on device `d`, evaluated.
+mx::array on_device(const mx::array& a, mx::Device d);
+
 inline bool gpu_present() {
   return mx::gpu::is_available();
 }
 
-} // namespace gpu_diff
+}  // namespace gpu_diff

@@ -22,46 +22,11 @@ using namespace gpu_diff;
 
 namespace {
 
-mx::array on(const mx::array& a, mx::Device d) {
-  auto c = mx::copy(a, d);
-  c.eval();
-  return c;
-}
-
 mx::array uniform(const mx::Shape& shape, mx::Dtype dt, uint64_t seed) {
   auto u = mx::random::uniform(shape, mx::float32, mx::random::key(seed), mx::Device::cpu);
   return mx::astype(mx::subtract(mx::multiply(u, mx::array(2.0f), mx::Device::cpu), mx::array(1.0f),
                                  mx::Device::cpu),
                     dt, mx::Device::cpu);
-}
-
-// Evaluates `make` on the GPU with poisoned new buffers and checks the guards.
-std::vector<mx::array> gpu_run(const std::function<std::vector<mx::array>()>& make,
-                               const std::string& what) {
-  mx::gpu::debug::PoisonScope poison;
-  auto outs = make();
-  mx::eval(outs);
-  auto bad = mx::gpu::debug::check_guards();
-  CHECK_MESSAGE(bad == 0, what << ": " << bad << " buffer guard region(s) overwritten");
-  return outs;
-}
-
-bool close_all(const mx::array& got, const mx::array& want, Tolerance tol,
-               const std::string& what) {
-  if (got.shape() != want.shape() || got.dtype() != want.dtype()) {
-    FAIL_CHECK(what << ": shape/dtype " << mx::shape_to_string(got.shape()) << " vs "
-                    << mx::shape_to_string(want.shape()));
-    return false;
-  }
-  auto g = mlx_test::to_doubles(got);
-  auto w = mlx_test::to_doubles(want);
-  for (size_t i = 0; i < g.size(); ++i) {
-    if (!mlx_test::close(g[i], w[i], tol.rtol, tol.atol)) {
-      FAIL_CHECK(what << ": element " << i << " GPU " << g[i] << " reference " << w[i]);
-      return false;
-    }
-  }
-  return true;
 }
 
 struct QCase {
@@ -98,19 +63,20 @@ void check_qmm(const QCase& c, uint64_t seed) {
   auto want = mx::astype(mx::matmul(mx::astype(x, f32, cpu), b, cpu), c.dt, cpu);
   want.eval();
   auto gpu = mx::Device::gpu;
-  auto xg = on(x, gpu), wq = on(q[0], gpu), sg = on(q[1], gpu), bg = on(q[2], gpu);
+  auto xg = on_device(x, gpu), wq = on_device(q[0], gpu), sg = on_device(q[1], gpu),
+       bg = on_device(q[2], gpu);
   std::string what = "quantized_matmul bits=" + std::to_string(c.bits) +
                      " gs=" + std::to_string(c.gs) + " " + mx::dtype_to_string(c.dt) +
                      " transpose=" + std::to_string(c.transpose) + " x " + mx::shape_to_string(xs) +
                      " seed=" + std::to_string(seed);
-  auto got = gpu_run(
+  auto got = gpu_eval_checked(
       [&] {
         return std::vector<mx::array>{
             mx::quantized_matmul(xg, wq, sg, bg, c.transpose, c.gs, c.bits, "affine", gpu)};
       },
       what)[0];
   Tolerance tol = c.dt == mx::float32 ? Tolerance{2e-5, 1e-6 * k} : default_tolerance(c.dt);
-  CHECK_MESSAGE(close_all(got, want, tol, what), what);
+  CHECK_MESSAGE(all_close(got, want, tol, what), what);
 }
 
 const int kBits[] = {2, 3, 4, 5, 6, 8};
@@ -153,25 +119,26 @@ TEST_CASE("quantize and dequantize on the GPU give the CPU's words, scales and v
                                   std::nullopt, cpu);
     mx::eval(want);
     want_dq.eval();
-    auto wg = on(w, mx::Device::gpu);
+    auto wg = on_device(w, mx::Device::gpu);
     std::string what = "quantize bits=" + std::to_string(c.bits) + " gs=" + std::to_string(c.gs) +
                        " " + mx::dtype_to_string(c.dt);
-    auto got = gpu_run(
+    auto got = gpu_eval_checked(
         [&] { return mx::quantize(wg, c.gs, c.bits, "affine", std::nullopt, mx::Device::gpu); },
         what);
-    CHECK_MESSAGE(close_all(got[0], want[0], {0, 0}, what + " words"), what);
-    CHECK_MESSAGE(close_all(got[1], want[1], {0, 0}, what + " scales"), what);
-    CHECK_MESSAGE(close_all(got[2], want[2], {0, 0}, what + " biases"), what);
-    auto qg = std::vector<mx::array>{on(want[0], mx::Device::gpu), on(want[1], mx::Device::gpu),
-                                     on(want[2], mx::Device::gpu)};
-    auto dq = gpu_run(
+    CHECK_MESSAGE(all_close(got[0], want[0], {0, 0}, what + " words"), what);
+    CHECK_MESSAGE(all_close(got[1], want[1], {0, 0}, what + " scales"), what);
+    CHECK_MESSAGE(all_close(got[2], want[2], {0, 0}, what + " biases"), what);
+    auto qg = std::vector<mx::array>{on_device(want[0], mx::Device::gpu),
+                                     on_device(want[1], mx::Device::gpu),
+                                     on_device(want[2], mx::Device::gpu)};
+    auto dq = gpu_eval_checked(
         [&] {
           return std::vector<mx::array>{mx::dequantize(qg[0], qg[1], qg[2], c.gs, c.bits, "affine",
                                                        std::nullopt, std::nullopt,
                                                        mx::Device::gpu)};
         },
         what + " dequantize")[0];
-    CHECK_MESSAGE(close_all(dq, want_dq, {0, 0}, what + " dequantize"), what);
+    CHECK_MESSAGE(all_close(dq, want_dq, {0, 0}, what + " dequantize"), what);
   }
   auto counts = mx::vulkan::fallback_counts();
   CHECK(counts["AffineQuantize"] == 0);
@@ -228,13 +195,14 @@ TEST_CASE("quantized_matmul with x batch dims and 2-d weights folds rows") {
   auto q = mx::quantize(w, 64, 4, "affine", std::nullopt, cpu);
   auto want = mx::quantized_matmul(x, q[0], q[1], q[2], true, 64, 4, "affine", cpu);
   want.eval();
-  auto got = gpu_run(
+  auto got = gpu_eval_checked(
       [&] {
-        return std::vector<mx::array>{mx::quantized_matmul(
-            on(x, gpu), on(q[0], gpu), on(q[1], gpu), on(q[2], gpu), true, 64, 4, "affine", gpu)};
+        return std::vector<mx::array>{
+            mx::quantized_matmul(on_device(x, gpu), on_device(q[0], gpu), on_device(q[1], gpu),
+                                 on_device(q[2], gpu), true, 64, 4, "affine", gpu)};
       },
       "folded")[0];
-  CHECK(close_all(got, want, {2e-5, 1e-6 * 128}, "quantized_matmul [2,3,128] x 2-d weights"));
+  CHECK(all_close(got, want, {2e-5, 1e-6 * 128}, "quantized_matmul [2,3,128] x 2-d weights"));
 }
 
 TEST_CASE("addmm on the GPU matches the CPU: broadcast C, alpha and beta, beta = 0, K = 0") {
@@ -262,14 +230,14 @@ TEST_CASE("addmm on the GPU matches the CPU: broadcast C, alpha and beta, beta =
     want.eval();
     std::string what = "addmm " + mx::shape_to_string(t.a) + " x " + mx::shape_to_string(t.b) +
                        " + " + mx::shape_to_string(t.c);
-    auto got = gpu_run(
+    auto got = gpu_eval_checked(
         [&] {
-          return std::vector<mx::array>{
-              mx::addmm(on(c, gpu), on(a, gpu), on(b, gpu), t.alpha, t.beta, gpu)};
+          return std::vector<mx::array>{mx::addmm(on_device(c, gpu), on_device(a, gpu),
+                                                  on_device(b, gpu), t.alpha, t.beta, gpu)};
         },
         what)[0];
     Tolerance tol = t.dt == mx::float32 ? Tolerance{2e-5, 1e-5} : default_tolerance(t.dt);
-    CHECK_MESSAGE(close_all(got, want, tol, what), what);
+    CHECK_MESSAGE(all_close(got, want, tol, what), what);
   }
   auto counts = mx::vulkan::fallback_counts();
   CHECK(counts["AddMM"] == 0);
