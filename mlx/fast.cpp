@@ -159,6 +159,100 @@ array rope(const array& x, int dims, bool traditional, std::optional<float> base
   return rope(x, dims, traditional, base, scale, array(offset, int32), freqs, s);
 }
 
+// Argument checks in MLX's order with MLX's messages; MLX accepts mask_arr with mode "" and
+// ignores mode "array" without one, and so does this op.
+array scaled_dot_product_attention(const array& queries, const array& keys, const array& values,
+                                   const float scale, const std::string& mask_mode,
+                                   std::optional<array> mask_arr, const std::optional<array>& sinks,
+                                   bool force_fused, StreamOrDevice s) {
+  const std::string op = "[scaled_dot_product_attention] ";
+  for (const array* t : {&queries, &keys, &values}) {
+    if (t->ndim() != 4) {
+      fail(op + "input with shape " + shape_to_string(t->shape()) + " expected to be rank 4");
+    }
+  }
+  if (mask_mode != "" && mask_mode != "causal" && mask_mode != "array") {
+    fail(op + "Invalid mask_mode " + mask_mode + ". mask_mode must be 'causal', 'array' or ''.");
+  }
+  AttentionMask kind = AttentionMask::none;
+  if (mask_mode == "causal") {
+    kind = AttentionMask::causal;
+    if (mask_arr) {
+      // MLX's wording, its misspelling included.
+      fail(op + "Invalid mask_arr for mask_mode 'casusal'. No array mask should be passed.");
+    }
+  } else if (mask_arr) {
+    kind = AttentionMask::array;
+    if (mask_arr->ndim() > 4) {
+      fail(op + "the mask with shape " + shape_to_string(mask_arr->shape()) +
+           " expected to have at most rank 4.");
+    }
+  }
+  for (const array* t : {&keys, &values}) {
+    if (t->shape(0) != queries.shape(0)) {
+      fail(op + "mismatching batch dimension for input with shape " + shape_to_string(t->shape()) +
+           ".");
+    }
+  }
+  if (queries.shape(-1) != keys.shape(-1)) {
+    fail(op + "query, keys expected to have matching last dimension; found query shape " +
+         shape_to_string(queries.shape()) + " for keys shape " + shape_to_string(keys.shape()) +
+         ".");
+  }
+  int n_q_heads = queries.shape(1);
+  int n_kv_heads = keys.shape(1);
+  if (values.shape(1) != n_kv_heads) {
+    fail(op + "keys, values expected to have matching n_kv_heads; found keys with n_heads " +
+         std::to_string(n_kv_heads) + " for values with n_heads " +
+         std::to_string(values.shape(1)) + ".");
+  }
+  // Not checked by MLX (its composition fails in matmul); the fused loop needs it.
+  if (values.shape(2) != keys.shape(2)) {
+    fail(op + "keys, values expected to have matching sequence length; found keys shape " +
+         shape_to_string(keys.shape()) + " for values shape " + shape_to_string(values.shape()) +
+         ".");
+  }
+  if (n_kv_heads == 0 ? n_q_heads != 0 : n_q_heads % n_kv_heads != 0) {
+    fail(op + "n_heads must be a multiple of n_kv_heads, found n_heads " +
+         std::to_string(n_q_heads) + " for n_kv_heads " + std::to_string(n_kv_heads) + ".");
+  }
+  Dtype out = promote_types(promote_types(queries.dtype(), keys.dtype()), values.dtype());
+  if (!issubdtype(out, floating)) {
+    fail(op + "Received unsupported type " + dtype_to_string(out) + ".");
+  }
+  auto stream = to_stream(s);
+  std::vector<array> inputs{astype(queries, out, stream), astype(keys, out, stream),
+                            astype(values, out, stream)};
+  if (kind == AttentionMask::array) {
+    if (promote_types(mask_arr->dtype(), out) != out) {
+      fail(op + "Mask type must promote to output type " + dtype_to_string(out) + ".");
+    }
+    array m = mask_arr->dtype() == bool_ ? *mask_arr : astype(*mask_arr, out, stream);
+    Shape mask_shape{queries.shape(0), n_q_heads, queries.shape(2), keys.shape(2)};
+    inputs.push_back(broadcast_to(m, mask_shape, stream));
+  }
+  if (sinks) {
+    if (promote_types(sinks->dtype(), out) != out) {
+      fail(op + "Type of sinks must promote to output type " + dtype_to_string(out) + ".");
+    }
+    if (sinks->ndim() != 1 || sinks->shape(0) != n_q_heads) {
+      fail(op + "Received invalid shape for sinks " + shape_to_string(sinks->shape()) + ".");
+    }
+    inputs.push_back(astype(*sinks, out, stream));
+  }
+  Shape out_shape{queries.shape(0), n_q_heads, queries.shape(2), values.shape(3)};
+  return array(std::move(out_shape), out,
+               std::make_shared<ScaledDotProductAttention>(stream, scale, kind, sinks.has_value(),
+                                                           force_fused),
+               std::move(inputs));
+}
+
+bool ScaledDotProductAttention::is_equivalent(const Primitive& other) const {
+  const auto& o = static_cast<const ScaledDotProductAttention&>(other);
+  return scale_ == o.scale_ && mask_ == o.mask_ && has_sinks_ == o.has_sinks_ &&
+         force_fused_ == o.force_fused_;
+}
+
 bool RMSNorm::is_equivalent(const Primitive& other) const {
   return eps_ == static_cast<const RMSNorm&>(other).eps_;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 
 #include "mlx/array.h"
 #include "mlx/stream.h"
@@ -30,5 +31,21 @@ array rope(const array& x, int dims, bool traditional, std::optional<float> base
 array rope(const array& x, int dims, bool traditional, std::optional<float> base, float scale,
            const array& offset, const std::optional<array>& freqs = std::nullopt,
            StreamOrDevice s = {});
+
+// softmax(scale * Q K^T + mask, with sinks) V per (batch, query head) (docs/fast.md).
+// queries [B, n_q_heads, L_q, D], keys [B, n_kv_heads, L_kv, D], values [B, n_kv_heads,
+// L_kv, D_v], n_q_heads a multiple of n_kv_heads (query head h reads kv head
+// h / (n_q_heads / n_kv_heads)); the output is [B, n_q_heads, L_q, D_v] in
+// result_type(queries, keys, values), which must be a float.
+// mask_mode "causal": query i sees keys j <= i + L_kv - L_q; otherwise mask_arr, when given
+// (with "" or "array"), broadcasts to [B, n_q_heads, L_q, L_kv]: bool keeps true positions,
+// any other dtype is added to the scores. sinks: [n_q_heads], one extra logit per head in
+// the softmax that contributes no value. force_fused is accepted for MLX's signature; the
+// op always builds the one fused primitive.
+array scaled_dot_product_attention(const array& queries, const array& keys, const array& values,
+                                   const float scale, const std::string& mask_mode = "",
+                                   std::optional<array> mask_arr = {},
+                                   const std::optional<array>& sinks = {}, bool force_fused = false,
+                                   StreamOrDevice s = {});
 
 }  // namespace mlx::core::fast

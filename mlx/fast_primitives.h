@@ -70,4 +70,58 @@ class RoPE : public UnaryPrimitive {
   float scale_;
 };
 
+// How ScaledDotProductAttention masks the scores.
+enum class AttentionMask {
+  none,    // every key
+  causal,  // query i sees keys j <= i + L_kv - L_q; no mask input
+  array,   // inputs[3]: bool (keep true) or the output dtype (added to the scores)
+};
+
+// inputs: {queries, keys, values, [mask], [sinks]}, all in the output dtype except a bool
+// mask. q [B, Hq, Lq, D], k [B, Hkv, Lkv, D], v [B, Hkv, Lkv, Dv], any strides; the mask is a
+// view of shape [B, Hq, Lq, Lkv] (broadcast: strides may be 0); sinks are 1-d of Hq.
+// Output [B, Hq, Lq, Dv], row-contiguous.
+class ScaledDotProductAttention : public UnaryPrimitive {
+ public:
+  ScaledDotProductAttention(Stream s, float scale, AttentionMask mask, bool has_sinks,
+                            bool force_fused = false)
+      : UnaryPrimitive(s),
+        scale_(scale),
+        mask_(mask),
+        has_sinks_(has_sinks),
+        force_fused_(force_fused) {}
+  MLX_DECLARE_UNARY_EVAL
+  const char* name() const override {
+    return "ScaledDotProductAttention";
+  }
+  bool is_equivalent(const Primitive& other) const override;
+  float scale() const {
+    return scale_;
+  }
+  AttentionMask mask_kind() const {
+    return mask_;
+  }
+  bool causal() const {
+    return mask_ == AttentionMask::causal;
+  }
+  // True when inputs[3] is a mask array.
+  bool has_mask() const {
+    return mask_ == AttentionMask::array;
+  }
+  // True when inputs.back() holds the sinks.
+  bool has_sinks() const {
+    return has_sinks_;
+  }
+  // MLX's force_fused argument, kept for a GPU path that would otherwise compose.
+  bool force_fused() const {
+    return force_fused_;
+  }
+
+ private:
+  float scale_;
+  AttentionMask mask_;
+  bool has_sinks_;
+  bool force_fused_;
+};
+
 }  // namespace mlx::core::fast
