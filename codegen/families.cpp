@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "codegen/codegen.h"
+#include "codegen/attention.h"
 #include "codegen/fast.h"
 #include "codegen/internal.h"
 #include "codegen/matmul.h"
@@ -33,6 +34,7 @@ const std::vector<Family>& families() {
       {"qmm", render_qmm, 0},
       {"qmv", render_qmv, 0},
       {"quant", render_quant, 0},
+      {"sdpa", render_attention, 0},
   };
   return table;
 }

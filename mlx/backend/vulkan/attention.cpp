@@ -1,12 +1,176 @@
-// eval_gpu of ScaledDotProductAttention: the logged CPU route until the attention kernels
-// land (issue 13); the CPU reference reads every operand through its strides.
+// eval_gpu of ScaledDotProductAttention: the "sdpa" family (codegen/attention.h,
+// docs/attention.md). q, k and v are read in place when their head dim is contiguous (a KV
+// cache slice costs no copy), else copied dense; the mask is read through its broadcast
+// strides. Decode (Lq <= 8) takes the vector mode, split along the keys when the grid would
+// be small (a merge launch combines the chunks); prefill takes the rows mode.
+#include <algorithm>
+#include <cstring>
+
+#include "codegen/attention.h"
+#include "mlx/backend/vulkan/allocator.h"
 #include "mlx/backend/vulkan/cpu_fallback.h"
+#include "mlx/backend/vulkan/kernel_library.h"
+#include "mlx/backend/vulkan/kernels.h"
+#include "mlx/backend/vulkan/launch_memo.h"
+#include "mlx/backend/vulkan/reduce_plan.h"
 #include "mlx/fast_primitives.h"
 
 namespace mlx::core::fast {
 
+namespace codegen = vulkan::codegen;
+using vulkan::bind_run;
+using vulkan::Buf;
+
+namespace {
+
+// An operand read through its strides: in place when its last dim is contiguous (or size
+// 1) and no stride is negative, else a dense copy.
+struct Strided {
+  Buf buf;
+  Strides strides;
+  int64_t elems = 1;  // from element 0 to the last element, inclusive
+};
+
+Strided strided(vulkan::CommandEncoder& enc, int stream, const array& a, const char* dtype,
+                bool need_unit_last) {
+  bool usable =
+      std::all_of(a.strides().begin(), a.strides().end(), [](int64_t s) { return s >= 0; });
+  if (need_unit_last && a.ndim() > 0 && a.shape(-1) > 1 && a.strides(-1) != 1) {
+    usable = false;
+  }
+  Strided s;
+  if (usable) {
+    s.buf = vulkan::buf_of(a, dtype);
+    s.strides = a.strides();
+  } else {
+    s.buf = vulkan::dense_run(enc, stream, a, dtype);
+    s.strides = row_major_strides(a.shape());
+  }
+  for (size_t d = 0; d < a.ndim(); ++d) {
+    s.elems += (int64_t{a.shape(static_cast<int>(d))} - 1) * s.strides[d];
+  }
+  return s;
+}
+
+}  // namespace
+
 void ScaledDotProductAttention::eval_gpu(const std::vector<array>& inputs, array& out) {
-  vulkan::cpu_fallback(*this, inputs, out, "no GPU kernel for this primitive yet");
+  const array& q = inputs[0];
+  const array& k = inputs[1];
+  const array& v = inputs[2];
+  if (const char* why = vulkan::float_kernel_unsupported(out)) {
+    vulkan::cpu_fallback(*this, inputs, out, why);
+    return;
+  }
+  auto& dev = vulkan::device("ScaledDotProductAttention");
+  int stream = this->stream().index;
+  auto& enc = vulkan::encoder(stream);
+  const char* dtype = vulkan::gpu_dtype_name(out.dtype());
+
+  codegen::AttentionGeometry g;
+  g.batch = q.shape(0);
+  g.hkv = k.shape(1);
+  g.groups = q.shape(1) / g.hkv;
+  g.lq = q.shape(2);
+  g.lkv = k.shape(2);
+  g.d = q.shape(3);
+  g.dv = v.shape(3);
+  g.scale = scale_;
+  g.mask = causal() ? "causal" : "none";
+  const array* mask = has_mask() ? &inputs[3] : nullptr;
+  const array* sinks = has_sinks() ? &inputs.back() : nullptr;
+  if (mask) {
+    g.mask = mask->dtype() == bool_ ? "bool" : "add";
+    g.mask_dtype = vulkan::gpu_dtype_name(mask->dtype());
+  }
+  if (sinks) {
+    g.sinks_dtype = vulkan::gpu_dtype_name(sinks->dtype());
+  }
+  // Spans first: any operand past int32 (or one binding) takes the logged CPU route.
+  int64_t max_elems = vulkan::binding_elems(dev, out.itemsize());
+  for (const auto& a : inputs) {
+    int64_t hi = 1;
+    for (size_t d = 0; d < a.ndim(); ++d) {
+      hi += (int64_t{a.shape(static_cast<int>(d))} - 1) * std::abs(a.strides(static_cast<int>(d)));
+    }
+    if (std::max<int64_t>(hi, a.size()) > max_elems) {
+      vulkan::cpu_fallback(*this, inputs, out, "an operand wider than one storage binding");
+      return;
+    }
+  }
+  out.set_data(allocator::malloc(out.nbytes()));
+  if (out.size() == 0) {
+    return;
+  }
+  if (g.lkv == 0) {
+    // No key: MLX's composition gives 0 (with or without sinks).
+    auto bo = bind_run(dev, vulkan::buf_of(out, dtype), static_cast<int64_t>(out.size()), true);
+    bo.binding.range = (static_cast<VkDeviceSize>(out.nbytes()) + 3) / 4 * 4;
+    enc.fill(bo.binding, 0);
+    return;
+  }
+  Strided qs = strided(enc, stream, q, dtype, true);
+  Strided ks = strided(enc, stream, k, dtype, true);
+  Strided vs = strided(enc, stream, v, dtype, true);
+  auto bq = bind_run(dev, qs.buf, qs.elems, false);
+  auto bk = bind_run(dev, ks.buf, ks.elems, false);
+  auto bv = bind_run(dev, vs.buf, vs.elems, false);
+  auto by = bind_run(dev, vulkan::buf_of(out, dtype), static_cast<int64_t>(out.size()), true);
+  g.q_offset = static_cast<int64_t>(bq.elem_offset);
+  g.k_offset = static_cast<int64_t>(bk.elem_offset);
+  g.v_offset = static_cast<int64_t>(bv.elem_offset);
+  g.out_offset = static_cast<int64_t>(by.elem_offset);
+  g.q_sb = qs.strides[0], g.q_sh = qs.strides[1], g.q_si = qs.strides[2];
+  g.k_sb = ks.strides[0], g.k_sh = ks.strides[1], g.k_sj = ks.strides[2];
+  g.v_sb = vs.strides[0], g.v_sh = vs.strides[1], g.v_sj = vs.strides[2];
+  // Absent operands bind q (never read).
+  vulkan::Binding mask_binding = bq.binding, sinks_binding = bq.binding;
+  if (mask) {
+    Strided ms = strided(enc, stream, *mask, g.mask_dtype.c_str(), false);
+    auto bm = bind_run(dev, ms.buf, ms.elems, false);
+    mask_binding = bm.binding;
+    g.m_offset = static_cast<int64_t>(bm.elem_offset);
+    g.m_sb = ms.strides[0], g.m_sh = ms.strides[1], g.m_si = ms.strides[2], g.m_sj = ms.strides[3];
+  }
+  if (sinks) {
+    Buf sb = vulkan::dense_run(enc, stream, *sinks, g.sinks_dtype.c_str());
+    auto bs = bind_run(dev, sb, static_cast<int64_t>(sinks->size()), false);
+    sinks_binding = bs.binding;
+    g.s_offset = static_cast<int64_t>(bs.elem_offset);
+  }
+  if (!codegen::attention_supported(g)) {
+    vulkan::cpu_fallback(*this, inputs, out, "index spans past int32");
+    return;
+  }
+
+  int64_t splits = codegen::attention_splits(g);
+  codegen::AttentionGeometry main = g;
+  vulkan::BoundOperand scratch;
+  Buf scratch_buf;
+  int64_t scratch_elems = 0;
+  std::vector<vulkan::Binding> bindings{bq.binding,   bk.binding,    bv.binding,
+                                        mask_binding, sinks_binding, by.binding};
+  if (splits > 1) {
+    int64_t n = g.batch * g.hkv * g.groups * g.lq * splits * (g.dv + 2);
+    scratch_buf = vulkan::temporary(enc, n, "f32");
+    scratch_elems = n;
+    scratch = bind_run(dev, scratch_buf, n, true);
+    main.out_offset = static_cast<int64_t>(scratch.elem_offset);
+    bindings[5] = scratch.binding;
+  }
+  auto key = codegen::attention_key(dtype, main, dev.caps());
+  const auto& kernel = vulkan::kernel_library().get(key);
+  vulkan::record_launch(enc, kernel, codegen::attention_launch(key, kernel.source, main), bindings);
+  if (splits > 1) {
+    codegen::AttentionGeometry merge = g;
+    merge.q_offset = static_cast<int64_t>(scratch.elem_offset);
+    auto mkey = codegen::attention_merge_key(dtype, merge);
+    const auto& mkernel = vulkan::kernel_library().get(mkey);
+    auto partial = bind_run(dev, scratch_buf, scratch_elems, false);
+    std::vector<vulkan::Binding> mb{partial.binding, partial.binding, partial.binding,
+                                    partial.binding, sinks_binding,   by.binding};
+    vulkan::record_launch(enc, mkernel, codegen::attention_launch(mkey, mkernel.source, merge), mb);
+  }
 }
 
 }  // namespace mlx::core::fast

@@ -1,0 +1,51 @@
+// The "sdpa" family (templates/sdpa.glsl): scaled dot-product attention, specialized by head
+// dims, dtype, mask kind, sinks and mode (vector for decode, rows for prefill, merge for
+// split decode). Keys, variant choice, rendering and launch packing; no arrays, no Vulkan.
+// docs/attention.md explains the choices.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "codegen/codegen.h"
+
+namespace mlx::core::vulkan::codegen {
+
+// q [B, groups * hkv, lq, d], k [B, hkv, lkv, d], v [B, hkv, lkv, dv], out dense
+// [B, groups * hkv, lq, dv]; strides in elements (d contiguous); offsets are element indices
+// within each binding. mask: "none", "causal", "bool" or "add" (an array mask of mask_dtype,
+// strides for [B, heads, lq, lkv], 0 where broadcast).
+struct AttentionGeometry {
+  int64_t batch = 1, hkv = 1, groups = 1, lq = 1, lkv = 1, d = 64, dv = 64;
+  int64_t q_offset = 0, k_offset = 0, v_offset = 0, m_offset = 0, s_offset = 0, out_offset = 0;
+  int64_t q_sb = 0, q_sh = 0, q_si = 0;
+  int64_t k_sb = 0, k_sh = 0, k_sj = 0;
+  int64_t v_sb = 0, v_sh = 0, v_sj = 0;
+  int64_t m_sb = 0, m_sh = 0, m_si = 0, m_sj = 0;
+  float scale = 1.0f;
+  std::string mask = "none";
+  std::string mask_dtype;   // "b" for bool, the float dtype for additive masks
+  std::string sinks_dtype;  // empty: no sinks
+};
+
+// Whether the kernels serve the problem: d and dv multiples of 8 up to 256, and every index
+// within int32. Otherwise the op composes matmul and softmax on the GPU.
+bool attention_supported(const AttentionGeometry& g);
+
+// Decode (lq <= 8) uses the vector mode; its key chunks (1: no merge launch).
+bool attention_vector(const AttentionGeometry& g);
+int64_t attention_splits(const AttentionGeometry& g);
+
+// "sdpa:d,dtype,dv,mask,mdtype,mode=vector|rows,rb|bq,sdtype,sg,split,tpr" for the main
+// launch; "sdpa:dtype,dv,mode=merge,sdtype" for the merge of a split decode.
+KernelKey attention_key(const std::string& dtype, const AttentionGeometry& g,
+                        const DeviceCaps& caps);
+KernelKey attention_merge_key(const std::string& dtype, const AttentionGeometry& g);
+KernelSource render_attention(const KernelKey& key, const DeviceCaps& caps);
+// For a split decode's main launch, out_offset locates the f32 scratch of
+// rows * splits * (dv + 2) values; for the merge, s_offset the sinks, q_offset the scratch
+// and out_offset the output.
+Launch attention_launch(const KernelKey& key, const KernelSource& source,
+                        const AttentionGeometry& g);
+
+}  // namespace mlx::core::vulkan::codegen
