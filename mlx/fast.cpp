@@ -161,6 +161,55 @@ array rope(const array& x, int dims, bool traditional, std::optional<float> base
 
 // Argument checks in MLX's order with MLX's messages; MLX accepts mask_arr with mode "" and
 // ignores mode "array" without one, and so does this op.
+namespace {
+
+// Head dims the GPU's sdpa kernels serve (codegen/attention.cpp): multiples of 8 up to 256.
+bool fused_head_dim(int d) {
+  return d >= 8 && d <= 256 && d % 8 == 0;
+}
+
+// MLX's own composition, for GPU shapes no fused kernel serves: scores = (q * scale) k^T in
+// f32 per (batch, kv head, query group), the mask (finfo.min where a bool mask is false, or
+// added), the sink as one more logit column, softmax, then the weights in the output dtype
+// times v. inputs are {q, k, v, [mask], [sinks]} as the primitive would get them.
+array composed_attention(const std::vector<array>& inputs, float scale, AttentionMask kind,
+                         bool has_sinks, Dtype out, const Stream& s) {
+  const array& q = inputs[0];
+  const array& k = inputs[1];
+  const array& v = inputs[2];
+  int b = q.shape(0), hq = q.shape(1), lq = q.shape(2), d = q.shape(3);
+  int hkv = k.shape(1), lkv = k.shape(2), dv = v.shape(3);
+  int groups = hq / hkv;
+  auto qg = reshape(multiply(astype(q, float32, s), array(scale), s), {b, hkv, groups, lq, d}, s);
+  auto kt = expand_dims(swapaxes(astype(k, float32, s), -1, -2, s), 2, s);
+  auto scores = matmul(qg, kt, s);  // [b, hkv, groups, lq, lkv]
+  double lowest = out == float16    ? -65504.0
+                  : out == bfloat16 ? -3.3895313892515355e38
+                                    : -3.4028234663852886e38;
+  if (kind == AttentionMask::causal) {
+    auto rows = reshape(arange(0, lq, s), {lq, 1}, s);
+    auto cols = reshape(arange(0, lkv, s), {1, lkv}, s);
+    auto keep = greater_equal(add(rows, array(lkv - lq), s), cols, s);
+    scores = where(keep, scores, array(lowest, float32), s);
+  } else if (kind == AttentionMask::array) {
+    auto m = reshape(inputs[3], {b, hkv, groups, lq, lkv}, s);
+    scores = m.dtype() == bool_ ? where(m, scores, array(lowest, float32), s)
+                                : add(scores, astype(m, float32, s), s);
+  }
+  if (has_sinks) {
+    auto sk = reshape(astype(inputs.back(), float32, s), {1, hkv, groups, 1, 1}, s);
+    scores = concatenate({broadcast_to(sk, {b, hkv, groups, lq, 1}, s), scores}, -1, s);
+  }
+  auto weights = softmax(scores, -1, true, s);
+  if (has_sinks) {
+    weights = slice(weights, {0, 0, 0, 0, 1}, {b, hkv, groups, lq, lkv + 1}, s);
+  }
+  auto o = matmul(astype(weights, out, s), expand_dims(v, 2, s), s);  // [b, hkv, groups, lq, dv]
+  return reshape(o, {b, hq, lq, dv}, s);
+}
+
+}  // namespace
+
 array scaled_dot_product_attention(const array& queries, const array& keys, const array& values,
                                    const float scale, const std::string& mask_mode,
                                    std::optional<array> mask_arr, const std::optional<array>& sinks,
@@ -239,6 +288,16 @@ array scaled_dot_product_attention(const array& queries, const array& keys, cons
       fail(op + "Received invalid shape for sinks " + shape_to_string(sinks->shape()) + ".");
     }
     inputs.push_back(astype(*sinks, out, stream));
+  }
+  if (stream.device == Device::gpu &&
+      (!fused_head_dim(queries.shape(-1)) || !fused_head_dim(values.shape(-1)))) {
+    if (force_fused) {
+      fail(op + "no fused kernel for head dims " + std::to_string(queries.shape(-1)) + " and " +
+           std::to_string(values.shape(-1)) + " (multiples of 8 up to 256 are served).");
+    }
+    if (values.shape(2) > 0) {
+      return composed_attention(inputs, scale, kind, sinks.has_value(), out, stream);
+    }
   }
   Shape out_shape{queries.shape(0), n_q_heads, queries.shape(2), values.shape(3)};
   return array(std::move(out_shape), out,

@@ -124,3 +124,23 @@ TEST_CASE("attention prefill on the GPU matches the CPU: tiles, causal skips, ra
   auto counts = mx::vulkan::fallback_counts();
   CHECK(counts["ScaledDotProductAttention"] == 0);
 }
+
+TEST_CASE("attention with head dims no kernel serves composes matmul and softmax on the GPU") {
+  if (!gpu_present())
+    return;
+  mx::vulkan::reset_fallback_counts();
+  uint64_t seed = 300;
+  // 36 is not a multiple of 8 and 320 is past 256: MLX's composition, on the GPU.
+  check_attention({36, 36, 4, 2, 3, 20, mx::float32, "causal", true}, seed += 5);
+  check_attention({320, 64, 2, 1, 1, 40, mx::float16, "bool"}, seed += 5);
+  check_attention({36, 36, 2, 2, 5, 9, mx::bfloat16, "add", false, 2}, seed += 5);
+  auto counts = mx::vulkan::fallback_counts();
+  CHECK(counts["ScaledDotProductAttention"] == 0);
+  CHECK(counts["Matmul"] == 0);
+  // force_fused asks for the kernel: none exists for these dims.
+  auto q = mx::zeros({1, 2, 1, 36}, mx::float32, mx::Device::gpu);
+  CHECK_THROWS_WITH_AS(mx::fast::scaled_dot_product_attention(q, q, q, 1.0f, "", std::nullopt,
+                                                              std::nullopt, true, mx::Device::gpu),
+                       doctest::Contains("no fused kernel for head dims 36"),
+                       std::invalid_argument);
+}
