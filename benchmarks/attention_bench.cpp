@@ -1,0 +1,111 @@
+// scaled_dot_product_attention (the sdpa family) on the shapes: decode against the
+// bandwidth peak measured in the same run (bytes: K and V read once), prefill in TFLOPS
+// (4 * B * Hq * Lq * Lkv * D, halved for causal). docs/attention.md, docs/performance.md.
+//
+// Usage: attention_bench   (ATTENTION_BENCH_ONLY=decode,curve,prefill runs a subset)
+#include <cmath>
+#include <cstdlib>
+
+#include "bench_util.h"
+#include "mlx/backend/gpu/available.h"
+#include "mlx/backend/gpu/device_info.h"
+
+namespace mx = mlx::core;
+using bench::measure_op;
+using bench::TimedRow;
+using bench::Timing;
+
+namespace {
+
+mx::array gpu_uniform(const mx::Shape& shape, int seed, mx::Dtype dt) {
+  auto x = mx::astype(mx::random::uniform(shape, mx::float32, mx::random::key(seed)), dt);
+  auto g = mx::copy(x, mx::Device::gpu);
+  g.eval();
+  return g;
+}
+
+bool wanted(const std::string& block) {
+  const char* only = std::getenv("ATTENTION_BENCH_ONLY");
+  if (!only || !*only) {
+    return true;
+  }
+  std::string list = std::string(",") + only + ",";
+  return list.find("," + block + ",") != std::string::npos;
+}
+
+struct Shape {
+  const char* name;
+  int hq, hkv, lq, lkv, d;
+  mx::Dtype dt;
+  bool causal;
+};
+
+Timing time_sdpa(const Shape& s, int batch, int reps) {
+  auto q = gpu_uniform({1, s.hq, s.lq, s.d}, 1, s.dt);
+  auto k = gpu_uniform({1, s.hkv, s.lkv, s.d}, 2, s.dt);
+  auto v = gpu_uniform({1, s.hkv, s.lkv, s.d}, 3, s.dt);
+  float scale = 1.0f / std::sqrt(static_cast<float>(s.d));
+  return measure_op(
+      [&] {
+        return mx::fast::scaled_dot_product_attention(q, k, v, scale, s.causal ? "causal" : "");
+      },
+      batch, reps);
+}
+
+}  // namespace
+
+int main() {
+  if (!mx::gpu::is_available()) {
+    std::fprintf(stderr, "attention_bench: no Vulkan device found\n");
+    return 1;
+  }
+  mx::set_default_device(mx::Device::gpu);
+  const auto& info = mx::gpu::device_info();
+  std::printf("device: %s\n", std::get<std::string>(info.at("device_name")).c_str());
+  mx::vulkan::set_profiling(true);
+  const int batch = 10, reps = 5;
+  int n = 1 << 26;
+  auto i64a = mx::astype(gpu_uniform({n}, 1, mx::float32), mx::int64);
+  auto i64b = mx::astype(gpu_uniform({n}, 2, mx::float32), mx::int64);
+  bench::warm_gpu(i64a, 500);
+  double read_gbs = 17.0 * n /
+                    (measure_op([&] { return mx::equal(i64a, i64b); }, batch, reps).gpu_ms * 1e-3) /
+                    1e9;
+  double copy_gbs =
+      16.0 * n / (measure_op([&] { return mx::copy(i64a); }, batch, reps).gpu_ms * 1e-3) / 1e9;
+  double peak = std::max(read_gbs, copy_gbs);
+  std::printf("peak (GPU time): read kernel %.0f GB/s, copy kernel %.0f GB/s\n", read_gbs,
+              copy_gbs);
+
+  std::vector<TimedRow> rows;
+  auto decode = [&](const Shape& s) {
+    double bytes = 2.0 * s.hkv * s.lkv * s.d * mx::size_of(s.dt);
+    rows.push_back({s.name, bytes, time_sdpa(s, batch, reps)});
+  };
+  if (wanted("decode")) {
+    decode({"decode f16 hd128 KV 8192 heads 32/8", 32, 8, 1, 8192, 128, mx::float16, false});
+    decode({"decode bf16 hd128 KV 4096 heads 16/8", 16, 8, 1, 4096, 128, mx::bfloat16, false});
+  }
+  if (wanted("curve")) {
+    for (int lkv : {128, 1024, 32768, 131072}) {
+      static std::string names[4];
+      std::string& name = names[lkv == 128 ? 0 : lkv == 1024 ? 1 : lkv == 32768 ? 2 : 3];
+      name = "decode f16 hd128 heads 32/8 KV " + std::to_string(lkv);
+      decode({name.c_str(), 32, 8, 1, lkv, 128, mx::float16, false});
+    }
+  }
+  bench::print_timed_table(rows, peak);
+  if (wanted("prefill")) {
+    std::printf(
+        "\n| prefill | GPU time (us) | wall per op (us) | TFLOPS (GPU) |\n|---|---|---|---|\n");
+    for (const Shape& s :
+         {Shape{"causal f16 L=512 hd128 heads 32/8", 32, 8, 512, 512, 128, mx::float16, true},
+          Shape{"causal f16 L=4096 hd128 heads 32/8", 32, 8, 4096, 4096, 128, mx::float16, true}}) {
+      auto t = time_sdpa(s, s.lq >= 4096 ? 2 : batch, reps);
+      double flops = 4.0 * s.hq * s.lq * s.lkv * s.d / (s.causal ? 2.0 : 1.0);
+      std::printf("| %s | %.1f | %.1f | %.1f |\n", s.name, t.gpu_ms * 1e3, t.wall_ms * 1e3,
+                  t.gpu_ms > 0 ? flops / (t.gpu_ms * 1e-3) / 1e12 : 0.0);
+    }
+  }
+  return 0;
+}
