@@ -11,6 +11,7 @@
 #include "codegen/quantize.h"
 #include "codegen/reduce.h"
 #include "codegen/scan.h"
+#include "codegen/sort.h"
 
 namespace mlx::core::vulkan::codegen {
 
@@ -35,6 +36,7 @@ const std::vector<Family>& families() {
       {"qmv", render_qmv, 0},
       {"quant", render_quant, 0},
       {"sdpa", render_attention, 0},
+      {"sort", render_sort, 0},
   };
   return table;
 }

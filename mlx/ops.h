@@ -318,6 +318,20 @@ array std(const array& a, const std::vector<int>& axes, bool keepdims = false, i
 array std(const array& a, int axis, bool keepdims = false, int ddof = 0, StreamOrDevice s = {});
 
 // Indices (uint32) of the first maximum/minimum; over the flattened array without an axis.
+// Sorting (mlx/ops_sort.cpp): ascending and stable, NaN last; arg* give uint32 indices.
+// The overloads without an axis work on the flattened array. topk returns the k largest
+// values along the axis (in ascending order here; MLX leaves the order unspecified).
+array sort(const array& a, int axis, StreamOrDevice s = {});
+array sort(const array& a, StreamOrDevice s = {});
+array argsort(const array& a, int axis, StreamOrDevice s = {});
+array argsort(const array& a, StreamOrDevice s = {});
+array partition(const array& a, int kth, int axis, StreamOrDevice s = {});
+array partition(const array& a, int kth, StreamOrDevice s = {});
+array argpartition(const array& a, int kth, int axis, StreamOrDevice s = {});
+array argpartition(const array& a, int kth, StreamOrDevice s = {});
+array topk(const array& a, int k, int axis, StreamOrDevice s = {});
+array topk(const array& a, int k, StreamOrDevice s = {});
+
 array argmax(const array& a, bool keepdims, StreamOrDevice s = {});
 inline array argmax(const array& a, StreamOrDevice s = {}) {
   return argmax(a, false, s);

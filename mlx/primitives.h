@@ -510,6 +510,78 @@ class ArgReduce : public UnaryPrimitive {
   int axis_;
 };
 
+// Sorting along one axis (mlx/ops_sort.cpp, docs/sort.md): ascending, stable, NaN last
+// (MLX's comparator). ArgSort and ArgPartition give uint32 indices. Partition and
+// ArgPartition put the kth element in its sorted place, smaller (or equal) ones before it
+// and the rest after; both devices give a fully sorted row, which is one such arrangement.
+class Sort : public UnaryPrimitive {
+ public:
+  Sort(Stream s, int axis) : UnaryPrimitive(s), axis_(axis) {}
+  MLX_DECLARE_UNARY_EVAL
+  const char* name() const override {
+    return "Sort";
+  }
+  int axis() const {
+    return axis_;
+  }
+
+ private:
+  int axis_;
+};
+
+class ArgSort : public UnaryPrimitive {
+ public:
+  ArgSort(Stream s, int axis) : UnaryPrimitive(s), axis_(axis) {}
+  MLX_DECLARE_UNARY_EVAL
+  const char* name() const override {
+    return "ArgSort";
+  }
+  int axis() const {
+    return axis_;
+  }
+
+ private:
+  int axis_;
+};
+
+class Partition : public UnaryPrimitive {
+ public:
+  Partition(Stream s, int kth, int axis) : UnaryPrimitive(s), kth_(kth), axis_(axis) {}
+  MLX_DECLARE_UNARY_EVAL
+  const char* name() const override {
+    return "Partition";
+  }
+  int kth() const {
+    return kth_;
+  }
+  int axis() const {
+    return axis_;
+  }
+
+ private:
+  int kth_;
+  int axis_;
+};
+
+class ArgPartition : public UnaryPrimitive {
+ public:
+  ArgPartition(Stream s, int kth, int axis) : UnaryPrimitive(s), kth_(kth), axis_(axis) {}
+  MLX_DECLARE_UNARY_EVAL
+  const char* name() const override {
+    return "ArgPartition";
+  }
+  int kth() const {
+    return kth_;
+  }
+  int axis() const {
+    return axis_;
+  }
+
+ private:
+  int kth_;
+  int axis_;
+};
+
 // Cumulative sum / product / max / min along one axis (MLX's Scan): `reverse` scans from the
 // end, an exclusive scan starts from the identity and leaves out the element itself.
 class Scan : public UnaryPrimitive {
