@@ -40,6 +40,9 @@ bool needs_64(const ScanGeometry& g) {
 // The identity of `op` in the dtype's own range: an exclusive scan stores it, so 8/16-bit
 // max/min need their type's limits rather than the 32-bit compute type's.
 std::string identity(const std::string& op, const DtypeInfo& dt) {
+  if (op == "LogAddExp") {
+    return "uintBitsToFloat(0xff800000u)";  // -inf
+  }
   if ((op == "Max" || op == "Min") && (dt.kind == Kind::Int || dt.kind == Kind::Uint) &&
       dt.bits < 32) {
     bool max = op == "Max";
@@ -58,6 +61,11 @@ std::string combine(const std::string& op, const DtypeInfo& dt) {
   }
   if (op == "Prod") {
     return "((a) * (b))";
+  }
+  if (op == "LogAddExp") {
+    // log(e^a + e^b) = m + log(1 + e^(min - m)): NaN propagates, an infinite m is the answer.
+    return "(isnan(a) || isnan(b) ? (a) + (b) : isinf(max((a), (b))) ? max((a), (b)) : "
+           "max((a), (b)) + log(1.0 + exp(min((a), (b)) - max((a), (b)))))";
   }
   bool max = op == "Max";
   if (dt.kind == Kind::Float) {
@@ -79,11 +87,15 @@ Spec parse(const KernelKey& key, const std::string& where) {
   check_params(key, {"op", "dtype", "mode", "idx"}, where);
   Spec s;
   s.op = key_param(key, "op", where);
-  if (s.op != "Sum" && s.op != "Prod" && s.op != "Max" && s.op != "Min") {
+  if (s.op != "Sum" && s.op != "Prod" && s.op != "Max" && s.op != "Min" &&
+      s.op != "LogAddExp") {
     throw std::invalid_argument("[render] " + where + ": unknown scan '" + s.op +
-                                "' (expected Sum, Prod, Max or Min).");
+                                "' (expected Sum, Prod, Max, Min or LogAddExp).");
   }
   s.dt = &dtype_info(key_param(key, "dtype", where), where);
+  if (s.op == "LogAddExp" && s.dt->kind != Kind::Float) {
+    throw std::invalid_argument("[render] " + where + ": LogAddExp needs a float dtype.");
+  }
   s.columns = parse_columns(key, where);
   s.idx64 = parse_idx(key, where);
   return s;

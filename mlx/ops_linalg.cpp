@@ -1,5 +1,9 @@
-// matmul and addmm: NumPy's rules for 1-d operands, broadcast batch dims, float dtypes only
-// (as MLX).
+// matmul (NumPy's rules for 1-d operands, broadcast batch dims, float dtypes only, as MLX),
+// addmm, and the contractions composed from matmul: tensordot, outer, inner; and trace.
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
 #include "mlx/ops.h"
 #include "mlx/primitives.h"
 #include "mlx/utils.h"
@@ -133,6 +137,119 @@ array addmm(array c, array a, array b, const float& alpha, const float& beta, St
     out = reshape(out, user_shape, stream);
   }
   return out;
+}
+
+}  // namespace mlx::core
+
+namespace mlx::core {
+
+array tensordot(const array& a, const array& b, const int axis, StreamOrDevice s) {
+  if (axis < 0) {
+    throw std::invalid_argument("[tensordot] axis must be greater or equal to 0.");
+  }
+  if (axis > static_cast<int>(std::min(a.ndim(), b.ndim()))) {
+    throw std::invalid_argument(
+        "[tensordot] axis must be less than the number of dimensions of a and b.");
+  }
+  // The last `axis` dims of a against the first `axis` of b.
+  std::vector<int> axes_a, axes_b;
+  for (int i = 0; i < axis; ++i) {
+    axes_a.push_back(i - axis);
+    axes_b.push_back(i);
+  }
+  return tensordot(a, b, axes_a, axes_b, s);
+}
+
+array tensordot(const array& a, const array& b, const std::vector<int>& axes_a,
+                const std::vector<int>& axes_b, StreamOrDevice s) {
+  if (axes_a.size() != axes_b.size()) {
+    throw std::invalid_argument("[tensordot] axes must have the same size.");
+  }
+  int na = static_cast<int>(a.ndim()), nb = static_cast<int>(b.ndim());
+  std::vector<bool> contracted_a(na, false), contracted_b(nb, false);
+  std::vector<int> ca, cb;
+  int64_t csize = 1;
+  for (size_t i = 0; i < axes_a.size(); ++i) {
+    int x = normalize_axis(axes_a[i], na, "tensordot");
+    int y = normalize_axis(axes_b[i], nb, "tensordot");
+    if (a.shape(x) != b.shape(y)) {
+      throw std::invalid_argument(
+          "[tensordot] a and b must have the same shape on the contracted axes.");
+    }
+    contracted_a[x] = contracted_b[y] = true;
+    ca.push_back(x);
+    cb.push_back(y);
+    csize *= a.shape(x);
+  }
+  // a as [free_a, contracted], b as [contracted, free_b]: one matmul.
+  std::vector<int> order_a, order_b;
+  Shape result;
+  int64_t free_a = 1, free_b = 1;
+  for (int d = 0; d < na; ++d) {
+    if (!contracted_a[d]) {
+      order_a.push_back(d);
+      result.push_back(a.shape(d));
+      free_a *= a.shape(d);
+    }
+  }
+  order_a.insert(order_a.end(), ca.begin(), ca.end());
+  order_b = cb;
+  for (int d = 0; d < nb; ++d) {
+    if (!contracted_b[d]) {
+      order_b.push_back(d);
+      result.push_back(b.shape(d));
+      free_b *= b.shape(d);
+    }
+  }
+  auto x =
+      reshape(transpose(a, order_a, s), {static_cast<int>(free_a), static_cast<int>(csize)}, s);
+  auto y =
+      reshape(transpose(b, order_b, s), {static_cast<int>(csize), static_cast<int>(free_b)}, s);
+  return reshape(matmul(x, y, s), result, s);
+}
+
+array outer(const array& a, const array& b, StreamOrDevice s) {
+  return multiply(reshape(a, {static_cast<int>(a.size()), 1}, s), flatten(b, s), s);
+}
+
+array inner(const array& a, const array& b, StreamOrDevice s) {
+  if (a.ndim() == 0 || b.ndim() == 0) {
+    return multiply(a, b, s);
+  }
+  if (a.shape(-1) != b.shape(-1)) {
+    throw std::invalid_argument("[inner] a and b must have the same last dimension.");
+  }
+  return tensordot(a, b, {-1}, {-1}, s);
+}
+
+array trace(const array& a, int offset, int axis1, int axis2, Dtype dtype, StreamOrDevice s) {
+  int ndim = static_cast<int>(a.ndim());
+  if (ndim < 2) {
+    throw std::invalid_argument("[trace] Array must have at least two dimensions, but got " +
+                                std::to_string(ndim) + " dimensions.");
+  }
+  int ax1 = axis1 < 0 ? axis1 + ndim : axis1;
+  int ax2 = axis2 < 0 ? axis2 + ndim : axis2;
+  if (ax1 < 0 || ax1 >= ndim) {
+    throw std::out_of_range("[trace] Invalid axis1 " + std::to_string(axis1) + " for array with " +
+                            std::to_string(ndim) + " dimensions.");
+  }
+  if (ax2 < 0 || ax2 >= ndim) {
+    throw std::out_of_range("[trace] Invalid axis2 " + std::to_string(axis2) + " for array with " +
+                            std::to_string(ndim) + " dimensions.");
+  }
+  if (ax1 == ax2) {
+    throw std::invalid_argument("[trace] axis1 and axis2 cannot be the same axis");
+  }
+  return sum(astype(diagonal(a, offset, ax1, ax2, s), dtype, s), -1, false, s);
+}
+
+array trace(const array& a, int offset, int axis1, int axis2, StreamOrDevice s) {
+  return trace(a, offset, axis1, axis2, a.dtype(), s);
+}
+
+array trace(const array& a, StreamOrDevice s) {
+  return trace(a, 0, 0, 1, a.dtype(), s);
 }
 
 }  // namespace mlx::core

@@ -327,6 +327,16 @@ array cummin(const array& a, int axis, bool reverse, bool inclusive, StreamOrDev
 array cummin(const array& a, bool reverse, bool inclusive, StreamOrDevice s) {
   return cummin(flatten(a, s), 0, reverse, inclusive, s);
 }
+array logcumsumexp(const array& a, int axis, bool reverse, bool inclusive, StreamOrDevice s) {
+  if (!issubdtype(a.dtype(), floating)) {
+    throw std::invalid_argument("[logcumsumexp] needs a floating-point input, got " +
+                                dtype_to_string(a.dtype()) + ".");
+  }
+  return scan(a, axis, Scan::LogAddExp, reverse, inclusive, std::nullopt, "logcumsumexp", s);
+}
+array logcumsumexp(const array& a, bool reverse, bool inclusive, StreamOrDevice s) {
+  return logcumsumexp(flatten(a, s), 0, reverse, inclusive, s);
+}
 
 // ---- Softmax ------------------------------------------------------------------------------
 

@@ -586,12 +586,16 @@ class ArgPartition : public UnaryPrimitive {
 // end, an exclusive scan starts from the identity and leaves out the element itself.
 class Scan : public UnaryPrimitive {
  public:
-  enum ReduceType { Max, Min, Sum, Prod };
+  enum ReduceType { Max, Min, Sum, Prod, LogAddExp };
   Scan(Stream s, ReduceType type, int axis, bool reverse, bool inclusive)
       : UnaryPrimitive(s), type_(type), axis_(axis), reverse_(reverse), inclusive_(inclusive) {}
   MLX_DECLARE_UNARY_EVAL
   const char* name() const override {
-    return type_ == Sum ? "CumSum" : type_ == Prod ? "CumProd" : type_ == Max ? "CumMax" : "CumMin";
+    return type_ == Sum         ? "CumSum"
+           : type_ == Prod      ? "CumProd"
+           : type_ == Max       ? "CumMax"
+           : type_ == Min       ? "CumMin"
+                                : "CumLogAddExp";
   }
   ReduceType type() const {
     return type_;

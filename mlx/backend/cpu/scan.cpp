@@ -1,10 +1,10 @@
-// Scan::eval_cpu: cumulative sum, product, max and min along one axis of a strided input,
+// Scan::eval_cpu: cumulative sum, product, max, min and logaddexp along one axis of a strided input,
 // into a row-contiguous output.
 //
 // Each line along the axis is walked forward or backward. Float sums accumulate in double
 // and round each output once (so a long cumsum keeps growing like sum does); products,
 // max and min run in the compute type (f32 for 16-bit floats); integers wrap in uint64 and
-// truncate on store. max/min propagate NaN. An exclusive scan writes the identity first
+// truncate on store. max/min propagate NaN; logaddexp (logcumsumexp) runs in double. An exclusive scan writes the identity first
 // (0, 1, the lowest or the highest value) and leaves out each element itself.
 #include <cmath>
 #include <limits>
@@ -16,6 +16,18 @@
 namespace mlx::core {
 
 namespace {
+
+// log(exp(a) + exp(b)) without overflow; NaN propagates, -inf is the identity.
+double log_add_exp(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) {
+    return a + b;
+  }
+  double m = std::max(a, b);
+  if (std::isinf(m)) {
+    return m;
+  }
+  return m + std::log1p(std::exp(std::min(a, b) - m));
+}
 
 template <typename T>
 void scan_typed(const array& in, array& out, Scan::ReduceType type, int axis, bool reverse,
@@ -45,6 +57,8 @@ void scan_typed(const array& in, array& out, Scan::ReduceType type, int axis, bo
     T* q = dst + out_it.loc();
     // Accumulators: double for float sums, uint64 for integer sums/products, C otherwise.
     double fsum = 0;
+    // logaddexp runs in double from -inf (its identity).
+    double lsum = -std::numeric_limits<double>::infinity();
     uint64_t isum = type == Scan::Prod ? 1 : 0;
     C acc{};
     if (type == Scan::Prod) {
@@ -71,6 +85,10 @@ void scan_typed(const array& in, array& out, Scan::ReduceType type, int axis, bo
           if (type == Scan::Prod) {
             return static_cast<T>(isum);
           }
+        } else {
+          if (type == Scan::LogAddExp) {
+            return static_cast<T>(lsum);
+          }
         }
         return static_cast<T>(acc);
       };
@@ -90,6 +108,11 @@ void scan_typed(const array& in, array& out, Scan::ReduceType type, int axis, bo
             acc *= x;
           } else {
             isum *= static_cast<uint64_t>(x);
+          }
+          break;
+        case Scan::LogAddExp:
+          if constexpr (is_float) {
+            lsum = log_add_exp(lsum, static_cast<double>(x));
           }
           break;
         case Scan::Max:

@@ -35,6 +35,8 @@ const char* op_name(Scan::ReduceType type) {
       return "Max";
     case Scan::Min:
       return "Min";
+    case Scan::LogAddExp:
+      return "LogAddExp";
   }
   return "Sum";
 }
