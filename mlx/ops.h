@@ -436,4 +436,63 @@ array quantized_matmul(array x, array w, array scales, std::optional<array> bias
                        std::optional<int> bits = std::nullopt, const std::string& mode = "affine",
                        StreamOrDevice s = {});
 
+// ---- Indexing with index arrays and dynamic slicing (MLX's signatures; docs/indexing.md) --
+
+// Index arrays of any integer dtype (broadcast together, promoted to one dtype); negative
+// indices count from the end. An index whose window leaves its axis raises
+// "[op] ... out of bounds" at eval on the CPU; on the GPU a gather reads zeros and a
+// scatter drops that update (MLX leaves it undefined). Axes of gather and scatter are in
+// [0, ndim) as in MLX.
+// out = broadcast(indices).shape + slice_sizes; window i starts at indices[k][i] on axes[k].
+array gather(const array& a, const std::vector<array>& indices, const std::vector<int>& axes,
+             const Shape& slice_sizes, StreamOrDevice s = {});
+inline array gather(const array& a, const array& indices, int axis, const Shape& slice_sizes,
+                    StreamOrDevice s = {}) {
+  return gather(a, std::vector<array>{indices}, std::vector<int>{axis}, slice_sizes, s);
+}
+// a with values put (or added) at indices along axis; indices have a's rank and broadcast
+// with a and values outside the axis.
+array put_along_axis(const array& a, const array& indices, const array& values, int axis,
+                     StreamOrDevice s = {});
+array scatter_add_axis(const array& a, const array& indices, const array& values, int axis,
+                       StreamOrDevice s = {});
+// updates: broadcast(indices).shape + a window of a's rank; window i lands at indices[k][i]
+// on axes[k] and 0 elsewhere. Duplicates: a later update wins (scatter) or all combine.
+#define MLX_DECLARE_SCATTER(name)                                                            \
+  array name(const array& a, const std::vector<array>& indices, const array& updates,       \
+             const std::vector<int>& axes, StreamOrDevice s = {});                          \
+  inline array name(const array& a, const array& indices, const array& updates, int axis,   \
+                    StreamOrDevice s = {}) {                                                 \
+    return name(a, std::vector<array>{indices}, updates, std::vector<int>{axis}, s);        \
+  }
+MLX_DECLARE_SCATTER(scatter)
+MLX_DECLARE_SCATTER(scatter_add)
+MLX_DECLARE_SCATTER(scatter_prod)
+MLX_DECLARE_SCATTER(scatter_max)
+MLX_DECLARE_SCATTER(scatter_min)
+#undef MLX_DECLARE_SCATTER
+
+// Slicing at a start held in an array (0-d or 1-d, one integer per axis), read where the op
+// runs, so a loop over positions reuses one kernel and never waits for the host. Axes not
+// named start at 0; a start is clamped to [0, shape - size] so the window always fits.
+array slice(const array& a, const array& start, std::vector<int> axes, Shape slice_size,
+            StreamOrDevice s = {});
+// update (broadcast to src's rank, leading axes of extent 1) written into src at start;
+// in place when src's buffer can be donated.
+array slice_update(const array& src, const array& update, const array& start,
+                   std::vector<int> axes, StreamOrDevice s = {});
+// Braced starts pick the static overloads (as MLX's initializer_list overload of slice).
+inline array slice(const array& a, std::initializer_list<int> start, Shape stop, Shape strides,
+                   StreamOrDevice s = {}) {
+  return slice(a, Shape(start), std::move(stop), std::move(strides), s);
+}
+inline array slice_update(const array& src, const array& update, std::initializer_list<int> start,
+                          Shape stop, StreamOrDevice s = {}) {
+  return slice_update(src, update, Shape(start), std::move(stop), s);
+}
+inline array slice_update(const array& src, const array& update, std::initializer_list<int> start,
+                          Shape stop, Shape strides, StreamOrDevice s = {}) {
+  return slice_update(src, update, Shape(start), std::move(stop), std::move(strides), s);
+}
+
 }  // namespace mlx::core

@@ -770,4 +770,144 @@ class QuantizedMatmul : public UnaryPrimitive {
   bool transpose_;
 };
 
+// ---------------------------------------------------------------------------------------
+// Indexing with index arrays and dynamic slicing (mlx/ops_indexing.cpp, docs/indexing.md),
+// MLX's Gather, Scatter, ScatterAxis, DynamicSlice and DynamicSliceUpdate. Index arrays have
+// one integer dtype; a negative index counts from the end of its axis. An index whose
+// window leaves the axis raises "[op] ... out of bounds" at eval on the CPU (MLX does not
+// check); GPU kernels cannot raise, so there a gather reads zeros and a scatter drops the
+// update. Dynamic starts are clamped so the window fits (on both devices).
+
+// gather(). inputs: {a, idx_0, ..., idx_{n-1}}, the index arrays broadcast to one shape I.
+// out = I + slice_sizes: out[i, s] = a at coordinate idx_k[i] + s[axes[k]] on axes[k] and
+// s[d] on the other axes.
+class Gather : public UnaryPrimitive {
+ public:
+  Gather(Stream s, std::vector<int> axes, Shape slice_sizes)
+      : UnaryPrimitive(s), axes_(std::move(axes)), slice_sizes_(std::move(slice_sizes)) {}
+  MLX_DECLARE_UNARY_EVAL
+  const char* name() const override {
+    return "Gather";
+  }
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const Gather*>(&other);
+    return o && o->axes_ == axes_ && o->slice_sizes_ == slice_sizes_;
+  }
+  const std::vector<int>& axes() const {
+    return axes_;
+  }
+  const Shape& slice_sizes() const {
+    return slice_sizes_;
+  }
+
+ private:
+  std::vector<int> axes_;
+  Shape slice_sizes_;
+};
+
+// scatter() and scatter_add/prod/max/min(). inputs: {a, idx_0, ..., idx_{n-1}, updates},
+// the index arrays broadcast to one shape I, updates of shape I + (a window no larger than
+// a, of a's rank) and a's dtype. out = a with window i of updates combined into a at
+// coordinate idx_k[i] on axes[k] and 0 on the other axes, in order of i (a later duplicate
+// overwrites for None).
+class Scatter : public UnaryPrimitive {
+ public:
+  enum ReduceType { None, Sum, Prod, Max, Min };
+  Scatter(Stream s, ReduceType reduce_type, std::vector<int> axes)
+      : UnaryPrimitive(s), reduce_type_(reduce_type), axes_(std::move(axes)) {}
+  MLX_DECLARE_UNARY_EVAL
+  const char* name() const override;
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const Scatter*>(&other);
+    return o && o->reduce_type_ == reduce_type_ && o->axes_ == axes_;
+  }
+  ReduceType reduce_type() const {
+    return reduce_type_;
+  }
+  const std::vector<int>& axes() const {
+    return axes_;
+  }
+
+ private:
+  ReduceType reduce_type_;
+  std::vector<int> axes_;
+};
+
+// put_along_axis (None) and scatter_add_axis (Sum). inputs: {a, indices, values}, all of
+// a's shape except along `axis`, where indices and values share their own extent; values
+// in a's dtype. out[..., indices[..., j, ...], ...] (op)= values[..., j, ...].
+class ScatterAxis : public UnaryPrimitive {
+ public:
+  enum ReduceType { None, Sum };
+  ScatterAxis(Stream s, ReduceType reduce_type, int axis)
+      : UnaryPrimitive(s), reduce_type_(reduce_type), axis_(axis) {}
+  MLX_DECLARE_UNARY_EVAL
+  const char* name() const override {
+    return reduce_type_ == None ? "PutAlongAxis" : "ScatterAddAxis";
+  }
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const ScatterAxis*>(&other);
+    return o && o->reduce_type_ == reduce_type_ && o->axis_ == axis_;
+  }
+  ReduceType reduce_type() const {
+    return reduce_type_;
+  }
+  int axis() const {
+    return axis_;
+  }
+
+ private:
+  ReduceType reduce_type_;
+  int axis_;
+};
+
+// slice(a, start, axes, slice_size). inputs: {a, start (0-d or 1-d, one integer per axis)}.
+// out (slice_size) = a's window at start[k] on axes[k] (clamped to [0, shape - size]) and 0
+// on the other axes. The start is read where the op runs (on the GPU: by the kernel).
+class DynamicSlice : public UnaryPrimitive {
+ public:
+  DynamicSlice(Stream s, std::vector<int> axes, Shape slice_size)
+      : UnaryPrimitive(s), axes_(std::move(axes)), slice_size_(std::move(slice_size)) {}
+  MLX_DECLARE_UNARY_EVAL
+  const char* name() const override {
+    return "DynamicSlice";
+  }
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const DynamicSlice*>(&other);
+    return o && o->axes_ == axes_ && o->slice_size_ == slice_size_;
+  }
+  const std::vector<int>& axes() const {
+    return axes_;
+  }
+  const Shape& slice_size() const {
+    return slice_size_;
+  }
+
+ private:
+  std::vector<int> axes_;
+  Shape slice_size_;
+};
+
+// slice_update(src, update, start, axes). inputs: {src, update (src's rank and dtype, no
+// larger), start}. out = src with update written at start[k] on axes[k] (clamped to
+// [0, shape - update extent]) and 0 on the other axes; in place when src is donated.
+class DynamicSliceUpdate : public UnaryPrimitive {
+ public:
+  DynamicSliceUpdate(Stream s, std::vector<int> axes) : UnaryPrimitive(s), axes_(std::move(axes)) {}
+  MLX_DECLARE_UNARY_EVAL
+  const char* name() const override {
+    return "DynamicSliceUpdate";
+  }
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const DynamicSliceUpdate*>(&other);
+    return o && o->axes_ == axes_;
+  }
+  const std::vector<int>& axes() const {
+    return axes_;
+  }
+
+ private:
+  std::vector<int> axes_;
+};
+
 }  // namespace mlx::core

@@ -51,5 +51,10 @@ NO_GPU(AddMM)
 NO_GPU_MULTI(AffineQuantize)
 NO_GPU(Dequantize)
 NO_GPU(QuantizedMatmul)
+NO_GPU(Gather)
+NO_GPU(Scatter)
+NO_GPU(ScatterAxis)
+NO_GPU(DynamicSlice)
+NO_GPU(DynamicSliceUpdate)
 
 }  // namespace mlx::core
