@@ -5,6 +5,7 @@
 #include "mlx/array.h"
 #include "mlx/backend/gpu/device_info.h"
 #include "mlx/backend/metal/metal.h"
+#include "mlx/compile.h"
 #include "mlx/device.h"
 #include "mlx/dtype.h"
 #include "mlx/fast.h"

@@ -1,5 +1,7 @@
 #include "mlx/primitives.h"
 
+#include "mlx/ops.h"
+
 #include <stdexcept>
 
 namespace mlx::core {
@@ -7,6 +9,20 @@ namespace mlx::core {
 std::vector<Shape> Primitive::output_shapes(const std::vector<array>&) {
   throw std::invalid_argument(std::string("[Primitive::output_shapes] ") + name() +
                               " cannot infer output shapes.");
+}
+
+// Elementwise primitives: the broadcast of their inputs' shapes (shapeless compile).
+std::vector<Shape> Unary::output_shapes(const std::vector<array>& inputs) {
+  return {inputs[0].shape()};
+}
+
+std::vector<Shape> Binary::output_shapes(const std::vector<array>& inputs) {
+  return {broadcast_shapes(inputs[0].shape(), inputs[1].shape())};
+}
+
+std::vector<Shape> Select::output_shapes(const std::vector<array>& inputs) {
+  return {broadcast_shapes(broadcast_shapes(inputs[0].shape(), inputs[1].shape()),
+                           inputs[2].shape())};
 }
 
 const char* unary_op_name(UnaryOp op) {

@@ -150,6 +150,7 @@ class Unary : public UnaryPrimitive {
     return unary_op_name(op_);
   }
   bool is_equivalent(const Primitive& other) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
   UnaryOp op() const {
     return op_;
   }
@@ -168,6 +169,7 @@ class Binary : public UnaryPrimitive {
     return binary_op_name(op_);
   }
   bool is_equivalent(const Primitive& other) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
   BinaryOp op() const {
     return op_;
   }
@@ -194,6 +196,10 @@ class Select : public UnaryPrimitive {
   const char* name() const override {
     return "Select";
   }
+  bool is_equivalent(const Primitive& other) const override {
+    return dynamic_cast<const Select*>(&other) != nullptr;
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
 };
 
 class AsType : public UnaryPrimitive {
@@ -202,6 +208,13 @@ class AsType : public UnaryPrimitive {
   MLX_DECLARE_UNARY_EVAL
   const char* name() const override {
     return "AsType";
+  }
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const AsType*>(&other);
+    return o && o->dtype_ == dtype_;
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
+    return {inputs[0].shape()};
   }
   Dtype dtype() const {
     return dtype_;
@@ -301,6 +314,10 @@ class Reshape : public UnaryPrimitive {
   const char* name() const override {
     return "Reshape";
   }
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const Reshape*>(&other);
+    return o && o->shape_ == shape_;
+  }
   const Shape& shape() const {
     return shape_;
   }
@@ -316,6 +333,10 @@ class Transpose : public UnaryPrimitive {
   const char* name() const override {
     return "Transpose";
   }
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const Transpose*>(&other);
+    return o && o->axes_ == axes_;
+  }
   const std::vector<int>& axes() const {
     return axes_;
   }
@@ -328,6 +349,10 @@ class Broadcast : public UnaryPrimitive {
  public:
   Broadcast(Stream s, Shape shape) : UnaryPrimitive(s), shape_(std::move(shape)) {}
   MLX_DECLARE_UNARY_EVAL
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const Broadcast*>(&other);
+    return o && o->shape_ == shape_;
+  }
   const char* name() const override {
     return "Broadcast";
   }

@@ -82,6 +82,17 @@ void eval_impl(std::vector<array> outputs, bool wait) {
     if (arr.status() != array::Status::unscheduled) {
       continue;  // evaluated as a sibling of an earlier node
     }
+    if (!arr.has_primitive()) {
+      // A compile placeholder (or an array built without a graph) has nothing to run.
+      if (arr.is_tracer()) {
+        throw std::invalid_argument(
+            "[eval] Attempting to eval an array during function transformations like compile "
+            "or vmap is not allowed.");
+      }
+      throw std::runtime_error(
+          "[eval] Attempting to eval an array without a primitive. If you are compiling a "
+          "function, make sure all the inputs and outputs are captured.");
+    }
     auto stream = arr.primitive().stream();
     // Inputs computed on another stream's GPU must be complete before the CPU reads them.
     for (auto& in : arr.inputs()) {

@@ -1,0 +1,176 @@
+// compile(): a compiled function gives the uncompiled results on every test device, traces
+// once per input signature (shapes and dtypes, or ranks and dtypes when shapeless),
+// treats captured arrays as constants, handles outputs that are inputs, repeated outputs
+// and unused inputs, nests, simplifies common subexpressions, and gives MLX's errors for
+// functions that evaluate arrays during tracing.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cmath>
+
+#include "mlx/mlx.h"
+#include "test_utils.h"
+
+namespace mx = mlx::core;
+using mlx_test::to_doubles;
+
+namespace {
+
+std::atomic<int> pointer_calls{0};
+
+std::vector<mx::array> gelu_like(const std::vector<mx::array>& in) {
+  ++pointer_calls;
+  auto x = in[0];
+  return {mx::multiply(x, mx::sigmoid(mx::multiply(x, mx::array(1.702f))))};
+}
+
+}  // namespace
+
+TEST_CASE("compiled functions equal uncompiled ones and trace once per signature") {
+  int calls = 0;
+  auto fun = [&calls](const std::vector<mx::array>& in) {
+    ++calls;
+    auto y = mx::add(mx::exp(in[0]), mx::multiply(in[1], mx::array(2.0f)));
+    return std::vector<mx::array>{y, mx::negative(y)};
+  };
+  auto cfun = mx::compile(fun);
+  auto saved = mx::default_device();
+  for (auto d : mlx_test::test_devices()) {
+    CAPTURE(d == mx::Device::cpu ? "cpu" : "gpu");
+    // The default device is part of the signature: ops in fun run on it.
+    mx::set_default_device(d);
+    auto a = mx::astype(mx::arange(6), mx::float32);
+    auto b = mx::full({6}, 0.5f, mx::float32);
+    auto want = fun({a, b});
+    int before = calls;
+    auto got = cfun({a, b});
+    CHECK(calls == before + 1);
+    CHECK(to_doubles(got[0]) == to_doubles(want[0]));
+    CHECK(to_doubles(got[1]) == to_doubles(want[1]));
+    auto again = cfun({mx::add(a, a), b});
+    CHECK(calls == before + 1);
+    CHECK(to_doubles(again[0])[1] == doctest::Approx(std::exp(2.0) + 1.0));
+  }
+  mx::set_default_device(saved);
+  int traced = calls;
+  cfun({mx::zeros({3}), mx::zeros({3})});  // a new shape: traces
+  CHECK(calls == traced + 1);
+  cfun({mx::zeros({3}, mx::float16), mx::zeros({3})});  // a new dtype: traces
+  CHECK(calls == traced + 2);
+  cfun({mx::ones({3}), mx::ones({3})});  // seen: does not
+  CHECK(calls == traced + 2);
+}
+
+TEST_CASE("shapeless compile traces once for every shape of the same rank") {
+  int calls = 0;
+  auto cfun = mx::compile(
+      [&calls](const std::vector<mx::array>& in) {
+        ++calls;
+        return std::vector<mx::array>{mx::maximum(mx::multiply(in[0], in[0]), in[1])};
+      },
+      true);
+  for (int n : {2, 5, 17}) {
+    auto x = mx::astype(mx::arange(n), mx::float32);
+    auto y = mx::full({n}, 3.0f);
+    auto out = to_doubles(cfun({x, y})[0]);
+    REQUIRE(out.size() == static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      CHECK(out[i] == std::max(double(i) * i, 3.0));
+    }
+  }
+  CHECK(calls == 1);
+  cfun({mx::zeros({2, 2}), mx::zeros({2, 2})});  // a new rank traces again
+  CHECK(calls == 2);
+  // A primitive whose shape does not follow from its inputs cannot be shapeless.
+  auto bad = mx::compile(
+      [](const std::vector<mx::array>& in) { return std::vector<mx::array>{mx::sum(in[0], 0)}; },
+      true);
+  CHECK_THROWS_WITH_AS(bad({mx::ones({4})}),
+                       doctest::Contains("[compile] Cannot compile a function with shapeless=true"),
+                       std::invalid_argument);
+}
+
+TEST_CASE("compile: constants, inputs as outputs, repeated and unused, nesting, pointers") {
+  auto c = mx::array({10.0f, 20.0f});
+  auto cfun = mx::compile([c](const std::vector<mx::array>& in) {
+    auto y = mx::add(in[0], c);
+    return std::vector<mx::array>{y, in[1], y};
+  });
+  auto out = cfun({mx::array({1.0f, 2.0f}), mx::array({7.0f}), mx::array({9.0f})});
+  REQUIRE(out.size() == 3);
+  CHECK(to_doubles(out[0]) == std::vector<double>{11, 22});
+  CHECK(to_doubles(out[1]) == std::vector<double>{7});
+  CHECK(to_doubles(out[2]) == std::vector<double>{11, 22});
+
+  auto inner = mx::compile(
+      [](const std::vector<mx::array>& in) { return std::vector<mx::array>{mx::square(in[0])}; });
+  auto outer = mx::compile([inner](const std::vector<mx::array>& in) {
+    return std::vector<mx::array>{mx::add(inner({in[0]})[0], mx::array(1.0f))};
+  });
+  CHECK(to_doubles(outer({mx::array({3.0f})})[0]) == std::vector<double>{10});
+
+  // A function pointer's traces are shared by every compile() of it.
+  pointer_calls = 0;
+  auto f1 = mx::compile(gelu_like);
+  auto f2 = mx::compile(&gelu_like);
+  auto x = mx::array({0.5f, -1.0f});
+  auto y1 = f1({x})[0];
+  auto y2 = f2({x})[0];
+  CHECK(pointer_calls == 1);
+  CHECK(to_doubles(y1) == to_doubles(y2));
+  CHECK(to_doubles(y1)[0] == doctest::Approx(0.5 / (1 + std::exp(-0.851))).epsilon(1e-5));
+}
+
+TEST_CASE("compile merges common subexpressions and equal scalar constants") {
+  auto cfun = mx::compile([](const std::vector<mx::array>& in) {
+    auto a = mx::exp(in[0]);
+    auto b = mx::exp(in[0]);
+    auto k1 = mx::multiply(a, mx::array(2.0f));
+    auto k2 = mx::multiply(b, mx::array(2.0f));
+    return std::vector<mx::array>{mx::add(k1, k2)};
+  });
+  auto out = cfun({mx::array({0.0f, 1.0f})})[0];
+  // Both operands of the add are one node after simplification.
+  REQUIRE(out.inputs().size() == 2);
+  CHECK(out.inputs()[0].id() == out.inputs()[1].id());
+  CHECK(to_doubles(out) == std::vector<double>{4, 4 * std::exp(1.0f)});
+  // Without simplification the two stay apart.
+  mx::set_compile_mode(mx::CompileMode::no_simplify);
+  auto plain = mx::compile([](const std::vector<mx::array>& in) {
+    return std::vector<mx::array>{mx::add(mx::exp(in[0]), mx::exp(in[0]))};
+  });
+  auto p = plain({mx::array({0.0f})})[0];
+  CHECK(p.inputs()[0].id() != p.inputs()[1].id());
+  mx::enable_compile();
+}
+
+TEST_CASE("compile gives MLX's errors for functions that read array values, and can be off") {
+  auto evaluates = mx::compile([](const std::vector<mx::array>& in) {
+    auto y = mx::exp(in[0]);
+    y.eval();
+    return std::vector<mx::array>{y};
+  });
+  CHECK_THROWS_WITH_AS(evaluates({mx::array({1.0f})}),
+                       "[eval] Attempting to eval an array during function transformations like "
+                       "compile or vmap is not allowed.",
+                       std::invalid_argument);
+  auto reads = mx::compile([](const std::vector<mx::array>& in) {
+    float v = mx::sum(in[0]).item<float>();
+    return std::vector<mx::array>{mx::multiply(in[0], mx::array(v))};
+  });
+  CHECK_THROWS_AS(reads({mx::array({1.0f})}), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      mx::compile(std::function<std::vector<mx::array>(const std::vector<mx::array>&)>{}),
+      "[compile] Cannot compile a function without a target.", std::invalid_argument);
+  // Disabled: the function runs on every call (and may read values).
+  mx::disable_compile();
+  int calls = 0;
+  auto f = mx::compile([&calls](const std::vector<mx::array>& in) {
+    ++calls;
+    return std::vector<mx::array>{mx::negative(in[0])};
+  });
+  f({mx::array({1.0f})});
+  f({mx::array({2.0f})});
+  CHECK(calls == 2);
+  mx::enable_compile();
+}
