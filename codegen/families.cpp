@@ -4,11 +4,13 @@
 #include <stdexcept>
 
 #include "codegen/codegen.h"
+#include "codegen/arange.h"
 #include "codegen/attention.h"
 #include "codegen/fast.h"
 #include "codegen/internal.h"
 #include "codegen/matmul.h"
 #include "codegen/quantize.h"
+#include "codegen/random.h"
 #include "codegen/reduce.h"
 #include "codegen/scan.h"
 #include "codegen/sort.h"
@@ -37,6 +39,8 @@ const std::vector<Family>& families() {
       {"quant", render_quant, 0},
       {"sdpa", render_attention, 0},
       {"sort", render_sort, 0},
+      {"random", render_random, 0},
+      {"arange", render_arange, 0},
   };
   return table;
 }

@@ -65,6 +65,25 @@ inline array identity(int n, StreamOrDevice s = {}) {
   return identity(n, float32, s);
 }
 
+// `num` evenly spaced values from start to stop (included unless endpoint is false),
+// computed as MLX does: t = arange(num) / (num - 1 or num), (1 - t) * start + t * stop in
+// float32 (float64 for a float64 result), then cast to dtype.
+array linspace(double start, double stop, int num, bool endpoint, Dtype dtype = float32,
+               StreamOrDevice s = {});
+inline array linspace(double start, double stop, int num = 50, Dtype dtype = float32,
+                      StreamOrDevice s = {}) {
+  return linspace(start, stop, num, true, dtype, s);
+}
+// (n, m) with ones where column <= row + k, zeros elsewhere.
+array tri(int n, int m, int k, Dtype type, StreamOrDevice s = {});
+inline array tri(int n, Dtype type, StreamOrDevice s = {}) {
+  return tri(n, n, 0, type, s);
+}
+// The lower (tril: column <= row + k) or upper (triu: column >= row + k) triangle of the
+// last two axes, zeros elsewhere; x needs at least 2 dimensions.
+array tril(array x, int k = 0, StreamOrDevice s = {});
+array triu(array x, int k = 0, StreamOrDevice s = {});
+
 // ---- Type and copy -----------------------------------------------------------------------
 
 array astype(array a, Dtype dtype, StreamOrDevice s = {});

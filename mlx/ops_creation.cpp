@@ -1,4 +1,5 @@
-// Array creation: full, zeros, ones, arange, eye.
+// Array creation: full, zeros, ones, arange, eye, linspace, tri, tril, triu.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -103,35 +104,77 @@ array arange(int stop, StreamOrDevice s) {
   return arange(0, stop, 1, s);
 }
 
-array eye(int n, int m, int k, Dtype dtype, StreamOrDevice s) {
+namespace {
+
+// The (n, m) bool mask column <= row + k (MLX's tri: arange(n)[:, None] >= arange(-k, m - k)),
+// or with `diagonal` column == row + k. k is clamped to [-n, m], which changes no element
+// and keeps m - k within int32. Arange, comparison: GPU kernels on a GPU stream.
+array tri_mask(int n, int m, int64_t k, const char* op, StreamOrDevice s, bool diagonal = false) {
   if (n < 0 || m < 0) {
-    throw std::invalid_argument("[eye] n and m must be non-negative, got n = " + std::to_string(n) +
-                                " and m = " + std::to_string(m) + ".");
+    throw std::invalid_argument(std::string("[") + op + "] n and m must be non-negative, got n = " +
+                                std::to_string(n) + " and m = " + std::to_string(m) + ".");
   }
-  if (static_cast<int64_t>(n) * m > std::numeric_limits<ShapeElem>::max()) {
-    throw std::invalid_argument("[eye] an (" + std::to_string(n) + ", " + std::to_string(m) +
-                                ") matrix has too many elements.");
+  k = std::clamp<int64_t>(k, -int64_t{n}, int64_t{m});
+  auto rows = expand_dims(arange(0.0, static_cast<double>(n), 1.0, int32, s), 1, s);
+  auto cols =
+      expand_dims(arange(static_cast<double>(-k), static_cast<double>(m - k), 1.0, int32, s), 0, s);
+  return diagonal ? equal(rows, cols, s) : greater_equal(rows, cols, s);
+}
+
+void check_matrix(const array& x, const char* op) {
+  if (x.ndim() < 2) {
+    throw std::invalid_argument(std::string("[") + op +
+                                "] the array must have at least 2 dimensions, got shape " +
+                                shape_to_string(x.shape()) + ".");
   }
-  // Row r holds its one at column r + k. In the flattened matrix those ones sit every
-  // m + 1 elements, so the diagonal is one strided slice_update of a zero vector.
-  int64_t first_row = std::max<int64_t>(0, -int64_t{k});
-  int64_t end_row = std::min<int64_t>(n, int64_t{m} - k);
-  int64_t count = end_row - first_row;
-  if (count <= 0) {
-    return zeros({n, m}, dtype, s);
-  }
-  int64_t step = count == 1 ? 1 : int64_t{m} + 1;
-  int64_t start = first_row * (int64_t{m} + 1) + k;
-  int64_t stop = start + (count - 1) * step + 1;
-  auto flat =
-      slice_update(zeros({checked_dim(int64_t{n} * m, "eye")}, dtype, s),
-                   ones({static_cast<ShapeElem>(count)}, dtype, s), {static_cast<ShapeElem>(start)},
-                   {static_cast<ShapeElem>(stop)}, {static_cast<ShapeElem>(step)}, s);
-  return reshape(flat, {n, m}, s);
+}
+
+}  // namespace
+
+// Ones where column == row + k: the comparison of two aranges, as tri (MLX scatters ones
+// into zeros; the values are the same).
+array eye(int n, int m, int k, Dtype dtype, StreamOrDevice s) {
+  return astype(tri_mask(n, m, k, "eye", s, /* diagonal */ true), dtype, s);
 }
 
 array identity(int n, Dtype dtype, StreamOrDevice s) {
   return eye(n, n, 0, dtype, s);
+}
+
+// As MLX: t = arange(num) / (num - 1) (or / num without the endpoint), then
+// (1 - t) * start + t * stop in float32 (float64 for a float64 result), cast to dtype. So
+// the first value is start and, with the endpoint, the last is stop exactly.
+array linspace(double start, double stop, int num, bool endpoint, Dtype dtype, StreamOrDevice s) {
+  if (num < 0) {
+    throw std::invalid_argument("[linspace] the number of samples must be non-negative, got " +
+                                std::to_string(num) + ".");
+  }
+  if (num == 1) {
+    return full({1}, start, dtype, s);
+  }
+  Dtype inner = dtype == float64 ? float64 : float32;
+  int denominator = endpoint ? num - 1 : num;
+  auto t =
+      divide(arange(0.0, static_cast<double>(num), 1.0, inner, s), array(denominator, inner), s);
+  auto t_bar = subtract(array(1, inner), t, s);
+  return astype(add(multiply(t_bar, array(start, inner), s), multiply(t, array(stop, inner), s), s),
+                dtype, s);
+}
+
+array tri(int n, int m, int k, Dtype type, StreamOrDevice s) {
+  return astype(tri_mask(n, m, k, "tri", s), type, s);
+}
+
+array tril(array x, int k, StreamOrDevice s) {
+  check_matrix(x, "tril");
+  auto mask = tri_mask(x.shape(-2), x.shape(-1), k, "tril", s);
+  return where(mask, x, array(0, x.dtype()), s);
+}
+
+array triu(array x, int k, StreamOrDevice s) {
+  check_matrix(x, "triu");
+  auto mask = tri_mask(x.shape(-2), x.shape(-1), int64_t{k} - 1, "triu", s);
+  return where(mask, array(0, x.dtype()), x, s);
 }
 
 }  // namespace mlx::core

@@ -2,9 +2,9 @@
 // them. Everything is an op graph over RandomBits, so results are lazy and reproducible.
 #include "mlx/random.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
-#include <mutex>
 
 #include "mlx/ops.h"
 #include "mlx/primitives.h"
@@ -35,16 +35,16 @@ void check_shape(const Shape& shape, const char* op) {
   }
 }
 
-// The global key, used when a function gets no key: each use splits it, keeps one half
-// and hands out the other, as MLX's KeySequence.
+// The default key, used when a function gets no key: each use splits it, keeps one half
+// and hands out the other, as MLX's KeySequence. As in MLX each thread has its own sequence
+// (seed() reseeds the calling thread's); here every sequence starts from key(0), where MLX
+// starts from the clock (docs/compatibility.md).
 class KeySequence {
  public:
   void seed(uint64_t s) {
-    std::lock_guard lk(mtx_);
     key_ = key(s);
   }
   array next() {
-    std::lock_guard lk(mtx_);
     if (!key_) {
       key_ = key(0);
     }
@@ -54,13 +54,12 @@ class KeySequence {
   }
 
  private:
-  std::mutex mtx_;
   std::optional<array> key_;
 };
 
-// Never destroyed: a static array could outlive the allocator at exit.
+// Never destroyed: an array held past exit could outlive the allocator.
 KeySequence& global_keys() {
-  static auto* keys = new KeySequence();
+  thread_local auto* keys = new KeySequence();
   return *keys;
 }
 
@@ -251,6 +250,219 @@ array randint(const array& low, const array& high, const Shape& shape, Dtype dty
   auto out = astype(floor(u, s), dtype, s);
   auto hi = astype(subtract(high, array(1, high.dtype()), s), dtype, s);
   return maximum(minimum(out, hi, s), astype(low, dtype, s), s);
+}
+
+array bernoulli(const array& p, const Shape& shape, const std::optional<array>& key,
+                StreamOrDevice s) {
+  if (!is_floating_point(p.dtype())) {
+    throw std::invalid_argument("[bernoulli] p must have a floating point dtype, got " +
+                                dtype_to_string(p.dtype()) + ".");
+  }
+  check_shape(shape, "bernoulli");
+  bool ok = true;
+  try {
+    ok = broadcast_shapes(shape, p.shape()) == shape;
+  } catch (const std::invalid_argument&) {
+    ok = false;
+  }
+  if (!ok) {
+    throw std::invalid_argument("[bernoulli] p of shape " + shape_to_string(p.shape()) +
+                                " does not broadcast to the requested shape " +
+                                shape_to_string(shape) + ".");
+  }
+  // As MLX: p on the scale [0, nextafter(2^32)], so p >= 1 is always true (every 32-bit
+  // value, as a float32, is at most 2^32) and p <= 0 always false.
+  float upper = std::nextafter(static_cast<float>(std::numeric_limits<uint32_t>::max()),
+                               std::numeric_limits<float>::max());
+  return less(bits(shape, key, s), multiply(p, array(upper, float32), s), s);
+}
+
+array bernoulli(const array& p, const std::optional<array>& key, StreamOrDevice s) {
+  return bernoulli(p, p.shape(), key, s);
+}
+
+array bernoulli(const std::optional<array>& key, StreamOrDevice s) {
+  return bernoulli(array(0.5f), key, s);
+}
+
+array truncated_normal(const array& lower, const array& upper, const Shape& shape, Dtype dtype,
+                       const std::optional<array>& key, StreamOrDevice s) {
+  if (!is_floating_point(dtype)) {
+    throw std::invalid_argument(
+        "[truncated_normal] can only generate truncated normal numbers with real floating "
+        "point dtypes, got " +
+        dtype_to_string(dtype) + ".");
+  }
+  check_shape(shape, "truncated_normal");
+  check_bounds_shape(lower, upper, shape, "truncated_normal");
+  // As MLX (and JAX): a uniform between the bounds' normal CDFs (up to the factor 2 and
+  // shift 1 of erf), mapped back through sqrt(2) * erfinv and clipped to [lower, upper].
+  auto sqrt2 = array(std::sqrt(2.0), dtype);
+  auto lower_t = astype(lower, dtype, s);
+  auto upper_t = astype(upper, dtype, s);
+  auto a = erf(divide(lower_t, sqrt2, s), s);
+  auto b = erf(divide(upper_t, sqrt2, s), s);
+  auto u = uniform(a, b, shape, dtype, key, s);
+  auto out = multiply(sqrt2, erfinv(u, s), s);
+  return maximum(minimum(upper_t, out, s), lower_t, s);
+}
+
+array truncated_normal(const array& lower, const array& upper, Dtype dtype,
+                       const std::optional<array>& key, StreamOrDevice s) {
+  Shape shape;
+  try {
+    shape = broadcast_shapes(lower.shape(), upper.shape());
+  } catch (const std::invalid_argument&) {
+    throw std::invalid_argument("[truncated_normal] lower (shape " +
+                                shape_to_string(lower.shape()) + ") and upper (shape " +
+                                shape_to_string(upper.shape()) + ") do not broadcast.");
+  }
+  return truncated_normal(lower, upper, shape, dtype, key, s);
+}
+
+array gumbel(const Shape& shape, Dtype dtype, const std::optional<array>& key, StreamOrDevice s) {
+  if (!is_floating_point(dtype)) {
+    throw std::invalid_argument(
+        "[gumbel] can only generate Gumbel numbers with real floating point dtypes, got " +
+        dtype_to_string(dtype) + ".");
+  }
+  check_shape(shape, "gumbel");
+  return negative(log(negative(log(uniform(shape, dtype, key, s), s), s), s), s);
+}
+
+namespace {
+
+int categorical_axis(const array& logits, int axis) {
+  int ndim = static_cast<int>(logits.ndim());
+  int ax = axis < 0 ? axis + ndim : axis;
+  if (ax < 0 || ax >= ndim) {
+    throw std::invalid_argument("[categorical] axis " + std::to_string(axis) +
+                                " is out of range for logits with " + std::to_string(ndim) +
+                                " dimensions.");
+  }
+  if (logits.shape(ax) == 0) {
+    throw std::invalid_argument("[categorical] the logits have no categories along axis " +
+                                std::to_string(axis) + " (shape " +
+                                shape_to_string(logits.shape()) + ").");
+  }
+  return ax;
+}
+
+// MLX's inverse CDF for one distribution: u * sum(w) looked up in the exclusive cumsum of
+// w = exp(x - max) (the maximal entries, uniformly, when the max is infinite). MLX looks up
+// with searchsorted(cdf, u, "right") - 1; the count of cdf values <= u is the same index
+// for the sorted cdf, and runs on both devices through elementwise ops and a sum, at the
+// cost of a (samples x categories) comparison (docs/random.md).
+array categorical_inverse_cdf(const array& logits, const Shape& shape,
+                              const std::optional<array>& key, StreamOrDevice s) {
+  auto dtype = promote_types(logits.dtype(), float32);
+  auto x = astype(logits, dtype, s);
+  auto m = max(x, s);
+  auto w = where(isinf(m, s), astype(equal(x, m, s), dtype, s), exp(subtract(x, m, s), s), s);
+  auto cdf = cumsum(w, 0, /* reverse */ false, /* inclusive */ false, std::nullopt, s);
+  auto u = multiply(uniform(shape, float32, key, s), sum(w, s), s);
+  auto at_or_below = less_equal(cdf, expand_dims(u, -1, s), s);
+  auto count = astype(sum(at_or_below, -1, false, s), uint32, s);
+  return subtract(count, array(1u, uint32), s);
+}
+
+array categorical_impl(const array& logits, int axis, const Shape& shape,
+                       const std::optional<array>& key, StreamOrDevice s) {
+  auto n = logits.shape(axis);
+  if (logits.size() == static_cast<size_t>(n) && !shape.empty()) {
+    return categorical_inverse_cdf(reshape(logits, {n}, s), shape, key, s);
+  }
+  auto gumbel_shape = shape;
+  int offset = axis + static_cast<int>(shape.size()) - static_cast<int>(logits.ndim()) + 1;
+  gumbel_shape.insert(gumbel_shape.begin() + offset, n);
+  auto g = gumbel(gumbel_shape, float32, key, s);
+  return argmax(add(g, logits, s), offset, false, s);
+}
+
+}  // namespace
+
+array categorical(const array& logits, int axis, const Shape& shape,
+                  const std::optional<array>& key, StreamOrDevice s) {
+  axis = categorical_axis(logits, axis);
+  check_shape(shape, "categorical");
+  auto reduced = logits.shape();
+  reduced.erase(reduced.begin() + axis);
+  bool ok = true;
+  try {
+    ok = broadcast_shapes(shape, reduced) == shape;
+  } catch (const std::invalid_argument&) {
+    ok = false;
+  }
+  if (!ok) {
+    throw std::invalid_argument("[categorical] the requested shape " + shape_to_string(shape) +
+                                " does not broadcast with the logits' shape without the axis, " +
+                                shape_to_string(reduced) + ".");
+  }
+  return categorical_impl(logits, axis, shape, key, s);
+}
+
+array categorical(const array& logits_, int axis, int num_samples, const std::optional<array>& key,
+                  StreamOrDevice s) {
+  axis = categorical_axis(logits_, axis);
+  if (num_samples < 0) {
+    throw std::invalid_argument("[categorical] num_samples must be non-negative, got " +
+                                std::to_string(num_samples) + ".");
+  }
+  auto logits = expand_dims(logits_, -1, s);
+  auto shape = logits.shape();
+  shape.erase(shape.begin() + axis);
+  shape.back() = num_samples;
+  return categorical_impl(logits, axis, shape, key, s);
+}
+
+array categorical(const array& logits, int axis, const std::optional<array>& key,
+                  StreamOrDevice s) {
+  axis = categorical_axis(logits, axis);
+  auto shape = logits.shape();
+  shape.erase(shape.begin() + axis);
+  return categorical_impl(logits, axis, shape, key, s);
+}
+
+array laplace(const Shape& shape, Dtype dtype, const float loc, const float scale,
+              const std::optional<array>& key, StreamOrDevice s) {
+  if (!is_floating_point(dtype)) {
+    throw std::invalid_argument(
+        "[laplace] can only generate Laplace numbers with real floating point dtypes, got " +
+        dtype_to_string(dtype) + ".");
+  }
+  check_shape(shape, "laplace");
+  // As MLX: sign(u) * log1p(-|u|) for u uniform in [nextafter(-1, 0), 1) in float32.
+  auto u = uniform(array(std::nextafter(-1.0f, 0.0f), float32), array(1.0f, float32), shape,
+                   float32, key, s);
+  auto samples = multiply(sign(u, s), log1p(multiply(array(-1.0f, dtype), abs(u, s), s), s), s);
+  samples = astype(samples, dtype, s);
+  if (scale != 1.0f) {
+    samples = multiply(array(scale, dtype), samples, s);
+  }
+  if (loc != 0.0f) {
+    samples = add(array(loc, dtype), samples, s);
+  }
+  return samples;
+}
+
+array permutation(const array& x, int axis, const std::optional<array>& key, StreamOrDevice s) {
+  int ndim = static_cast<int>(x.ndim());
+  int ax = axis < 0 ? axis + ndim : axis;
+  if (ax < 0 || ax >= ndim) {
+    throw std::invalid_argument("[permutation] axis " + std::to_string(axis) +
+                                " is out of range for an array with " + std::to_string(ndim) +
+                                " dimensions.");
+  }
+  return take(x, permutation(x.shape(ax), key, s), ax, s);
+}
+
+array permutation(int x, const std::optional<array>& key, StreamOrDevice s) {
+  if (x < 0) {
+    throw std::invalid_argument("[permutation] the size must be non-negative, got " +
+                                std::to_string(x) + ".");
+  }
+  // As MLX: the order that sorts x random 32-bit values.
+  return argsort(bits({x}, key, s), s);
 }
 
 }  // namespace mlx::core::random

@@ -67,4 +67,71 @@ array randint(T low, U high, const Shape& shape, Dtype dtype = int32,
   return randint(array(low), array(high), shape, dtype, key, s);
 }
 
+// Bools that are true with probability p (broadcast to `shape`; without a shape, p's
+// shape; without p, 0.5): MLX's comparison of 32 random bits with p * 2^32 (one float32
+// step above), so p <= 0 is always false and p >= 1 always true. p must be floating point.
+array bernoulli(const array& p, const Shape& shape, const std::optional<array>& key = std::nullopt,
+                StreamOrDevice s = {});
+array bernoulli(const array& p, const std::optional<array>& key = std::nullopt,
+                StreamOrDevice s = {});
+template <typename T>
+array bernoulli(T p, const std::optional<array>& key = std::nullopt, StreamOrDevice s = {}) {
+  return bernoulli(array(p), key, s);
+}
+template <typename T>
+array bernoulli(T p, const Shape& shape, const std::optional<array>& key = std::nullopt,
+                StreamOrDevice s = {}) {
+  return bernoulli(array(p), shape, key, s);
+}
+array bernoulli(const std::optional<array>& key = std::nullopt, StreamOrDevice s = {});
+
+// Standard normal values truncated to [lower, upper] (MLX's (and JAX's) method: a uniform
+// between erf(lower / sqrt 2) and erf(upper / sqrt 2) through sqrt(2) * erfinv, clipped).
+// Without a shape, the broadcast shape of lower and upper.
+array truncated_normal(const array& lower, const array& upper, const Shape& shape,
+                       Dtype dtype = float32, const std::optional<array>& key = std::nullopt,
+                       StreamOrDevice s = {});
+array truncated_normal(const array& lower, const array& upper, Dtype dtype = float32,
+                       const std::optional<array>& key = std::nullopt, StreamOrDevice s = {});
+
+// Standard Gumbel values: -log(-log(u)) for u uniform in [0, 1).
+array gumbel(const Shape& shape, Dtype dtype = float32,
+             const std::optional<array>& key = std::nullopt, StreamOrDevice s = {});
+
+// Category indices (uint32) drawn with probabilities softmax(logits) along `axis`: MLX's
+// Gumbel-max trick (argmax of logits + gumbel), or, for a single distribution (logits with
+// one non-trivial axis) and a non-empty `shape`, MLX's inverse CDF (one uniform per sample
+// looked up in the cumulative sum of exp(logits - max)). `shape` must broadcast with the
+// logits' shape without `axis`; num_samples draws that many per distribution, as a new last
+// axis.
+array categorical(const array& logits, int axis, const Shape& shape,
+                  const std::optional<array>& key = std::nullopt, StreamOrDevice s = {});
+array categorical(const array& logits_, int axis, int num_samples,
+                  const std::optional<array>& key = std::nullopt, StreamOrDevice s = {});
+array categorical(const array& logits, int axis = -1,
+                  const std::optional<array>& key = std::nullopt, StreamOrDevice s = {});
+
+// Laplace values with location loc and scale `scale`, by MLX's inverse CDF of a uniform in
+// (-1, 1).
+array laplace(const Shape& shape, Dtype dtype, const float loc, const float scale,
+              const std::optional<array>& key = std::nullopt, StreamOrDevice s = {});
+inline array laplace(const Shape& shape, const float loc, const float scale,
+                     const std::optional<array>& key = std::nullopt, StreamOrDevice s = {}) {
+  return laplace(shape, float32, loc, scale, key, s);
+}
+inline array laplace(const Shape& shape, const Dtype dtype,
+                     const std::optional<array>& key = std::nullopt, StreamOrDevice s = {}) {
+  return laplace(shape, dtype, 0.0, 1.0, key, s);
+}
+inline array laplace(const Shape& shape, const std::optional<array>& key = std::nullopt,
+                     StreamOrDevice s = {}) {
+  return laplace(shape, float32, 0.0, 1.0, key, s);
+}
+
+// x shuffled along `axis` (MLX: take(x, argsort(bits), axis)), or a random permutation of
+// arange(x) (uint32).
+array permutation(const array& x, int axis = 0, const std::optional<array>& key = std::nullopt,
+                  StreamOrDevice s = {});
+array permutation(int x, const std::optional<array>& key = std::nullopt, StreamOrDevice s = {});
+
 }  // namespace mlx::core::random

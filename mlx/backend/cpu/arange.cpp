@@ -1,4 +1,5 @@
 // eval_cpu of Arange.
+#include "mlx/backend/common/arange.h"
 #include "mlx/dtype_utils.h"
 #include "mlx/primitives.h"
 
@@ -19,8 +20,17 @@ void Arange::eval_cpu(const std::vector<array>&, array& out) {
       for (size_t i = 0; i < n; ++i) {
         dst[i] = static_cast<T>(first + static_cast<uint64_t>(i) * delta);
       }
+    } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, float16_t> ||
+                         std::is_same_v<T, bfloat16_t>) {
+      // The GPU's arithmetic (backend/common/arange.h): start + i * step rounded once to
+      // float32 (nearly always the double formula's value), so both devices agree bit for bit.
+      auto split = arange_float_split(start_, step_);
+      for (size_t i = 0; i < n; ++i) {
+        dst[i] = T(arange_float_value(split, static_cast<uint32_t>(i)));
+      }
     } else {
-      // Multiplying instead of accumulating keeps long float ranges from drifting.
+      // float64 and complex64 (CPU only): multiplying instead of accumulating keeps long
+      // ranges from drifting.
       for (size_t i = 0; i < n; ++i) {
         dst[i] = cast_value<T>(start_ + static_cast<double>(i) * step_);
       }
@@ -28,4 +38,4 @@ void Arange::eval_cpu(const std::vector<array>&, array& out) {
   });
 }
 
-} // namespace mlx::core
+}  // namespace mlx::core

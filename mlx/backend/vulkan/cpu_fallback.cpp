@@ -72,8 +72,6 @@ namespace mlx::core {
     vulkan::cpu_fallback(*this, inputs, out, "no GPU kernel for this primitive yet"); \
   }
 
-MLX_VK_CPU_ROUTE(Arange)
-MLX_VK_CPU_ROUTE(RandomBits)
 MLX_VK_CPU_ROUTE(Take)
 MLX_VK_CPU_ROUTE(TakeAlongAxis)
 
