@@ -76,7 +76,12 @@ std::string bit(bool v) {
   return v ? "1" : "0";
 }
 
+constexpr GemmTile kCoopTile{64, 64, 32, 32, 32, true};
+
 GemmTile parse_tile(const std::string& text, const std::string& where) {
+  if (text == kCoopTile.name()) {
+    return kCoopTile;
+  }
   GemmTile t{};
   if (std::sscanf(text.c_str(), "%dx%dx%dx%dx%d", &t.bm, &t.bn, &t.bk, &t.tm, &t.tn) != 5 ||
       t.name() != text || t.tm < 1 || t.tn < 1 || t.bm % t.tm != 0 || t.bn % t.tn != 0 ||
@@ -99,7 +104,14 @@ int64_t tile_shared_bytes(const GemmTile& t) {
   return int64_t{4} * t.bk * (t.bm + 1 + t.bn + 1);
 }
 
+// gemm_coop.glsl: f16 A (64 x 40) and B (32 x 72) stages and the f32 64 x 64 result.
+constexpr int64_t kCoopSharedBytes = 2 * (64 * 40 + 32 * 72) + 4 * 64 * 64;
+
 bool tile_fits(const GemmTile& t, const DeviceCaps& caps) {
+  if (t.coop) {
+    return caps.cooperative_matrix && 4 * caps.subgroup_size <= caps.max_workgroup_invocations &&
+           kCoopSharedBytes <= static_cast<int64_t>(caps.max_shared_memory);
+  }
   return static_cast<uint32_t>(tile_invocations(t)) <= caps.max_workgroup_invocations &&
          tile_shared_bytes(t) <= static_cast<int64_t>(caps.max_shared_memory);
 }
@@ -152,15 +164,23 @@ bool reach_needs_64(uint64_t reach) {
 }
 
 std::string GemmTile::name() const {
+  if (coop) {
+    return "coopnv" + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk);
+  }
   return std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + "x" +
          std::to_string(tm) + "x" + std::to_string(tn);
 }
 
-GemmTile gemm_tile(const MatmulGeometry& g, const DeviceCaps& caps) {
-  // Each step halves the tile's side and so quarters its work; the last one is for
-  // devices that allow fewer than 256 invocations per workgroup.
+GemmTile gemm_tile(const MatmulGeometry& g, const DeviceCaps& caps, const std::string& dtype) {
+  if (dtype == "f16" && tile_fits(kCoopTile, caps)) {
+    return kCoopTile;
+  }
+  // Each step halves the tile's side and so quarters its work: the largest tile that still
+  // gives enough workgroups, else the smallest.
   static const GemmTile candidates[] = {
-      {128, 128, 16, 8, 8}, {64, 64, 16, 4, 4}, {32, 32, 16, 2, 2}, {32, 32, 16, 4, 4}};
+      {128, 128, 16, 8, 8}, {64, 64, 16, 4, 4}, {32, 32, 16, 2, 2}};
+  // For devices that allow fewer than 256 invocations per workgroup.
+  static const GemmTile narrow{32, 32, 16, 4, 4};
   const GemmTile* chosen = nullptr;
   for (const auto& t : candidates) {
     if (!tile_fits(t, caps)) {
@@ -171,6 +191,9 @@ GemmTile gemm_tile(const MatmulGeometry& g, const DeviceCaps& caps) {
     if (groups >= kBusyGroups / 2) {
       break;
     }
+  }
+  if (chosen == nullptr && tile_fits(narrow, caps)) {
+    chosen = &narrow;
   }
   if (chosen == nullptr) {
     throw std::runtime_error(
@@ -230,6 +253,20 @@ KernelSource gemm_source(const KernelKey& key, const DeviceCaps& caps, bool quan
   defines.push_back(std::string("IDX64 ") + bit(idx64));
   add_input_defines("IN0_", dt, defines);
   add_output_defines(dt, defines);
+  if (t.coop) {
+    if (quant || std::string(dt.name) != "f16") {
+      throw std::invalid_argument("[render] " + where +
+                                  ": the cooperative-matrix tile takes f16 gemm keys only.");
+    }
+    defines.push_back(std::string("A_T ") + bit(flag(key, "a_t", where)));
+    defines.push_back(std::string("B_T ") + bit(flag(key, "b_t", where)));
+    defines.push_back(std::string("ADDMM ") + bit(flag(key, "addmm", where)));
+    KernelSource source = row_kernel_source("gemm_coop.glsl", defines, 3, kFields, idx64, caps);
+    uint32_t wg = 4 * caps.subgroup_size;  // 2 x 2 subgroups
+    source.workgroup_size = {wg, 1, 1};
+    source.spec_constants = {{0, wg}};
+    return source;
+  }
   defines.push_back("BM " + std::to_string(t.bm));
   defines.push_back("BN " + std::to_string(t.bn));
   defines.push_back("BK " + std::to_string(t.bk));

@@ -48,12 +48,17 @@ struct MatmulGeometry {
 // outputs per invocation (so the workgroup has (BM / TM) * (BN / TN) invocations).
 struct GemmTile {
   int bm, bn, bk, tm, tn;
-  std::string name() const;  // "128x128x16x8x8", the key's form
+  // The f16 cooperative-matrix kernel (templates/gemm_coop.glsl): 64 x 64 x 32 tiles, four
+  // subgroups of 32 x 32; tm and tn are unused.
+  bool coop = false;
+  std::string name() const;  // "128x128x16x8x8", or "coopnv64x64x32": the key's form
 };
 
 // The heuristic tile for a problem on a device: the largest tile that still gives enough
 // workgroups to fill the device, among those its workgroup and shared-memory limits allow.
-GemmTile gemm_tile(const MatmulGeometry& g, const DeviceCaps& caps);
+// With cooperative matrices (caps.cooperative_matrix: VK_NV_cooperative_matrix enabled by
+// MLX_VK_COOPMAT=on) an f16 product takes the cooperative-matrix tile.
+GemmTile gemm_tile(const MatmulGeometry& g, const DeviceCaps& caps, const std::string& dtype = "");
 
 // "gemm:a_t=0|1,addmm=0|1,b_t=0|1,dtype=f16|bf16|f32,edge=0|1,idx=32|64,tile=BMxBNxBKxTMxTN".
 // edge 0 when m, n, k are multiples of the tile (no bounds checks).

@@ -550,14 +550,34 @@ struct DeviceFactory {
       executable_info.pNext = &f11;
     }
 
+    // VK_NV_cooperative_matrix for the f16 GEMM (templates/gemm_coop.glsl): opt-in with
+    // MLX_VK_COOPMAT=on until that kernel has been verified on a device (docs/matmul.md).
+    auto coop = make_info<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
+    bool want_coop = env_flag("MLX_VK_COOPMAT", false) &&
+                     p.has(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) &&
+                     p.features12.shaderFloat16 && p.features.shaderInt16 &&
+                     p.features11.storageBuffer16BitAccess;
+    if (want_coop) {
+      VkPhysicalDeviceFeatures2 query{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &coop, {}};
+      vkGetPhysicalDeviceFeatures2(p.handle, &query);
+      want_coop = coop.cooperativeMatrix == VK_TRUE;
+    }
+    void* chain = executable_info.pipelineExecutableInfo ? static_cast<void*>(&executable_info)
+                                                         : static_cast<void*>(&f11);
+    if (want_coop) {
+      exts.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+      coop.pNext = chain;
+      chain = &coop;
+    }
+
     float priority = 1.0f;
     auto qci = make_info<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);
     qci.queueFamilyIndex = dev.queue_family_;
     qci.queueCount = 1;
     qci.pQueuePriorities = &priority;
     auto dci = make_info<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO);
-    dci.pNext = executable_info.pipelineExecutableInfo ? static_cast<void*>(&executable_info)
-                                                       : static_cast<void*>(&f11);
+    dci.pNext = chain;
     dci.queueCreateInfoCount = 1;
     dci.pQueueCreateInfos = &qci;
     dci.enabledExtensionCount = static_cast<uint32_t>(exts.size());
@@ -586,11 +606,10 @@ struct DeviceFactory {
     c.shader_int64 = p.features.shaderInt64;
     c.storage_8bit = p.features12.storageBuffer8BitAccess;
     c.storage_16bit = p.features11.storageBuffer16BitAccess;
-    // Neither is enabled on the device yet (the 1.3.239 headers predate
-    // VK_KHR_shader_bfloat16, and no kernel uses cooperative matrices): device_info
-    // reports the extensions; kernels take the portable paths.
+    // bf16 is not enabled (the 1.3.239 headers predate VK_KHR_shader_bfloat16); cooperative
+    // matrices only with MLX_VK_COOPMAT=on (above). device_info reports the extensions.
     c.bfloat16 = false;
-    c.cooperative_matrix = false;
+    c.cooperative_matrix = want_coop;
     c.f16_hw_convert = f16_hardware_conversions(p.props12.driverID);
     c.max_workgroup_invocations = p.props.limits.maxComputeWorkGroupInvocations;
     c.max_shared_memory = p.props.limits.maxComputeSharedMemorySize;

@@ -259,7 +259,7 @@ void matmul_gpu(int stream, const array& a_in, const array& b_in, array& out, bo
 
   if (!codegen::gemv_applies(g)) {
     const auto& planned = memoized(matmul_signature("gemm", dtype, g), [&] {
-      auto tile = codegen::gemm_tile(g, dev.caps());
+      auto tile = codegen::gemm_tile(g, dev.caps(), dtype);
       auto key = codegen::gemm_key(dtype, g, tile);
       const auto& kernel = kernel_library().get(key);
       return MemoEntry{&kernel, codegen::gemm_launch(key, kernel.source, g)};
