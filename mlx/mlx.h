@@ -9,6 +9,7 @@
 #include "mlx/device.h"
 #include "mlx/dtype.h"
 #include "mlx/fast.h"
+#include "mlx/io.h"
 #include "mlx/memory.h"
 #include "mlx/ops.h"
 #include "mlx/random.h"

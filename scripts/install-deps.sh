@@ -8,7 +8,7 @@ packages=(
   cmake g++ make pkg-config
   libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers
   glslang-dev glslang-tools spirv-tools libspirv-cross-c-shared-dev
-  libxxhash-dev doctest-dev
+  libxxhash-dev doctest-dev nlohmann-json3-dev
 )
 
 missing=()
