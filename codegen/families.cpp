@@ -7,6 +7,7 @@
 #include "codegen/arange.h"
 #include "codegen/attention.h"
 #include "codegen/fast.h"
+#include "codegen/indexing.h"
 #include "codegen/internal.h"
 #include "codegen/matmul.h"
 #include "codegen/quantize.h"
@@ -41,6 +42,8 @@ const std::vector<Family>& families() {
       {"sort", render_sort, 0},
       {"random", render_random, 0},
       {"arange", render_arange, 0},
+      {"gather", render_gather, 0},
+      {"scatter", render_scatter, 0},
   };
   return table;
 }

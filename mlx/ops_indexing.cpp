@@ -29,8 +29,7 @@ std::string axes_to_string(const std::vector<int>& axes) {
 // axis, axes distinct and in [0, ndim), integer dtypes. Returns the index arrays broadcast
 // together and cast to their common dtype.
 std::vector<array> prepare_indices(const array& a, const std::vector<array>& indices,
-                                   const std::vector<int>& axes, const char* op,
-                                   StreamOrDevice s) {
+                                   const std::vector<int>& axes, const char* op, StreamOrDevice s) {
   std::string pre = std::string("[") + op + "] ";
   if (indices.size() > a.ndim()) {
     throw std::invalid_argument(pre + "too many index arrays: got " +
@@ -38,10 +37,9 @@ std::vector<array> prepare_indices(const array& a, const std::vector<array>& ind
                                 std::to_string(a.ndim()) + " dimensions.");
   }
   if (indices.size() != axes.size()) {
-    throw std::invalid_argument(pre + "the number of index arrays (" +
-                                std::to_string(indices.size()) +
-                                ") does not match the number of axes (" +
-                                std::to_string(axes.size()) + ").");
+    throw std::invalid_argument(
+        pre + "the number of index arrays (" + std::to_string(indices.size()) +
+        ") does not match the number of axes (" + std::to_string(axes.size()) + ").");
   }
   std::set<int> dims(axes.begin(), axes.end());
   if (dims.size() != axes.size()) {
@@ -130,14 +128,13 @@ std::vector<int> dynamic_axes(const array& a, const array& start, std::vector<in
   }
   if (start.size() > a.ndim()) {
     throw std::invalid_argument(pre + "got " + std::to_string(start.size()) +
-                                " start positions for an array with " +
-                                std::to_string(a.ndim()) + " dimensions.");
+                                " start positions for an array with " + std::to_string(a.ndim()) +
+                                " dimensions.");
   }
   if (start.size() != axes.size()) {
-    throw std::invalid_argument(pre + "the number of start positions (" +
-                                std::to_string(start.size()) +
-                                ") does not match the number of axes (" +
-                                std::to_string(axes.size()) + ").");
+    throw std::invalid_argument(
+        pre + "the number of start positions (" + std::to_string(start.size()) +
+        ") does not match the number of axes (" + std::to_string(axes.size()) + ").");
   }
   if (!is_integral(start.dtype())) {
     throw std::invalid_argument(pre + "the start must have an integer dtype, got " +
@@ -199,8 +196,8 @@ array scatter_axis(const array& a, const array& indices, const array& values, in
   } catch (const std::invalid_argument&) {
     throw std::invalid_argument(pre + "indices of shape " + shape_to_string(indices.shape()) +
                                 " cannot be broadcast against an array of shape " +
-                                shape_to_string(a.shape()) + " outside axis " +
-                                std::to_string(ax) + ".");
+                                shape_to_string(a.shape()) + " outside axis " + std::to_string(ax) +
+                                ".");
   }
   Shape out_shape = common;
   out_shape[ax] = a.shape(ax);
@@ -223,13 +220,13 @@ array gather(const array& a, const std::vector<array>& indices, const std::vecto
   auto inputs = prepare_indices(a, indices, axes, "gather", s);
   if (slice_sizes.size() != a.ndim()) {
     throw std::invalid_argument("[gather] got slice_sizes " + shape_to_string(slice_sizes) +
-                                " for an array with " + std::to_string(a.ndim()) +
-                                " dimensions.");
+                                " for an array with " + std::to_string(a.ndim()) + " dimensions.");
   }
   int64_t total_slice = 1;
   for (size_t i = 0; i < a.ndim(); ++i) {
     total_slice *= slice_sizes[i];
-    bool fits = slice_sizes[i] >= 0 && (a.size() == 0 || slice_sizes[i] <= a.shape(static_cast<int>(i)));
+    bool fits =
+        slice_sizes[i] >= 0 && (a.size() == 0 || slice_sizes[i] <= a.shape(static_cast<int>(i)));
     if (!fits) {
       throw std::invalid_argument("[gather] slice sizes must be in [0, a.shape(i)]; got " +
                                   shape_to_string(slice_sizes) + " for an array of shape " +
@@ -289,14 +286,13 @@ array slice(const array& a, const array& start, std::vector<int> axes, Shape sli
   axes = dynamic_axes(a, start, std::move(axes), "slice");
   if (slice_size.size() != a.ndim()) {
     throw std::invalid_argument("[slice] got slice_size " + shape_to_string(slice_size) +
-                                " for an array with " + std::to_string(a.ndim()) +
-                                " dimensions.");
+                                " for an array with " + std::to_string(a.ndim()) + " dimensions.");
   }
   for (size_t i = 0; i < a.ndim(); ++i) {
     if (slice_size[i] < 0 || slice_size[i] > a.shape(static_cast<int>(i))) {
       throw std::invalid_argument("[slice] slice_size " + shape_to_string(slice_size) +
-                                  " does not fit an array of shape " +
-                                  shape_to_string(a.shape()) + ".");
+                                  " does not fit an array of shape " + shape_to_string(a.shape()) +
+                                  ".");
     }
   }
   auto out_shape = slice_size;
@@ -305,8 +301,8 @@ array slice(const array& a, const array& start, std::vector<int> axes, Shape sli
                {a, start});
 }
 
-array slice_update(const array& src, const array& update, const array& start,
-                   std::vector<int> axes, StreamOrDevice s) {
+array slice_update(const array& src, const array& update, const array& start, std::vector<int> axes,
+                   StreamOrDevice s) {
   axes = dynamic_axes(src, start, std::move(axes), "slice_update");
   if (update.ndim() > src.ndim()) {
     throw std::invalid_argument("[slice_update] an update of shape " +
@@ -324,10 +320,9 @@ array slice_update(const array& src, const array& update, const array& start,
   }
   for (size_t d = diff; d < src.ndim(); ++d) {
     if (up_shape[d] > src.shape(static_cast<int>(d))) {
-      throw std::invalid_argument("[slice_update] an update of shape " +
-                                  shape_to_string(update.shape()) +
-                                  " does not fit the source of shape " +
-                                  shape_to_string(src.shape()) + ".");
+      throw std::invalid_argument(
+          "[slice_update] an update of shape " + shape_to_string(update.shape()) +
+          " does not fit the source of shape " + shape_to_string(src.shape()) + ".");
     }
   }
   auto upd = broadcast_to(astype(update, src.dtype(), s), up_shape, s);

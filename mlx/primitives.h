@@ -433,7 +433,8 @@ class Concatenate : public UnaryPrimitive {
 };
 
 // inputs: {a, indices}; out = a.shape[:axis] + indices.shape + a.shape[axis+1:].
-// Negative indices count from the end; indices out of range raise at eval.
+// Negative indices count from the end; indices out of range raise at eval on the CPU and
+// read zeros on the GPU (docs/indexing.md).
 class Take : public UnaryPrimitive {
  public:
   Take(Stream s, int axis) : UnaryPrimitive(s), axis_(axis) {}

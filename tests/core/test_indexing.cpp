@@ -72,13 +72,13 @@ TEST_CASE("gather, take and take_along_axis accept every integer index dtype") {
     expect(mx::gather(a, mx::astype(mx::array({4, 0}), dt, cpu), 0, {1, 2}, cpu), {2, 1, 2},
            {8, 9, 0, 1}, "gather");
     if (mx::is_signed_integral(dt)) {
-      expect(mx::gather(a, mx::astype(mx::array({-1, -5}), dt, cpu), 0, {1, 1}, cpu),
-             {2, 1, 1}, {8, 0}, "negative");
+      expect(mx::gather(a, mx::astype(mx::array({-1, -5}), dt, cpu), 0, {1, 1}, cpu), {2, 1, 1},
+             {8, 0}, "negative");
     }
   }
   // Index arrays of different integer dtypes promote to one.
-  auto g = mx::gather(a, {mx::array({4}, mx::uint8), mx::array({1}, mx::int16)}, {0, 1}, {1, 1},
-                      cpu);
+  auto g =
+      mx::gather(a, {mx::array({4}, mx::uint8), mx::array({1}, mx::int16)}, {0, 1}, {1, 1}, cpu);
   expect(g, {1, 1, 1}, {9}, "mixed index dtypes");
 }
 
@@ -110,10 +110,12 @@ TEST_CASE("gather rejects bad arguments at the call as MLX does") {
   throws([&] { return mx::gather(a, i, 0, {1}, cpu); }, "slice_sizes");
   throws([&] { return mx::gather(a, i, 0, {5, 1}, cpu); }, "slice sizes");
   throws([&] { return mx::gather(a, i, 0, {1, -1}, cpu); }, "slice sizes");
-  throws([&] { return mx::gather(a, {mx::array({0, 1}), mx::array({0, 1, 2})}, {0, 1}, {1, 1}, cpu); },
-         "[gather]");
-  throws([&] { return mx::gather(mx::zeros({0, 3}, cpu), i, 0, {1, 3}, cpu); },
-         "[gather]");
+  throws(
+      [&] {
+        return mx::gather(a, {mx::array({0, 1}), mx::array({0, 1, 2})}, {0, 1}, {1, 1}, cpu);
+      },
+      "[gather]");
+  throws([&] { return mx::gather(mx::zeros({0, 3}, cpu), i, 0, {1, 3}, cpu); }, "[gather]");
   // From an empty array with a zero total slice, any indices are fine.
   CHECK(mx::gather(mx::zeros({0, 3}, cpu), i, 1, {0, 1}, cpu).shape() == mx::Shape{1, 0, 1});
 }
@@ -121,14 +123,12 @@ TEST_CASE("gather rejects bad arguments at the call as MLX does") {
 TEST_CASE("scatter writes windows at index arrays (MLX's documented examples)") {
   auto z = mx::zeros({4, 4}, cpu);
   // One row vector at (2, 0).
-  auto out = mx::scatter(z, mx::array({2}), mx::reshape(mx::arange(1, 3, mx::float32, cpu),
-                                                          {1, 1, 2}, cpu),
-                         0, cpu);
+  auto out = mx::scatter(z, mx::array({2}),
+                         mx::reshape(mx::arange(1, 3, mx::float32, cpu), {1, 1, 2}, cpu), 0, cpu);
   expect(out, {4, 4}, {0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 0, 0}, "one window");
   // Two windows: rows 2 and 0.
-  out = mx::scatter(z, mx::array({2, 0}), mx::reshape(mx::arange(1, 5, mx::float32, cpu),
-                                                      {2, 1, 2}, cpu),
-                    0, cpu);
+  out = mx::scatter(z, mx::array({2, 0}),
+                    mx::reshape(mx::arange(1, 5, mx::float32, cpu), {2, 1, 2}, cpu), 0, cpu);
   expect(out, {4, 4}, {3, 4, 0, 0, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 0, 0}, "two windows");
   // Index arrays on two axes: windows at (2, 1) and (0, 2).
   out = mx::scatter(z, {mx::array({2, 0}), mx::array({1, 2})},
@@ -198,15 +198,24 @@ TEST_CASE("scatter rejects bad arguments at the call") {
   throws([&] { return mx::scatter(a, i, mx::ones({2, 3}, cpu), 0, cpu); }, "dimensions");
   throws([&] { return mx::scatter(a, i, mx::ones({3, 1, 3}, cpu), 0, cpu); }, "index shape");
   throws([&] { return mx::scatter(a, i, mx::ones({2, 5, 3}, cpu), 0, cpu); }, "too large");
-  throws([&] { return mx::scatter_add(a, i, mx::ones({2, 1, 3}, cpu), -1, cpu); },
-         "[scatter_add] axes");
-  throws([&] { return mx::scatter_max(a, mx::array({0.5f}), mx::ones({1, 1, 3}, cpu), 0, cpu); },
-         "[scatter_max] indices must have an integer dtype");
-  throws([&] { return mx::scatter(a, {i, i}, mx::ones({2, 1, 1}, cpu), {1, 1}, cpu); },
-         "repeated axes");
+  throws(
+      [&] {
+        return mx::scatter_add(a, i, mx::ones({2, 1, 3}, cpu), -1, cpu);
+      },
+      "[scatter_add] axes");
+  throws(
+      [&] {
+        return mx::scatter_max(a, mx::array({0.5f}), mx::ones({1, 1, 3}, cpu), 0, cpu);
+      },
+      "[scatter_max] indices must have an integer dtype");
+  throws(
+      [&] {
+        return mx::scatter(a, {i, i}, mx::ones({2, 1, 1}, cpu), {1, 1}, cpu);
+      },
+      "repeated axes");
   // Updates are cast to a's dtype.
-  auto out = mx::scatter(mx::zeros({2}, mx::int32, cpu), mx::array({1}),
-                         mx::array({2.75f}, {1, 1}), 0, cpu);
+  auto out = mx::scatter(mx::zeros({2}, mx::int32, cpu), mx::array({1}), mx::array({2.75f}, {1, 1}),
+                         0, cpu);
   CHECK(out.dtype() == mx::int32);
   expect(out, {2}, {0, 2}, "cast updates");
 }
@@ -220,8 +229,7 @@ TEST_CASE("put_along_axis and scatter_add_axis (NumPy's put_along_axis example)"
   auto idx = mx::array({0, 2, -3, 1, 1, 1}, {2, 3});
   auto vals = mx::array({1, 2, 3, 4, 5, 6}, {2, 3}, mx::int32);
   expect(mx::put_along_axis(a, idx, vals, 1, cpu), {2, 3}, {3, 30, 2, 60, 6, 50}, "put dups");
-  expect(mx::scatter_add_axis(a, idx, vals, 1, cpu), {2, 3}, {14, 30, 22, 60, 55, 50},
-         "add dups");
+  expect(mx::scatter_add_axis(a, idx, vals, 1, cpu), {2, 3}, {14, 30, 22, 60, 55, 50}, "add dups");
   // Along axis 0, indices broadcast over the columns.
   auto col = mx::put_along_axis(a, mx::array({1}, {1, 1}), mx::array({7, 8, 9}, {1, 3}), 0, cpu);
   expect(col, {2, 3}, {10, 30, 20, 7, 8, 9}, "axis 0");
@@ -231,9 +239,9 @@ TEST_CASE("put_along_axis and scatter_add_axis (NumPy's put_along_axis example)"
                        doctest::Contains("[put_along_axis]"), std::invalid_argument);
   CHECK_THROWS_WITH_AS(mx::scatter_add_axis(a, ai, mx::array(1), 2, cpu),
                        doctest::Contains("[scatter_add_axis]"), std::invalid_argument);
-  CHECK_THROWS_WITH_AS(mx::put_along_axis(a, mx::astype(ai, mx::float32, cpu), mx::array(1), 1,
-                                          cpu),
-                       doctest::Contains("integer dtype"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      mx::put_along_axis(a, mx::astype(ai, mx::float32, cpu), mx::array(1), 1, cpu),
+      doctest::Contains("integer dtype"), std::invalid_argument);
 }
 
 TEST_CASE("slice with an array start (MLX's test_dynamic_slicing)") {
@@ -290,12 +298,12 @@ TEST_CASE("slice_update with an array start writes the update (MLX's example)") 
       }
     }
   }
-  auto lead = mx::slice_update(mx::zeros({3, 2}, cpu), mx::array({5.0f, 6.0f}), mx::array(2), {0},
-                               cpu);
+  auto lead =
+      mx::slice_update(mx::zeros({3, 2}, cpu), mx::array({5.0f, 6.0f}), mx::array(2), {0}, cpu);
   expect(lead, {3, 2}, {0, 0, 0, 0, 5, 6}, "leading dynamic axis of extent 1");
   // The update is cast to the source's dtype.
-  auto cast = mx::slice_update(mx::zeros({3}, mx::int32, cpu), mx::array({2.5f}), mx::array(1),
-                               {0}, cpu);
+  auto cast =
+      mx::slice_update(mx::zeros({3}, mx::int32, cpu), mx::array({2.5f}), mx::array(1), {0}, cpu);
   CHECK(cast.dtype() == mx::int32);
   expect(cast, {3}, {0, 2, 0}, "cast");
 }
@@ -335,12 +343,21 @@ TEST_CASE("slice and slice_update with an array start reject bad arguments") {
   throws([&] { return mx::slice(a, mx::array(1), {0}, {4, 1}, cpu); }, "does not fit");
   throws([&] { return mx::slice(a, mx::array(1), {0}, {1, -1}, cpu); }, "does not fit");
   throws([&] { return mx::slice(a, mx::array(1), {0}, {1}, cpu); }, "slice_size");
-  throws([&] { return mx::slice_update(a, mx::zeros({1, 3, 4}, cpu), mx::array(1), {0}, cpu); },
-         "[slice_update]");
-  throws([&] { return mx::slice_update(a, mx::zeros({1, 5}, cpu), mx::array(1), {0}, cpu); },
-         "does not fit");
-  throws([&] { return mx::slice_update(a, mx::zeros({1, 4}, cpu), mx::array(1.0f), {0}, cpu); },
-         "[slice_update]");
+  throws(
+      [&] {
+        return mx::slice_update(a, mx::zeros({1, 3, 4}, cpu), mx::array(1), {0}, cpu);
+      },
+      "[slice_update]");
+  throws(
+      [&] {
+        return mx::slice_update(a, mx::zeros({1, 5}, cpu), mx::array(1), {0}, cpu);
+      },
+      "does not fit");
+  throws(
+      [&] {
+        return mx::slice_update(a, mx::zeros({1, 4}, cpu), mx::array(1.0f), {0}, cpu);
+      },
+      "[slice_update]");
 }
 
 TEST_CASE("braced starts still pick the static slice overloads") {

@@ -1,5 +1,6 @@
 // take and take_along_axis: any integer index dtype, negative indices, broadcasting, and
-// out-of-range indices raising a clear "[take]" error at eval.
+// out-of-range indices raising a clear "[take]" error at eval on the CPU (GPU kernels read
+// zeros: tests/gpu_diff/test_indexing.cpp).
 #include <doctest/doctest.h>
 
 #include "shape_test_utils.h"
@@ -92,15 +93,18 @@ TEST_CASE("take with an int index drops the axis and is a view") {
   CHECK_THROWS_WITH_AS(mx::take(a, 12), doctest::Contains("[take]"), std::invalid_argument);
 }
 
+// On the CPU: GPU kernels cannot raise, and read zeros instead (docs/indexing.md,
+// tests/gpu_diff/test_indexing.cpp).
 TEST_CASE("take with out-of-range indices throws [take] at eval, not at the call") {
+  auto cpu = mx::Device::cpu;
   auto a = positions({3, 4}, mx::int32);
   for (auto bad : {3, -4, 100}) {
-    auto t = mx::take(a, mx::array({0, bad}), 0); // building the graph is fine
+    auto t = mx::take(a, mx::array({0, bad}), 0, cpu); // building the graph is fine
     CHECK_THROWS_WITH_AS(t.eval(), doctest::Contains("[take]"), std::invalid_argument);
   }
-  auto big = mx::take(a, mx::array({uint64_t{1} << 63}, mx::uint64), 1);
+  auto big = mx::take(a, mx::array({uint64_t{1} << 63}, mx::uint64), 1, cpu);
   CHECK_THROWS_WITH_AS(big.eval(), doctest::Contains("[take]"), std::invalid_argument);
-  auto u8 = mx::take(a, mx::array({200}, mx::uint8), 1);
+  auto u8 = mx::take(a, mx::array({200}, mx::uint8), 1, cpu);
   CHECK_THROWS_WITH_AS(u8.eval(), doctest::Contains("out of bounds"), std::invalid_argument);
   // An error in one graph does not poison later work.
   expect_positions(mx::take(a, mx::array({2}), 1), {3, 1}, mx::int32, {2, 6, 10}, "after error");
@@ -164,8 +168,9 @@ TEST_CASE("take_along_axis validates at the call and bounds-checks at eval") {
                        doctest::Contains("[take_along_axis]"), std::invalid_argument);
   CHECK_THROWS_WITH_AS(mx::take_along_axis(a, mx::zeros({2, 1}, mx::int32), 2),
                        doctest::Contains("[take_along_axis]"), std::invalid_argument);
-  auto bad = mx::take_along_axis(a, mx::array({0, 3}, {2, 1}), 1);
+  // Bounds are checked at eval on the CPU (GPU kernels read zeros, docs/indexing.md).
+  auto bad = mx::take_along_axis(a, mx::array({0, 3}, {2, 1}), 1, mx::Device::cpu);
   CHECK_THROWS_WITH_AS(bad.eval(), doctest::Contains("[take_along_axis]"), std::invalid_argument);
-  auto neg = mx::take_along_axis(a, mx::array({-3, -4}, {2, 1}), 1);
+  auto neg = mx::take_along_axis(a, mx::array({-3, -4}, {2, 1}), 1, mx::Device::cpu);
   CHECK_THROWS_WITH_AS(neg.eval(), doctest::Contains("out of bounds"), std::invalid_argument);
 }

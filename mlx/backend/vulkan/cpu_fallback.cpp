@@ -72,9 +72,6 @@ namespace mlx::core {
     vulkan::cpu_fallback(*this, inputs, out, "no GPU kernel for this primitive yet"); \
   }
 
-MLX_VK_CPU_ROUTE(Take)
-MLX_VK_CPU_ROUTE(TakeAlongAxis)
-
 #undef MLX_VK_CPU_ROUTE
 
 }  // namespace mlx::core
