@@ -15,6 +15,7 @@
 #include <functional>
 
 #include "harness.h"
+#include "mlx/backend/gpu/device_info.h"
 #include "mlx/backend/vulkan/cpu_fallback.h"
 #include "mlx/primitives.h"
 
@@ -397,6 +398,37 @@ TEST_CASE("arange on the GPU is the CPU's arange bit for bit for every dtype") {
   auto big = mx::arange(-7.25, 4.2e5, 0.1, mx::float32, kGpu);
   REQUIRE(big.size() > (size_t{1} << 22));
   CHECK(bytes_of(big) == bytes_of(big_want));
+  check_no_route("Arange");
+}
+
+TEST_CASE("random bits and arange wider than one storage binding are written in windows") {
+  if (!gpu_present())
+    return;
+  size_t range = std::get<size_t>(mx::gpu::device_info(0).at("max_storage_buffer_range"));
+  if (range > (size_t(1) << 28)) {
+    MESSAGE("maxStorageBufferRange is " << range << " bytes: windows not exercised here");
+    return;
+  }
+  mx::vulkan::reset_fallback_counts();
+  // Past one binding by an odd number of bytes: two windows of the word mode, the second
+  // ending in a partial word.
+  int bytes = static_cast<int>(range + 13);
+  auto key = rnd::key(77);
+  auto want = rnd::bits({bytes}, 1, key, kCpu);
+  auto got = gpu_eval_checked(
+      [&] { return std::vector<mx::array>{rnd::bits({bytes}, 1, key, kGpu)}; }, "wide bits")[0];
+  CHECK(mx::array_equal(got, want, kCpu).item<bool>());
+  // float32 arange over more words than one binding holds.
+  int n = static_cast<int>(range / 4 + 7);
+  auto awant = mx::arange(-3.0, -3.0 + 0.01 * n, 0.01, mx::float32, kCpu);
+  auto agot = gpu_eval_checked(
+      [&] {
+        return std::vector<mx::array>{mx::arange(-3.0, -3.0 + 0.01 * n, 0.01, mx::float32, kGpu)};
+      },
+      "wide arange")[0];
+  REQUIRE(agot.size() > range / 4);
+  CHECK(mx::array_equal(agot, awant, kCpu).item<bool>());
+  check_no_route("RandomBits");
   check_no_route("Arange");
 }
 
