@@ -209,8 +209,10 @@ TEST_CASE("ops without a GPU kernel take the counted CPU route") {
   vk::reset_fallback_counts();
   auto a = iota_f32({5, 7});
   auto idx = mx::array({4, 0, 2});
-  auto s = mx::take(mx::add(a, a, gpu), idx, 0, gpu);  // Take has no GPU kernel yet
-  check_same(s, mx::take(mx::add(a, a, cpu), idx, 0, cpu), "take", 1e-6);
+  // float64 is CPU-only: a float64 Take on a GPU stream takes the route.
+  auto s = mx::take(mx::astype(mx::add(a, a, gpu), mx::float64, cpu), idx, 0, gpu);
+  check_same(s, mx::take(mx::astype(mx::add(a, a, cpu), mx::float64, cpu), idx, 0, cpu), "take",
+             1e-6);
   auto d = mx::exp(mx::astype(a, mx::float64, cpu), gpu);  // float64 is CPU-only
   d.eval();
   auto counts = vk::fallback_counts();
