@@ -477,12 +477,12 @@ array scatter_add_axis(const array& a, const array& indices, const array& values
                        StreamOrDevice s = {});
 // updates: broadcast(indices).shape + a window of a's rank; window i lands at indices[k][i]
 // on axes[k] and 0 elsewhere. Duplicates: a later update wins (scatter) or all combine.
-#define MLX_DECLARE_SCATTER(name)                                                            \
-  array name(const array& a, const std::vector<array>& indices, const array& updates,       \
-             const std::vector<int>& axes, StreamOrDevice s = {});                          \
-  inline array name(const array& a, const array& indices, const array& updates, int axis,   \
-                    StreamOrDevice s = {}) {                                                 \
-    return name(a, std::vector<array>{indices}, updates, std::vector<int>{axis}, s);        \
+#define MLX_DECLARE_SCATTER(name)                                                         \
+  array name(const array& a, const std::vector<array>& indices, const array& updates,     \
+             const std::vector<int>& axes, StreamOrDevice s = {});                        \
+  inline array name(const array& a, const array& indices, const array& updates, int axis, \
+                    StreamOrDevice s = {}) {                                              \
+    return name(a, std::vector<array>{indices}, updates, std::vector<int>{axis}, s);      \
   }
 MLX_DECLARE_SCATTER(scatter)
 MLX_DECLARE_SCATTER(scatter_add)
@@ -496,10 +496,10 @@ MLX_DECLARE_SCATTER(scatter_min)
 // named start at 0; a start is clamped to [0, shape - size] so the window always fits.
 array slice(const array& a, const array& start, std::vector<int> axes, Shape slice_size,
             StreamOrDevice s = {});
-// update (broadcast to src's rank, leading axes of extent 1) written into src at start;
-// in place when src's buffer can be donated.
-array slice_update(const array& src, const array& update, const array& start,
-                   std::vector<int> axes, StreamOrDevice s = {});
+// update (broadcast to src's rank: missing leading axes take src's extent, or 1 on a dynamic
+// axis) written into src at start; in place when src's buffer can be donated.
+array slice_update(const array& src, const array& update, const array& start, std::vector<int> axes,
+                   StreamOrDevice s = {});
 // Braced starts pick the static overloads (as MLX's initializer_list overload of slice).
 inline array slice(const array& a, std::initializer_list<int> start, Shape stop, Shape strides,
                    StreamOrDevice s = {}) {
