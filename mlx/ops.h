@@ -162,6 +162,18 @@ array roll(const array& a, int shift, int axis, StreamOrDevice s = {});
 array roll(const array& a, int shift, const std::vector<int>& axes, StreamOrDevice s = {});
 array roll(const array& a, const Shape& shift, int axis, StreamOrDevice s = {});
 array roll(const array& a, const Shape& shift, const std::vector<int>& axes, StreamOrDevice s = {});
+// tile repeats the whole array reps[i] times along each axis (reps and the shape padded with
+// leading 1s to the same length); repeat repeats each element along an axis (or of the
+// flattened array); meshgrid gives coordinate arrays ("xy": the first two outputs swapped,
+// as NumPy) or, with sparse, their broadcastable shapes; nan_to_num replaces NaN and
+// infinities (by default with 0 and the dtype's largest finite values).
+array tile(const array& arr, std::vector<int> reps, StreamOrDevice s = {});
+array repeat(const array& arr, int repeats, int axis, StreamOrDevice s = {});
+array repeat(const array& arr, int repeats, StreamOrDevice s = {});
+std::vector<array> meshgrid(const std::vector<array>& arrays, bool sparse = false,
+                            const std::string& indexing = "xy", StreamOrDevice s = {});
+array nan_to_num(const array& a, float nan = 0.0f, const std::optional<float> posinf = std::nullopt,
+                 const std::optional<float> neginf = std::nullopt, StreamOrDevice s = {});
 // The diagonal over axis1/axis2 becomes the last axis.
 array diagonal(const array& a, int offset = 0, int axis1 = 0, int axis2 = 1, StreamOrDevice s = {});
 // The k-th diagonal of a 2-d array, or a matrix with a 1-d array on its k-th diagonal.
@@ -181,18 +193,6 @@ array expm1(const array& a, StreamOrDevice s = {});
 array log(const array& a, StreamOrDevice s = {});
 array log1p(const array& a, StreamOrDevice s = {});
 array log2(const array& a, StreamOrDevice s = {});
-// tile repeats the whole array reps[i] times along each axis (reps and the shape padded with
-// leading 1s to the same length); repeat repeats each element along an axis (or of the
-// flattened array); meshgrid gives coordinate arrays ("xy": the first two outputs swapped,
-// as NumPy) or, with sparse, their broadcastable shapes; nan_to_num replaces NaN and
-// infinities (by default with 0 and the dtype's largest finite values).
-array tile(const array& arr, std::vector<int> reps, StreamOrDevice s = {});
-array repeat(const array& arr, int repeats, int axis, StreamOrDevice s = {});
-array repeat(const array& arr, int repeats, StreamOrDevice s = {});
-std::vector<array> meshgrid(const std::vector<array>& arrays, bool sparse = false,
-                            const std::string& indexing = "xy", StreamOrDevice s = {});
-array nan_to_num(const array& a, float nan = 0.0f, const std::optional<float> posinf = std::nullopt,
-                 const std::optional<float> neginf = std::nullopt, StreamOrDevice s = {});
 array log10(const array& a, StreamOrDevice s = {});
 array sin(const array& a, StreamOrDevice s = {});
 array cos(const array& a, StreamOrDevice s = {});
@@ -372,6 +372,7 @@ array argpartition(const array& a, int kth, StreamOrDevice s = {});
 array topk(const array& a, int k, int axis, StreamOrDevice s = {});
 array topk(const array& a, int k, StreamOrDevice s = {});
 
+// Indices (uint32) of the first maximum/minimum; over the flattened array without an axis.
 array argmax(const array& a, bool keepdims, StreamOrDevice s = {});
 inline array argmax(const array& a, StreamOrDevice s = {}) {
   return argmax(a, false, s);
@@ -391,9 +392,13 @@ array cumsum(const array& a, bool reverse = false, bool inclusive = true,
              std::optional<Dtype> dtype = std::nullopt, StreamOrDevice s = {});
 array cumprod(const array& a, int axis, bool reverse = false, bool inclusive = true,
               std::optional<Dtype> dtype = std::nullopt, StreamOrDevice s = {});
-// Indices (uint32) of the first maximum/minimum; over the flattened array without an axis.
 array cumprod(const array& a, bool reverse = false, bool inclusive = true,
               std::optional<Dtype> dtype = std::nullopt, StreamOrDevice s = {});
+// log(cumsum(exp(a))) without overflow (MLX's Scan LogAddExp); floating-point inputs.
+array logcumsumexp(const array& a, int axis, bool reverse = false, bool inclusive = true,
+                   StreamOrDevice s = {});
+array logcumsumexp(const array& a, bool reverse = false, bool inclusive = true,
+                   StreamOrDevice s = {});
 array cummax(const array& a, int axis, bool reverse = false, bool inclusive = true,
              StreamOrDevice s = {});
 array cummax(const array& a, bool reverse = false, bool inclusive = true, StreamOrDevice s = {});
@@ -413,12 +418,18 @@ array matmul(const array& a, const array& b, StreamOrDevice s = {});
 
 // alpha * (a @ b) + beta * c with matmul's rules for a and b; c broadcasts to the result.
 array addmm(array c, array a, array b, const float& alpha = 1.f, const float& beta = 1.f,
-// log(cumsum(exp(a))) without overflow (MLX's Scan LogAddExp); floating-point inputs.
-array logcumsumexp(const array& a, int axis, bool reverse = false, bool inclusive = true,
-                   StreamOrDevice s = {});
-array logcumsumexp(const array& a, bool reverse = false, bool inclusive = true,
-                   StreamOrDevice s = {});
             StreamOrDevice s = {});
+// Contractions through matmul: tensordot over the last `axis` dims of a and the first of b,
+// or over explicit axes; outer of the flattened operands; inner over the last dims (a
+// scalar operand multiplies). trace sums a diagonal (in `dtype`, else a's).
+array tensordot(const array& a, const array& b, const int axis = 2, StreamOrDevice s = {});
+array tensordot(const array& a, const array& b, const std::vector<int>& axes_a,
+                const std::vector<int>& axes_b, StreamOrDevice s = {});
+array outer(const array& a, const array& b, StreamOrDevice s = {});
+array inner(const array& a, const array& b, StreamOrDevice s = {});
+array trace(const array& a, int offset, int axis1, int axis2, Dtype dtype, StreamOrDevice s = {});
+array trace(const array& a, int offset, int axis1, int axis2, StreamOrDevice s = {});
+array trace(const array& a, StreamOrDevice s = {});
 
 // ---- Quantization (MLX's affine format, docs/quantization.md) ------------------------------
 
@@ -438,17 +449,6 @@ array dequantize(const array& w, const array& scales,
                  std::optional<int> bits = std::nullopt, const std::string& mode = "affine",
                  const std::optional<array>& global_scale = std::nullopt,
                  std::optional<Dtype> dtype = std::nullopt, StreamOrDevice s = {});
-// Contractions through matmul: tensordot over the last `axis` dims of a and the first of b,
-// or over explicit axes; outer of the flattened operands; inner over the last dims (a
-// scalar operand multiplies). trace sums a diagonal (in `dtype`, else a's).
-array tensordot(const array& a, const array& b, const int axis = 2, StreamOrDevice s = {});
-array tensordot(const array& a, const array& b, const std::vector<int>& axes_a,
-                const std::vector<int>& axes_b, StreamOrDevice s = {});
-array outer(const array& a, const array& b, StreamOrDevice s = {});
-array inner(const array& a, const array& b, StreamOrDevice s = {});
-array trace(const array& a, int offset, int axis1, int axis2, Dtype dtype, StreamOrDevice s = {});
-array trace(const array& a, int offset, int axis1, int axis2, StreamOrDevice s = {});
-array trace(const array& a, StreamOrDevice s = {});
 // x @ dequantize(w).T (transpose) or x @ dequantize(w), as one node.
 array quantized_matmul(array x, array w, array scales, std::optional<array> biases = std::nullopt,
                        bool transpose = true, std::optional<int> group_size = std::nullopt,
