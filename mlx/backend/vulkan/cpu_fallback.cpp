@@ -63,15 +63,3 @@ void reset_fallback_counts() {
 }
 
 }  // namespace mlx::core::vulkan
-
-namespace mlx::core {
-
-// Primitives without a GPU kernel yet: every call goes through the logged CPU route.
-#define MLX_VK_CPU_ROUTE(P)                                                           \
-  void P::eval_gpu(const std::vector<array>& inputs, array& out) {                    \
-    vulkan::cpu_fallback(*this, inputs, out, "no GPU kernel for this primitive yet"); \
-  }
-
-#undef MLX_VK_CPU_ROUTE
-
-}  // namespace mlx::core
