@@ -174,6 +174,34 @@ std::vector<array> meshgrid(const std::vector<array>& arrays, bool sparse = fals
                             const std::string& indexing = "xy", StreamOrDevice s = {});
 array nan_to_num(const array& a, float nan = 0.0f, const std::optional<float> posinf = std::nullopt,
                  const std::optional<float> neginf = std::nullopt, StreamOrDevice s = {});
+// Small compositions (mlx/ops_small.cpp), MLX's semantics.
+array reciprocal(const array& a, StreamOrDevice s = {});
+array isfinite(const array& a, StreamOrDevice s = {});
+array isposinf(const array& a, StreamOrDevice s = {});
+array isneginf(const array& a, StreamOrDevice s = {});
+array trunc(const array& a, StreamOrDevice s = {});
+array degrees(const array& a, StreamOrDevice s = {});
+array radians(const array& a, StreamOrDevice s = {});
+array logical_xor(const array& a, const array& b, StreamOrDevice s = {});
+array positive(const array& a, StreamOrDevice s = {});
+array atleast_1d(const array& a, StreamOrDevice s = {});
+std::vector<array> atleast_1d(const std::vector<array>& a, StreamOrDevice s = {});
+array atleast_2d(const array& a, StreamOrDevice s = {});
+std::vector<array> atleast_2d(const std::vector<array>& a, StreamOrDevice s = {});
+array atleast_3d(const array& a, StreamOrDevice s = {});
+std::vector<array> atleast_3d(const std::vector<array>& a, StreamOrDevice s = {});
+array flip(const array& a, const std::vector<int>& axes, StreamOrDevice s = {});
+array flip(const array& a, int axis, StreamOrDevice s = {});
+array flip(const array& a, StreamOrDevice s = {});
+array diff(const array& a, int n = 1, int axis = -1, StreamOrDevice s = {});
+array kron(const array& a, const array& b, StreamOrDevice s = {});
+array count_nonzero(const array& a, bool keepdims = false, StreamOrDevice s = {});
+array count_nonzero(const array& a, int axis, bool keepdims = false, StreamOrDevice s = {});
+array count_nonzero(const array& a, const std::vector<int>& axes, bool keepdims = false,
+                    StreamOrDevice s = {});
+array unflatten(const array& a, int axis, Shape shape, StreamOrDevice s = {});
+std::vector<array> unstack(const array& a, int axis, StreamOrDevice s = {});
+std::vector<array> unstack(const array& a, StreamOrDevice s = {});
 // The diagonal over axis1/axis2 becomes the last axis.
 array diagonal(const array& a, int offset = 0, int axis1 = 0, int axis2 = 1, StreamOrDevice s = {});
 // The k-th diagonal of a 2-d array, or a matrix with a 1-d array on its k-th diagonal.

@@ -155,3 +155,49 @@ TEST_CASE("logcumsumexp equals log(cumsum(exp)) in double, without overflow") {
                        "[logcumsumexp] needs a floating-point input, got int32.",
                        std::invalid_argument);
 }
+
+TEST_CASE("small compositions give MLX's values on every device") {
+  float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  for (auto d : mlx_test::test_devices()) {
+    CAPTURE(d == mx::Device::cpu ? "cpu" : "gpu");
+    auto x = mx::array({-2.5f, -0.5f, 0.0f, 1.5f, inf, -inf, nan});
+    CHECK(to_doubles(mx::isfinite(x, d)) == std::vector<double>{1, 1, 1, 1, 0, 0, 0});
+    CHECK(to_doubles(mx::isposinf(x, d)) == std::vector<double>{0, 0, 0, 0, 1, 0, 0});
+    CHECK(to_doubles(mx::isneginf(x, d)) == std::vector<double>{0, 0, 0, 0, 0, 1, 0});
+    CHECK(to_doubles(mx::isfinite(mx::array({1, 2}), d)) == std::vector<double>{1, 1});
+    auto t = to_doubles(mx::trunc(mx::array({-2.5f, -0.5f, 1.5f, 2.0f}), d));
+    CHECK(t == std::vector<double>{-2, -0.0, 1, 2});
+    CHECK(to_doubles(mx::reciprocal(mx::array({2, 4}), d)) == std::vector<double>{0.5, 0.25});
+    CHECK(near(to_doubles(mx::degrees(mx::array({float(M_PI)}), d)), {180.0}));
+    CHECK(near(to_doubles(mx::radians(mx::array({180.0f}), d)), {M_PI}));
+    CHECK(to_doubles(mx::logical_xor(mx::array({0, 1, 2}), mx::array({1, 1, 0}), d)) ==
+          std::vector<double>{1, 0, 1});
+    auto m = mx::array({1, 2, 3, 4, 5, 6}, {2, 3}, mx::int32);
+    CHECK(to_doubles(mx::flip(m, 1, d)) == std::vector<double>{3, 2, 1, 6, 5, 4});
+    CHECK(to_doubles(mx::flip(m, d)) == std::vector<double>{6, 5, 4, 3, 2, 1});
+    CHECK(to_doubles(mx::diff(mx::array({1, 4, 9, 16}), 1, -1, d)) == std::vector<double>{3, 5, 7});
+    CHECK(to_doubles(mx::diff(mx::array({1, 4, 9, 16}), 2, -1, d)) == std::vector<double>{2, 2});
+    auto k = mx::kron(mx::array({1, 2}), mx::array({1, 10, 100}), d);
+    CHECK(to_doubles(k) == std::vector<double>{1, 10, 100, 2, 20, 200});
+    auto k2 = mx::kron(mx::array({1, 2, 3, 4}, {2, 2}), mx::array({1, 1}, {1, 2}), d);
+    CHECK(k2.shape() == mx::Shape{2, 4});
+    CHECK(to_doubles(k2) == std::vector<double>{1, 1, 2, 2, 3, 3, 4, 4});
+    auto z = mx::array({0, 3, 0, 4, 5, 0}, {2, 3}, mx::int32);
+    CHECK(to_doubles(mx::count_nonzero(z, false, d)) == std::vector<double>{3});
+    CHECK(to_doubles(mx::count_nonzero(z, 1, false, d)) == std::vector<double>{1, 2});
+    auto parts = mx::unstack(m, 1, d);
+    REQUIRE(parts.size() == 3);
+    CHECK(to_doubles(parts[2]) == std::vector<double>{3, 6});
+    CHECK(mx::unflatten(mx::zeros({2, 12}), 1, {3, -1}, d).shape() == mx::Shape{2, 3, 4});
+    CHECK(mx::atleast_3d(mx::zeros({4}), d).shape() == mx::Shape{1, 4, 1});
+    CHECK(mx::atleast_2d(mx::array(1.0f), d).shape() == mx::Shape{1, 1});
+  }
+  CHECK_THROWS_WITH_AS(mx::diff(mx::zeros({3}), -1), "[diff] Order `n` must be non-negative.",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(mx::kron(mx::zeros({0}), mx::zeros({2})),
+                       "[kron] Input arrays cannot be empty.", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(mx::unflatten(mx::zeros({2}), 0, {}),
+                       "[unflatten] Shape to unflatten to cannot be empty.", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(mx::trunc(mx::zeros({2}, mx::complex64)),
+                       "[trunc] Not supported for complex64.", std::invalid_argument);
+}
