@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 #include <typeinfo>
 #include <unordered_map>
@@ -232,6 +233,181 @@ void simplify(Trace& t) {
   }
 }
 
+// The elementwise primitives a group may hold (one output, inputs of the output's shape).
+bool fusable(const array& node) {
+  if (!node.siblings().empty()) {
+    return false;
+  }
+  Primitive& p = node.primitive();
+  if (!dynamic_cast<Unary*>(&p) && !dynamic_cast<Binary*>(&p) && !dynamic_cast<Select*>(&p) &&
+      !dynamic_cast<AsType*>(&p)) {
+    return false;
+  }
+  for (auto& in : node.inputs()) {
+    if (in.shape() != node.shape()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Groups runs of elementwise ops into Compiled primitives (docs/compile.md, "Fusion").
+// Walking the tape in order, a fusable node joins the group of one of its inputs when that
+// keeps the graph acyclic (no other input depends on the group through a node outside it)
+// and the group stays within kMaxOperands inputs plus outputs (a dispatch binds at most 16
+// buffers); otherwise it starts a group. Groups of one node stay as they are.
+void fuse(Trace& t) {
+  constexpr size_t kMaxOperands = 12;
+  std::unordered_map<std::uintptr_t, int> group_of;
+  std::unordered_map<std::uintptr_t, std::set<int>> depends;  // groups reachable upstream
+  std::vector<std::vector<array>> groups;
+  auto deps_of = [&](const array& a) -> std::set<int> {
+    auto it = depends.find(a.id());
+    std::set<int> d = it == depends.end() ? std::set<int>{} : it->second;
+    auto g = group_of.find(a.id());
+    if (g != group_of.end()) {
+      d.insert(g->second);
+    }
+    return d;
+  };
+  auto operands = [&](int g, const array& extra) {
+    std::unordered_set<std::uintptr_t> members, ins;
+    for (auto& n : groups[g]) {
+      members.insert(n.id());
+    }
+    members.insert(extra.id());
+    for (auto& n : groups[g]) {
+      for (auto& in : n.inputs()) {
+        if (!members.count(in.id()))
+          ins.insert(in.id());
+      }
+    }
+    for (auto& in : extra.inputs()) {
+      if (!members.count(in.id()))
+        ins.insert(in.id());
+    }
+    // Every member may be an output: a bound, not an exact count.
+    return ins.size() + members.size();
+  };
+  for (auto& node : t.tape) {
+    std::set<int> d;
+    for (auto& in : node.inputs()) {
+      auto di = deps_of(in);
+      d.insert(di.begin(), di.end());
+    }
+    depends[node.id()] = d;
+    if (!fusable(node)) {
+      continue;
+    }
+    int chosen = -1;
+    for (auto& in : node.inputs()) {
+      auto g = group_of.find(in.id());
+      if (g == group_of.end()) {
+        continue;
+      }
+      bool acyclic = true;
+      for (auto& other : node.inputs()) {
+        auto og = group_of.find(other.id());
+        bool inside = og != group_of.end() && og->second == g->second;
+        auto od = depends.find(other.id());
+        if (!inside && od != depends.end() && od->second.count(g->second)) {
+          acyclic = false;
+        }
+      }
+      if (acyclic && operands(g->second, node) <= kMaxOperands) {
+        chosen = g->second;
+        break;
+      }
+    }
+    if (chosen < 0) {
+      chosen = static_cast<int>(groups.size());
+      groups.emplace_back();
+    }
+    groups[chosen].push_back(node);
+    group_of[node.id()] = chosen;
+  }
+
+  // Who uses each value outside its group (other nodes or the trace's outputs).
+  std::unordered_map<std::uintptr_t, bool> used_outside;
+  for (auto& node : t.tape) {
+    auto ng = group_of.find(node.id());
+    for (auto& in : node.inputs()) {
+      auto ig = group_of.find(in.id());
+      if (ig != group_of.end() && (ng == group_of.end() || ng->second != ig->second)) {
+        used_outside[in.id()] = true;
+      }
+    }
+  }
+  for (auto& o : t.outputs) {
+    used_outside[o.id()] = true;
+  }
+
+  std::unordered_map<std::uintptr_t, array> replaced;
+  for (auto& members : groups) {
+    if (members.size() < 2) {
+      continue;
+    }
+    std::unordered_set<std::uintptr_t> ids;
+    for (auto& n : members) {
+      ids.insert(n.id());
+    }
+    std::vector<array> inner_inputs, inner_outputs;
+    std::unordered_set<std::uintptr_t> seen;
+    for (auto& n : members) {
+      for (auto& in : n.inputs()) {
+        if (!ids.count(in.id()) && seen.insert(in.id()).second) {
+          inner_inputs.push_back(in);
+        }
+      }
+      if (used_outside.count(n.id())) {
+        inner_outputs.push_back(n);
+      }
+    }
+    std::vector<Shape> shapes;
+    std::vector<Dtype> dtypes;
+    for (auto& o : inner_outputs) {
+      shapes.push_back(o.shape());
+      dtypes.push_back(o.dtype());
+    }
+    // The fused node takes the group's inputs; inside, the tape keeps the traced arrays.
+    auto prim = std::make_shared<Compiled>(members.back().primitive().stream(), inner_inputs,
+                                           inner_outputs, members);
+    auto outs = array::make_arrays(shapes, dtypes, prim, inner_inputs);
+    for (size_t i = 0; i < outs.size(); ++i) {
+      replaced.emplace(inner_outputs[i].id(), outs[i]);
+    }
+  }
+  if (replaced.empty()) {
+    return;
+  }
+  // Consumers outside the groups now read the fused outputs. Group members keep their
+  // traced inputs (the Compiled tape refers to them).
+  auto swap_in = [&](array& a) {
+    auto it = replaced.find(a.id());
+    if (it != replaced.end()) {
+      a = it->second;
+    }
+  };
+  for (auto& node : t.tape) {
+    if (group_of.count(node.id()) && groups[group_of.at(node.id())].size() >= 2) {
+      continue;
+    }
+    for (auto& in : node.inputs()) {
+      swap_in(in);
+    }
+  }
+  for (auto& [id, fused] : replaced) {
+    (void)id;
+    for (auto& in : fused.inputs()) {
+      swap_in(in);
+    }
+  }
+  for (auto& o : t.outputs) {
+    swap_in(o);
+  }
+  t.tape = build_tape(t);
+}
+
 std::shared_ptr<Trace> trace(const ArrayFn& fun, const std::vector<array>& inputs, bool shapeless) {
   auto t = std::make_shared<Trace>();
   t->shapeless = shapeless;
@@ -250,6 +426,9 @@ std::shared_ptr<Trace> trace(const ArrayFn& fun, const std::vector<array>& input
   t->tape = build_tape(*t);
   if (compile_mode() != CompileMode::no_simplify) {
     simplify(*t);
+  }
+  if (compile_mode() == CompileMode::enabled) {
+    fuse(*t);
   }
   if (shapeless) {
     // Every node must derive its shape from its inputs.

@@ -178,6 +178,40 @@ class Binary : public UnaryPrimitive {
   BinaryOp op_;
 };
 
+// A group of elementwise ops fused by compile() (mlx/compile.cpp, docs/compile.md): its
+// inputs are the group's inputs, its outputs the group's values used outside it, all of one
+// shape. `tape` holds the group's nodes as traced (each after its inputs; their inputs are
+// other tape nodes or entries of `inner_inputs`, the traced arrays standing for this
+// primitive's inputs in order); `inner_outputs` are the tape nodes behind its outputs.
+class Compiled : public Primitive {
+ public:
+  Compiled(Stream s, std::vector<array> inner_inputs, std::vector<array> inner_outputs,
+           std::vector<array> tape)
+      : Primitive(s),
+        inner_inputs_(std::move(inner_inputs)),
+        inner_outputs_(std::move(inner_outputs)),
+        tape_(std::move(tape)) {}
+  MLX_DECLARE_MULTI_EVAL
+  const char* name() const override {
+    return "Compiled";
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+  const std::vector<array>& tape() const {
+    return tape_;
+  }
+  // Runs the tape on `inputs` node by node with `run` (a primitive's eval on one device),
+  // making each node's result with the shapes its inputs give; fills `outputs` (sharing
+  // the results' buffers) and returns every intermediate result.
+  using RunNode = void (*)(Primitive&, const std::vector<array>&, std::vector<array>&);
+  std::vector<array> run_tape(const std::vector<array>& inputs, std::vector<array>& outputs,
+                              RunNode run) const;
+
+ private:
+  std::vector<array> inner_inputs_;
+  std::vector<array> inner_outputs_;
+  std::vector<array> tape_;
+};
+
 // Two outputs: floor_divide and remainder, computed together.
 class DivMod : public Primitive {
  public:

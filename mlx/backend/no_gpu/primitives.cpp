@@ -18,6 +18,7 @@ namespace mlx::core {
 NO_GPU(Unary)
 NO_GPU(Binary)
 NO_GPU_MULTI(DivMod)
+NO_GPU_MULTI(Compiled)
 NO_GPU(Select)
 NO_GPU(AsType)
 NO_GPU(Copy)
