@@ -1,0 +1,74 @@
+#include "generate.h"
+
+#include <limits>
+#include <stdexcept>
+
+namespace qwen3 {
+
+mx::array sample(const mx::array& logits_in, const SamplerOptions& o,
+                 const std::optional<mx::array>& key) {
+  if (o.temperature <= 0.0f) {
+    return mx::astype(mx::argmax(logits_in, -1), mx::int32);
+  }
+  auto logits = mx::astype(logits_in, mx::float32) / mx::array(o.temperature);
+  const auto neg_inf = mx::array(-std::numeric_limits<float>::infinity());
+  const int vocab = logits.shape(-1);
+  if (o.top_k > 0 && o.top_k < vocab) {
+    // The k-th largest logit per row is the threshold.
+    auto kth = mx::min(mx::topk(logits, o.top_k, -1), -1, true);
+    logits = mx::where(logits < kth, neg_inf, logits);
+  }
+  if (o.top_p < 1.0f) {
+    // Keep the smallest set of most likely tokens whose mass reaches top_p: a token stays when
+    // the mass strictly before it (in descending order) is below top_p.
+    auto probs = mx::softmax(logits, -1);
+    auto sorted = mx::negative(mx::sort(mx::negative(probs), -1));
+    auto before = mx::cumsum(sorted, -1) - sorted;
+    auto kept = mx::where(before < mx::array(o.top_p), sorted, mx::array(2.0f));
+    auto threshold = mx::min(kept, -1, true);
+    logits = mx::where(probs < threshold, neg_inf, logits);
+  }
+  return mx::astype(mx::random::categorical(logits, -1, key), mx::int32);
+}
+
+std::vector<int> generate(const Model& model, const std::vector<int>& prompt,
+                          const GenerateOptions& o) {
+  if (prompt.empty()) {
+    throw std::invalid_argument("[qwen3] generate needs a non-empty prompt");
+  }
+  int capacity =
+      o.cache_capacity > 0 ? o.cache_capacity : static_cast<int>(prompt.size()) + o.max_tokens;
+  auto cache = model.make_cache(capacity);
+  auto key = mx::random::key(o.sampler.seed);
+  auto next_key = [&]() {
+    auto [a, b] = mx::random::split(key);
+    key = a;
+    return b;
+  };
+  auto step = [&](const mx::array& tokens) {
+    auto logits = model(tokens, cache, true);
+    auto last = mx::reshape(logits, {logits.shape(0), logits.shape(-1)});
+    auto token = sample(last, o.sampler, next_key());
+    // Evaluate the caches with the token so every node of the step runs in one graph.
+    std::vector<mx::array> outputs{token};
+    for (auto& c : cache) {
+      outputs.push_back(c.keys);
+      outputs.push_back(c.values);
+    }
+    mx::eval(outputs);
+    return token.item<int>();
+  };
+  std::vector<int> out;
+  mx::array tokens(prompt.begin(), {1, static_cast<int>(prompt.size())}, mx::int32);
+  while (static_cast<int>(out.size()) < o.max_tokens) {
+    int t = step(tokens);
+    out.push_back(t);
+    if ((o.on_token && !o.on_token(t)) || (o.eos_token && t == *o.eos_token)) {
+      break;
+    }
+    tokens = mx::array({t}, {1, 1}, mx::int32);
+  }
+  return out;
+}
+
+}  // namespace qwen3

@@ -1,0 +1,38 @@
+// Sampling and the prefill + decode loop.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "model.h"
+
+namespace qwen3 {
+
+struct SamplerOptions {
+  float temperature = 0.0f;  // 0: greedy (argmax)
+  int top_k = 0;             // 0: off
+  float top_p = 1.0f;        // 1: off
+  uint64_t seed = 0;
+};
+
+// logits [B, vocab] -> tokens [B] (int32). `key` is used when temperature > 0.
+mx::array sample(const mx::array& logits, const SamplerOptions& options,
+                 const std::optional<mx::array>& key = std::nullopt);
+
+struct GenerateOptions {
+  int max_tokens = 16;
+  int cache_capacity = 0;  // 0: prompt + max_tokens
+  SamplerOptions sampler;
+  std::optional<int> eos_token;
+  // Called with each new token as soon as it is known; return false to stop.
+  std::function<bool(int)> on_token;
+};
+
+// Prefills `prompt` (one sequence) and decodes up to max_tokens tokens (the first comes from
+// the prefill's logits). Returns the generated tokens.
+std::vector<int> generate(const Model& model, const std::vector<int>& prompt,
+                          const GenerateOptions& options);
+
+}  // namespace qwen3
