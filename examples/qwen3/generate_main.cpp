@@ -81,10 +81,11 @@ int main(int argc, char** argv) {
       if (count++ == 0) {
         first = clock::now();
       }
-      std::cout << t << (count < options.max_tokens ? "," : "\n") << std::flush;
+      std::cout << (count > 1 ? "," : "") << t << std::flush;
       return true;
     };
     qwen3::generate(model, prompt, options);
+    std::cout << "\n";
     auto end = clock::now();
     double ttft = std::chrono::duration<double>(first - start).count();
     double decode = std::chrono::duration<double>(end - first).count();
