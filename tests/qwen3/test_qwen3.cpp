@@ -11,6 +11,9 @@
 #include <vector>
 
 #include "generate.h"
+#ifdef MLX_VULKAN
+#include "mlx/backend/vulkan/kernel_library.h"
+#endif
 #include "random_model.h"
 #include "test_utils.h"
 
@@ -293,6 +296,50 @@ TEST_CASE("qwen3 GPU logits and greedy tokens match the CPU for the tiny model")
         CHECK(gpu.tokens[0] == cpu.tokens[0]);
       }
     }
+  }
+}
+
+// The caches are written in place (their buffers never move) on every device, and on the GPU
+// decode steps after the second build no kernel: the position is data, not a key.
+TEST_CASE("qwen3 decode steps update the KV cache in place and reuse their kernels") {
+  for (auto device : mlx_test::test_devices()) {
+    CAPTURE(device);
+    DefaultDevice guard(device);
+    auto model = qwen3::load_model(tiny_dir());
+    auto cache = model.make_cache(static_cast<int>(kPrompt.size()) + 8);
+    mx::array tokens(kPrompt.begin(), {1, static_cast<int>(kPrompt.size())}, mx::int32);
+    std::vector<const void*> buffers;
+    size_t builds = 0;
+    for (int s = 0; s < 8; ++s) {
+      CAPTURE(s);
+      auto token = mx::astype(mx::argmax(model(tokens, cache, true), -1), mx::int32);
+      std::vector<mx::array> outs{token};
+      for (auto& c : cache) {
+        outs.push_back(c.keys);
+        outs.push_back(c.values);
+      }
+      mx::eval(outs);
+      std::vector<const void*> now;
+      for (auto& c : cache) {
+        now.push_back(c.keys.data<void>());
+        now.push_back(c.values.data<void>());
+      }
+      if (s > 0) {
+        CHECK(now == buffers);
+      }
+      buffers = now;
+#ifdef MLX_VULKAN
+      if (device == mx::Device::gpu) {
+        size_t b = mx::vulkan::kernel_library().builds();
+        if (s > 2) {
+          CHECK_MESSAGE(b == builds, "decode step " << s << " built a kernel");
+        }
+        builds = b;
+      }
+#endif
+      tokens = mx::reshape(token, {1, 1});
+    }
+    (void)builds;
   }
 }
 
