@@ -7,6 +7,7 @@
 #include "codegen/arange.h"
 #include "codegen/attention.h"
 #include "codegen/fast.h"
+#include "codegen/fused.h"
 #include "codegen/indexing.h"
 #include "codegen/internal.h"
 #include "codegen/matmul.h"
@@ -40,6 +41,7 @@ const std::vector<Family>& families() {
       {"quant", render_quant, 0},
       {"sdpa", render_attention, 0},
       {"sort", render_sort, 0},
+      {"fused", render_fused, 0},
       {"random", render_random, 0},
       {"arange", render_arange, 0},
       {"gather", render_gather, 0},

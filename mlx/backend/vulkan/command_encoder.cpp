@@ -278,8 +278,17 @@ VkDescriptorSet CommandEncoder::allocate_set_locked(Batch& b, VkDescriptorSetLay
   throw std::runtime_error("[vulkan] could not allocate a descriptor set.");
 }
 
+namespace {
+std::atomic<uint64_t> dispatches{0};
+}  // namespace
+
+uint64_t dispatch_count() {
+  return dispatches.load(std::memory_order_relaxed);
+}
+
 void CommandEncoder::dispatch(const Kernel& k, const std::vector<Binding>& bindings,
                               const std::vector<uint8_t>& push, std::array<uint32_t, 3> groups) {
+  dispatches.fetch_add(1, std::memory_order_relaxed);
   if (bindings.size() != k.num_buffers) {
     throw std::runtime_error("[vulkan] kernel " + k.key.canonical() + " takes " +
                              std::to_string(k.num_buffers) + " buffers, " +

@@ -142,6 +142,9 @@ class CommandEncoder {
 };
 
 // The encoder of a GPU stream (created by gpu::new_stream). Throws for an unknown stream.
+// Kernel dispatches recorded by this process on every stream (tests count fused launches).
+uint64_t dispatch_count();
+
 CommandEncoder& encoder(int stream_index);
 void create_encoder(int stream_index);
 // Submits the open batch of every stream (before a host download or a cross-stream read).

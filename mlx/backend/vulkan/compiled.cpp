@@ -1,22 +1,154 @@
-// eval_gpu of Compiled: the group's nodes recorded one after another on the stream (each
-// its own kernel, as before compile); the intermediates stay alive until the batch
-// completes. The fused-graph emitter will replace this with one kernel per group.
+// eval_gpu of Compiled: one "fused" kernel for the whole group (codegen/fused.h,
+// docs/compile.md) when the emitter takes it (float math with bool predicates, at most 11
+// inputs and 4 outputs, rank <= 8, every operand in one binding); otherwise the group's
+// nodes are recorded one after another with their own kernels.
+#include <algorithm>
+
+#include "codegen/fused.h"
+#include "mlx/backend/vulkan/allocator.h"
 #include "mlx/backend/vulkan/command_encoder.h"
+#include "mlx/backend/vulkan/kernel_library.h"
+#include "mlx/backend/vulkan/kernels.h"
+#include "mlx/backend/vulkan/reduce_plan.h"
 #include "mlx/primitives.h"
 
 namespace mlx::core {
 
+namespace {
+
+namespace codegen = vulkan::codegen;
+
+bool float_or_bool(Dtype dt) {
+  return dt == float32 || dt == float16 || dt == bfloat16 || dt == bool_;
+}
+
+bool is_float(Dtype dt) {
+  return dt == float32 || dt == float16 || dt == bfloat16;
+}
+
+// The group as the emitter's tape, or false when the emitter does not take it.
+bool fused_tape(const std::vector<array>& inner_inputs, const std::vector<array>& tape,
+                const std::vector<array>& inner_outputs, codegen::FusedTape& t) {
+  if (inner_inputs.size() > static_cast<size_t>(codegen::kFusedMaxInputs) ||
+      inner_outputs.size() > static_cast<size_t>(codegen::kFusedMaxOutputs)) {
+    return false;
+  }
+  std::unordered_map<std::uintptr_t, std::string> ref;
+  for (size_t k = 0; k < inner_inputs.size(); ++k) {
+    if (!float_or_bool(inner_inputs[k].dtype())) {
+      return false;
+    }
+    t.inputs.push_back(vulkan::gpu_dtype_name(inner_inputs[k].dtype()));
+    ref.emplace(inner_inputs[k].id(), std::string("i").append(std::to_string(k)));
+  }
+  for (size_t k = 0; k < tape.size(); ++k) {
+    const array& node = tape[k];
+    if (!float_or_bool(node.dtype())) {
+      return false;
+    }
+    codegen::FusedNode n;
+    n.dtype = vulkan::gpu_dtype_name(node.dtype());
+    Primitive& p = node.primitive();
+    n.op = p.name();
+    bool operands_float = true;
+    for (size_t a = 0; a < node.inputs().size(); ++a) {
+      auto it = ref.find(node.inputs()[a].id());
+      if (it == ref.end()) {
+        return false;  // a constant inside the group: not emitted
+      }
+      n.args.push_back(it->second);
+      bool condition = dynamic_cast<Select*>(&p) && a == 0;
+      operands_float = operands_float && (condition || is_float(node.inputs()[a].dtype()));
+    }
+    if (dynamic_cast<Unary*>(&p)) {
+      n.family = "unary";
+    } else if (dynamic_cast<Binary*>(&p)) {
+      n.family = "binary";
+    } else if (dynamic_cast<Select*>(&p)) {
+      n.family = "select";
+    } else if (dynamic_cast<AsType*>(&p)) {
+      n.family = "astype";
+    } else {
+      return false;
+    }
+    if (!operands_float) {
+      return false;
+    }
+    t.nodes.push_back(std::move(n));
+    ref.emplace(node.id(), std::string("n").append(std::to_string(k)));
+  }
+  for (auto& o : inner_outputs) {
+    auto it = ref.find(o.id());
+    if (it == ref.end() || it->second[0] != 'n') {
+      return false;
+    }
+    t.outputs.push_back(std::stoi(it->second.substr(1)));
+  }
+  return true;
+}
+
+}  // namespace
+
 void Compiled::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
-  auto made = run_tape(inputs, outputs,
-                       [](Primitive& p, const std::vector<array>& ins, std::vector<array>& outs) {
-                         p.eval_gpu(ins, outs);
-                       });
+  auto& dev = vulkan::device("Compiled");
   auto& enc = vulkan::encoder(stream().index);
-  for (auto& a : made) {
-    if (a.has_data()) {
-      enc.retain(a.data_shared_ptr());
+  codegen::FusedTape t;
+  const Shape& shape = outputs[0].shape();
+  int64_t size = static_cast<int64_t>(outputs[0].size());
+  bool fused = fused_tape(inner_inputs_, tape_, inner_outputs_, t) &&
+               shape.size() <= static_cast<size_t>(codegen::kFusedMaxRank) &&
+               size < (int64_t{1} << 30);
+  std::vector<vulkan::OperandSpan> spans;
+  if (fused) {
+    for (auto& in : inputs) {
+      vulkan::OperandSpan s{vulkan::allocation(in.buffer()), static_cast<int64_t>(in.offset()),
+                            static_cast<int64_t>(in.itemsize()), 0, 0};
+      for (size_t d = 0; d < in.ndim(); ++d) {
+        int64_t reach =
+            (int64_t{in.shape(static_cast<int>(d))} - 1) * in.strides(static_cast<int>(d));
+        (reach < 0 ? s.lo : s.hi) += reach;
+      }
+      fused = fused && in.shape() == shape && vulkan::fits_one_binding(dev, s);
+      spans.push_back(s);
+    }
+    for (auto& o : outputs) {
+      fused = fused && static_cast<int64_t>(o.size()) <= vulkan::binding_elems(dev, o.itemsize());
     }
   }
+  if (!fused) {
+    auto made = run_tape(inputs, outputs,
+                         [](Primitive& p, const std::vector<array>& ins, std::vector<array>& outs) {
+                           p.eval_gpu(ins, outs);
+                         });
+    for (auto& a : made) {
+      if (a.has_data()) {
+        enc.retain(a.data_shared_ptr());
+      }
+    }
+    return;
+  }
+  codegen::FusedGeometry g;
+  g.shape.assign(shape.begin(), shape.end());
+  std::vector<vulkan::Binding> bindings;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    auto b = vulkan::bind_operand(dev, spans[k], false);
+    bindings.push_back(b.binding);
+    g.in_offsets.push_back(static_cast<int64_t>(b.elem_offset));
+    g.in_strides.emplace_back(inputs[k].strides().begin(), inputs[k].strides().end());
+  }
+  for (auto& o : outputs) {
+    o.set_data(allocator::malloc(o.nbytes()));
+    auto b = vulkan::bind_run(dev, vulkan::buf_of(o, vulkan::gpu_dtype_name(o.dtype())),
+                              static_cast<int64_t>(o.size()), true);
+    bindings.push_back(b.binding);
+    g.out_offsets.push_back(static_cast<int64_t>(b.elem_offset));
+  }
+  if (size == 0) {
+    return;
+  }
+  auto key = codegen::fused_key(t);
+  const auto& kernel = vulkan::kernel_library().get(key);
+  vulkan::record_launch(enc, kernel, codegen::fused_launch(key, kernel.source, g), bindings);
 }
 
 }  // namespace mlx::core
