@@ -215,6 +215,8 @@ KernelSource render_fused(const KernelKey& key, const DeviceCaps& caps) {
     all.push_back("MLX_MATH_" + m + " 1");
   }
   all.insert(all.end(), defines.begin(), defines.end());
+  // The group itself, so `spvdump show` / `glsl` print the subgraph next to its GLSL.
+  all.push_back("FUSED_TAPE " + key_param(key, "tape", where));
   all.push_back("FUSED_BUFFERS " + buffers.str());
   all.push_back("FUSED_BODY " + body.str());
   KernelSource source = render_template("fused.glsl", all);
