@@ -17,22 +17,6 @@ using bench::Timing;
 
 namespace {
 
-mx::array gpu_uniform(const mx::Shape& shape, int seed, mx::Dtype dt) {
-  auto x = mx::astype(mx::random::uniform(shape, mx::float32, mx::random::key(seed)), dt);
-  auto g = mx::copy(x, mx::Device::gpu);
-  g.eval();
-  return g;
-}
-
-bool wanted(const std::string& block) {
-  const char* only = std::getenv("ATTENTION_BENCH_ONLY");
-  if (!only || !*only) {
-    return true;
-  }
-  std::string list = std::string(",") + only + ",";
-  return list.find("," + block + ",") != std::string::npos;
-}
-
 struct Shape {
   const char* name;
   int hq, hkv, lq, lkv, d;
@@ -41,9 +25,9 @@ struct Shape {
 };
 
 Timing time_sdpa(const Shape& s, int batch, int reps) {
-  auto q = gpu_uniform({1, s.hq, s.lq, s.d}, 1, s.dt);
-  auto k = gpu_uniform({1, s.hkv, s.lkv, s.d}, 2, s.dt);
-  auto v = gpu_uniform({1, s.hkv, s.lkv, s.d}, 3, s.dt);
+  auto q = bench::gpu_uniform({1, s.hq, s.lq, s.d}, 1, s.dt);
+  auto k = bench::gpu_uniform({1, s.hkv, s.lkv, s.d}, 2, s.dt);
+  auto v = bench::gpu_uniform({1, s.hkv, s.lkv, s.d}, 3, s.dt);
   float scale = 1.0f / std::sqrt(static_cast<float>(s.d));
   return measure_op(
       [&] {
@@ -65,28 +49,21 @@ int main() {
   mx::vulkan::set_profiling(true);
   const int batch = 10, reps = 5;
   int n = 1 << 26;
-  auto i64a = mx::astype(gpu_uniform({n}, 1, mx::float32), mx::int64);
-  auto i64b = mx::astype(gpu_uniform({n}, 2, mx::float32), mx::int64);
+  auto i64a = mx::astype(bench::gpu_uniform({n}, 1, mx::float32), mx::int64);
+  auto i64b = mx::astype(bench::gpu_uniform({n}, 2, mx::float32), mx::int64);
   bench::warm_gpu(i64a, 500);
-  double read_gbs = 17.0 * n /
-                    (measure_op([&] { return mx::equal(i64a, i64b); }, batch, reps).gpu_ms * 1e-3) /
-                    1e9;
-  double copy_gbs =
-      16.0 * n / (measure_op([&] { return mx::copy(i64a); }, batch, reps).gpu_ms * 1e-3) / 1e9;
-  double peak = std::max(read_gbs, copy_gbs);
-  std::printf("peak (GPU time): read kernel %.0f GB/s, copy kernel %.0f GB/s\n", read_gbs,
-              copy_gbs);
+  double peak = bench::measure_peak(i64a, i64b, batch, reps);
 
   std::vector<TimedRow> rows;
   auto decode = [&](const Shape& s) {
     double bytes = 2.0 * s.hkv * s.lkv * s.d * mx::size_of(s.dt);
     rows.push_back({s.name, bytes, time_sdpa(s, batch, reps)});
   };
-  if (wanted("decode")) {
+  if (bench::wanted("ATTENTION_BENCH_ONLY", "decode")) {
     decode({"decode f16 hd128 KV 8192 heads 32/8", 32, 8, 1, 8192, 128, mx::float16, false});
     decode({"decode bf16 hd128 KV 4096 heads 16/8", 16, 8, 1, 4096, 128, mx::bfloat16, false});
   }
-  if (wanted("curve")) {
+  if (bench::wanted("ATTENTION_BENCH_ONLY", "curve")) {
     for (int lkv : {128, 1024, 32768, 131072}) {
       static std::string names[4];
       std::string& name = names[lkv == 128 ? 0 : lkv == 1024 ? 1 : lkv == 32768 ? 2 : 3];
@@ -95,7 +72,7 @@ int main() {
     }
   }
   bench::print_timed_table(rows, peak);
-  if (wanted("prefill")) {
+  if (bench::wanted("ATTENTION_BENCH_ONLY", "prefill")) {
     std::printf(
         "\n| prefill | GPU time (us) | wall per op (us) | TFLOPS (GPU) |\n|---|---|---|---|\n");
     for (const Shape& s :

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -81,6 +82,40 @@ inline Timing measure_op(const std::function<mx::array()>& make, int batch, int 
   // independent and their timestamp intervals overlap.
   t.gpu_ms = mx::vulkan::gpu_busy_us() / 1000.0 / (static_cast<double>(batch) * reps);
   return t;
+}
+
+// A uniform [0, 1) array in `dt`, drawn on the CPU and copied to the GPU, evaluated.
+inline mx::array gpu_uniform(const mx::Shape& shape, int seed, mx::Dtype dt = mx::float32) {
+  auto x = mx::astype(mx::random::uniform(shape, mx::float32, mx::random::key(seed)), dt);
+  auto g = mx::copy(x, mx::Device::gpu);
+  g.eval();
+  return g;
+}
+
+// Whether `block` is in the comma-separated list of environment variable `env` (every
+// block when it is unset or empty).
+inline bool wanted(const char* env, const std::string& block) {
+  const char* only = std::getenv(env);
+  if (!only || !*only) {
+    return true;
+  }
+  std::string list = std::string(",") + only + ",";
+  return list.find("," + block + ",") != std::string::npos;
+}
+
+// The run's bandwidth peak in GB/s (GPU time): a read-dominated kernel (equal on int64 ->
+// bool: 17 bytes per element) and the copy kernel (16 bytes per element) over the two
+// int64 arrays; prints both and returns the larger. Warm the GPU first (warm_gpu).
+inline double measure_peak(const mx::array& i64a, const mx::array& i64b, int batch, int reps) {
+  double n = static_cast<double>(i64a.size());
+  double read_gbs = 17.0 * n /
+                    (measure_op([&] { return mx::equal(i64a, i64b); }, batch, reps).gpu_ms * 1e-3) /
+                    1e9;
+  double copy_gbs =
+      16.0 * n / (measure_op([&] { return mx::copy(i64a); }, batch, reps).gpu_ms * 1e-3) / 1e9;
+  std::printf("peak (GPU time): read kernel %.0f GB/s, copy kernel %.0f GB/s\n", read_gbs,
+              copy_gbs);
+  return std::max(read_gbs, copy_gbs);
 }
 
 struct Row {

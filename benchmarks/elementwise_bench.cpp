@@ -41,7 +41,8 @@ double time_driver_copy(const mx::array& src, const mx::array& dst, int batch, i
       enc.copy(from, to);
     }
     enc.synchronize();
-    if (r > 0) best = std::min(best, (bench::now_ms() - t0) / batch);
+    if (r > 0)
+      best = std::min(best, (bench::now_ms() - t0) / batch);
   }
   return best;
 }
@@ -71,12 +72,16 @@ double dispatch_cost_us(int count, int reps) {
 void report_compile_times() {
   // Keys no earlier part of the run used, so each is a genuine first use.
   std::vector<std::pair<std::string, std::vector<std::string>>> ops = {
-      {"unary:Tanh", {"f32"}}, {"unary:Erf", {"f16"}}, {"binary:LogAddExp", {"f32", "f32"}},
-      {"binary:Power", {"i32", "i32"}}, {"select:Select", {"b", "bf16", "bf16"}}};
+      {"unary:Tanh", {"f32"}},
+      {"unary:Erf", {"f16"}},
+      {"binary:LogAddExp", {"f32", "f32"}},
+      {"binary:Power", {"i32", "i32"}},
+      {"select:Select", {"b", "bf16", "bf16"}}};
   codegen::ElementwiseGeometry g;
   g.shape = {1 << 20};
   g.binding_alignment = 32;  // as the runtime binds: the vector-path kernels it would use
-  std::printf("\n| kernel (first use) | glslang (ms) | optimizer (ms) | pipeline (ms) | total (ms) |\n");
+  std::printf(
+      "\n| kernel (first use) | glslang (ms) | optimizer (ms) | pipeline (ms) | total (ms) |\n");
   std::printf("|---|---|---|---|---|\n");
   for (auto& [name, dts] : ops) {
     auto family = name.substr(0, name.find(':'));
@@ -93,7 +98,7 @@ void report_compile_times() {
   }
 }
 
-} // namespace
+}  // namespace
 
 int main(int argc, char** argv) {
   if (!mx::gpu::is_available()) {
@@ -117,8 +122,8 @@ int main(int argc, char** argv) {
   auto b = mx::random::uniform({rows_2d, cols_2d}, mx::float32, mx::random::key(2));
   auto a_gpu = mx::copy(a, mx::Device::gpu);
   auto b_gpu = mx::copy(b, mx::Device::gpu);
-  auto row = mx::copy(mx::random::uniform({cols_2d}, mx::float32, mx::random::key(3)),
-                      mx::Device::gpu);
+  auto row =
+      mx::copy(mx::random::uniform({cols_2d}, mx::float32, mx::random::key(3)), mx::Device::gpu);
   auto a16 = mx::astype(a_gpu, mx::bfloat16);
   auto b16 = mx::astype(b_gpu, mx::bfloat16);
   auto dst = mx::zeros_like(a_gpu);
@@ -150,14 +155,14 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
   rows.push_back({"copy f32 (kernel)", 2 * bytes, copy_ms});
   rows.push_back({"exp f32", 2 * bytes, time_gpu_op([&] { return mx::exp(a_gpu); }, batch, reps)});
-  rows.push_back({"add f32", 3 * bytes,
-                  time_gpu_op([&] { return mx::add(a_gpu, b_gpu); }, batch, reps)});
+  rows.push_back(
+      {"add f32", 3 * bytes, time_gpu_op([&] { return mx::add(a_gpu, b_gpu); }, batch, reps)});
   rows.push_back({"multiply f32 by scalar", 2 * bytes,
                   time_gpu_op([&] { return mx::multiply(a_gpu, mx::array(2.0f)); }, batch, reps)});
   rows.push_back({"add f32 broadcast row", 2 * bytes,
                   time_gpu_op([&] { return mx::add(a_gpu, row); }, batch, reps)});
-  rows.push_back({"add bf16", 1.5 * bytes,
-                  time_gpu_op([&] { return mx::add(a16, b16); }, batch, reps)});
+  rows.push_back(
+      {"add bf16", 1.5 * bytes, time_gpu_op([&] { return mx::add(a16, b16); }, batch, reps)});
   rows.push_back({"astype f32->bf16", 1.5 * bytes,
                   time_gpu_op([&] { return mx::astype(a_gpu, mx::bfloat16); }, batch, reps)});
   rows.push_back({"transposed copy f32", 2 * bytes,

@@ -22,17 +22,6 @@ namespace mx = mlx::core;
 using bench::measure_op;
 using bench::TimedRow;
 
-namespace {
-
-mx::array gpu_uniform(const mx::Shape& shape, int seed, mx::Dtype dt = mx::float32) {
-  auto x = mx::astype(mx::random::uniform(shape, mx::float32, mx::random::key(seed)), dt);
-  auto g = mx::copy(x, mx::Device::gpu);
-  g.eval();
-  return g;
-}
-
-}  // namespace
-
 int main() {
   if (!mx::gpu::is_available()) {
     std::fprintf(stderr, "indexing_bench: no Vulkan device found\n");
@@ -48,18 +37,11 @@ int main() {
   const int batch = 10, reps = 5;
 
   int n = 1 << 24;
-  auto i64a = mx::astype(gpu_uniform({n}, 1), mx::int64);
-  auto i64b = mx::astype(gpu_uniform({n}, 2), mx::int64);
+  auto i64a = mx::astype(bench::gpu_uniform({n}, 1), mx::int64);
+  auto i64b = mx::astype(bench::gpu_uniform({n}, 2), mx::int64);
   mx::eval({i64a, i64b});
   bench::warm_gpu(i64a, 500);
-  double read_gbs = 17.0 * n /
-                    (measure_op([&] { return mx::equal(i64a, i64b); }, batch, reps).gpu_ms * 1e-3) /
-                    1e9;
-  double copy_gbs =
-      16.0 * n / (measure_op([&] { return mx::copy(i64a); }, batch, reps).gpu_ms * 1e-3) / 1e9;
-  double peak = std::max(read_gbs, copy_gbs);
-  std::printf("peak (GPU time): read kernel %.0f GB/s, copy kernel %.0f GB/s\n", read_gbs,
-              copy_gbs);
+  double peak = bench::measure_peak(i64a, i64b, batch, reps);
   i64a = mx::array(0);
   i64b = mx::array(0);
   mx::synchronize();
@@ -85,7 +67,7 @@ int main() {
   // Decode steps: the cache is replaced each step, so the update is in place.
   const int H = 8, T = 4096, Dh = 128, steps = 200;
   auto cache = mx::zeros({1, H, T, Dh}, mx::bfloat16);
-  auto kv = gpu_uniform({1, H, 1, Dh}, 5, mx::bfloat16);
+  auto kv = bench::gpu_uniform({1, H, 1, Dh}, 5, mx::bfloat16);
   cache.eval();
   auto run_steps = [&](bool read) {
     std::vector<mx::array> reads;

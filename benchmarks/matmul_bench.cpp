@@ -19,26 +19,6 @@ namespace mx = mlx::core;
 using bench::measure_op;
 using bench::TimedRow;
 
-namespace {
-
-mx::array gpu_uniform(const mx::Shape& shape, int seed, mx::Dtype dt = mx::float32) {
-  auto x = mx::astype(mx::random::uniform(shape, mx::float32, mx::random::key(seed)), dt);
-  auto g = mx::copy(x, mx::Device::gpu);
-  g.eval();
-  return g;
-}
-
-bool wanted(const std::string& block) {
-  const char* only = std::getenv("MATMUL_BENCH_ONLY");
-  if (!only || !*only) {
-    return true;
-  }
-  std::string list = std::string(",") + only + ",";
-  return list.find("," + block + ",") != std::string::npos;
-}
-
-}  // namespace
-
 int main() {
   if (!mx::gpu::is_available()) {
     std::fprintf(stderr, "matmul_bench: no Vulkan device found\n");
@@ -54,28 +34,22 @@ int main() {
   const int batch = 10, reps = 5;
 
   int n = 1 << 26;
-  auto i64a = mx::astype(gpu_uniform({n}, 1), mx::int64);
-  auto i64b = mx::astype(gpu_uniform({n}, 2), mx::int64);
-  bool gemv = wanted("gemv"), gemm = wanted("gemm");
+  auto i64a = mx::astype(bench::gpu_uniform({n}, 1), mx::int64);
+  auto i64b = mx::astype(bench::gpu_uniform({n}, 2), mx::int64);
+  bool gemv = bench::wanted("MATMUL_BENCH_ONLY", "gemv"),
+       gemm = bench::wanted("MATMUL_BENCH_ONLY", "gemm");
   // Decode shapes: an 8B-class MLP projection both ways, and Qwen3-0.6B's tied lm_head.
-  auto w_kn = gemv ? gpu_uniform({14336, 4096}, 3, mx::float16) : mx::array(0.0f);
-  auto w_nk = gemv ? gpu_uniform({14336, 4096}, 4, mx::float16) : mx::array(0.0f);
-  auto x14 = gpu_uniform({1, 14336}, 5, mx::float16);
-  auto x14_rows = gpu_uniform({8, 14336}, 10, mx::float16);
-  auto x4 = gpu_uniform({8, 4096}, 6, mx::float16);
-  auto emb = gemv ? gpu_uniform({151936, 1024}, 7, mx::bfloat16) : mx::array(0.0f);
-  auto h1 = gpu_uniform({1, 1024}, 8, mx::bfloat16);
+  auto w_kn = gemv ? bench::gpu_uniform({14336, 4096}, 3, mx::float16) : mx::array(0.0f);
+  auto w_nk = gemv ? bench::gpu_uniform({14336, 4096}, 4, mx::float16) : mx::array(0.0f);
+  auto x14 = bench::gpu_uniform({1, 14336}, 5, mx::float16);
+  auto x14_rows = bench::gpu_uniform({8, 14336}, 10, mx::float16);
+  auto x4 = bench::gpu_uniform({8, 4096}, 6, mx::float16);
+  auto emb = gemv ? bench::gpu_uniform({151936, 1024}, 7, mx::bfloat16) : mx::array(0.0f);
+  auto h1 = bench::gpu_uniform({1, 1024}, 8, mx::bfloat16);
   mx::eval({i64a, i64b});
 
   bench::warm_gpu(i64a, 500);
-  double read_gbs = 17.0 * n /
-                    (measure_op([&] { return mx::equal(i64a, i64b); }, batch, reps).gpu_ms * 1e-3) /
-                    1e9;
-  double copy_gbs =
-      16.0 * n / (measure_op([&] { return mx::copy(i64a); }, batch, reps).gpu_ms * 1e-3) / 1e9;
-  double peak = std::max(read_gbs, copy_gbs);
-  std::printf("peak (GPU time): read kernel %.0f GB/s, copy kernel %.0f GB/s\n", read_gbs,
-              copy_gbs);
+  double peak = bench::measure_peak(i64a, i64b, batch, reps);
 
   if (gemv) {
     std::vector<TimedRow> rows;
@@ -94,7 +68,7 @@ int main() {
     add("bf16 [1,1024] x [151936,1024]^T (lm_head)", 2.0 * 151936 * 1024,
         [&] { return mx::matmul(h1, emb_t); });
     // quantized_matmul (qmv): an 8B-class down projection, 4-bit and 8-bit, group 64.
-    auto wq_src = gpu_uniform({4096, 14336}, 9, mx::float16);
+    auto wq_src = bench::gpu_uniform({4096, 14336}, 9, mx::float16);
     for (int bits : {4, 8}) {
       auto q = mx::quantize(wq_src, 64, bits);
       mx::eval(q);
@@ -126,17 +100,17 @@ int main() {
                           Gemm{"f32 4096x4096x4096", 4096, 4096, 4096, mx::float32, false},
                           Gemm{"f16 M=512 x [14336,4096]^T", 512, 14336, 4096, mx::float16, true},
                           Gemm{"f16 M=64 x [4096,4096]^T", 64, 4096, 4096, mx::float16, true}}) {
-      auto a = gpu_uniform({g.m, g.k}, 20, g.dt);
-      auto b = g.b_t ? mx::transpose(gpu_uniform({g.n, g.k}, 21, g.dt))
-                     : gpu_uniform({g.k, g.n}, 21, g.dt);
+      auto a = bench::gpu_uniform({g.m, g.k}, 20, g.dt);
+      auto b = g.b_t ? mx::transpose(bench::gpu_uniform({g.n, g.k}, 21, g.dt))
+                     : bench::gpu_uniform({g.k, g.n}, 21, g.dt);
       int reps_g = g.m >= 4096 ? 2 : reps;
       auto t = measure_op([&] { return mx::matmul(a, b); }, batch, reps_g);
       double flops = 2.0 * g.m * g.n * g.k;
       std::printf("| %s | %.1f | %.1f | %.1f |\n", g.name, t.gpu_ms * 1e3, t.wall_ms * 1e3,
                   t.gpu_ms > 0 ? flops / (t.gpu_ms * 1e-3) / 1e12 : 0.0);
     }
-    auto x512 = gpu_uniform({512, 14336}, 22, mx::float16);
-    auto q = mx::quantize(gpu_uniform({4096, 14336}, 23, mx::float16), 64, 4);
+    auto x512 = bench::gpu_uniform({512, 14336}, 22, mx::float16);
+    auto q = mx::quantize(bench::gpu_uniform({4096, 14336}, 23, mx::float16), 64, 4);
     mx::eval(q);
     auto t = measure_op([&] { return mx::quantized_matmul(x512, q[0], q[1], q[2], true, 64, 4); },
                         batch, reps);

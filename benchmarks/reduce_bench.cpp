@@ -23,22 +23,6 @@ using bench::TimedRow;
 
 namespace {
 
-mx::array gpu_uniform(const mx::Shape& shape, int seed, mx::Dtype dt = mx::float32) {
-  auto x = mx::astype(mx::random::uniform(shape, mx::float32, mx::random::key(seed)), dt);
-  auto g = mx::copy(x, mx::Device::gpu);
-  g.eval();
-  return g;
-}
-
-bool wanted(const std::string& block) {
-  const char* only = std::getenv("REDUCE_BENCH_ONLY");
-  if (!only || !*only) {
-    return true;
-  }
-  std::string list = std::string(",") + only + ",";
-  return list.find("," + block + ",") != std::string::npos;
-}
-
 void sustain(const mx::array& s, double seconds) {
   double t0 = bench::now_ms();
   while (bench::now_ms() - t0 < 1000.0 * seconds) {
@@ -71,25 +55,25 @@ int main() {
 
   // Every input first.
   int n = 1 << 26;
-  auto i64a = mx::astype(gpu_uniform({n}, 1), mx::int64);
-  auto i64b = mx::astype(gpu_uniform({n}, 2), mx::int64);
-  auto big = gpu_uniform({1 << 28}, 3);  // 256M float32 = 1 GiB
-  auto m = gpu_uniform({8192, 8192}, 4);
-  auto s = gpu_uniform({5, 4096, 4096}, 5);
-  auto logits = gpu_uniform({512, 32000}, 6);
-  auto s1 = gpu_uniform({1, 1024}, 7);
-  auto s16 = gpu_uniform({16, 1024}, 8);
-  auto vocab = gpu_uniform({1, 151936}, 17);
-  auto h = gpu_uniform({4096, 4096}, 9, mx::bfloat16);
-  auto w = gpu_uniform({4096}, 10, mx::bfloat16);
-  auto b = gpu_uniform({4096}, 11, mx::bfloat16);
-  auto h32 = gpu_uniform({4096, 4096}, 18);
-  auto w32 = gpu_uniform({4096}, 19);
-  auto h1 = gpu_uniform({1, 1024}, 12, mx::bfloat16);
-  auto h16 = gpu_uniform({16, 1024}, 13, mx::bfloat16);
-  auto w1 = gpu_uniform({1024}, 14, mx::bfloat16);
-  auto q16 = gpu_uniform({1, 32, 4096, 128}, 15, mx::float16);
-  auto qb = gpu_uniform({1, 32, 4096, 128}, 16, mx::bfloat16);
+  auto i64a = mx::astype(bench::gpu_uniform({n}, 1), mx::int64);
+  auto i64b = mx::astype(bench::gpu_uniform({n}, 2), mx::int64);
+  auto big = bench::gpu_uniform({1 << 28}, 3);  // 256M float32 = 1 GiB
+  auto m = bench::gpu_uniform({8192, 8192}, 4);
+  auto s = bench::gpu_uniform({5, 4096, 4096}, 5);
+  auto logits = bench::gpu_uniform({512, 32000}, 6);
+  auto s1 = bench::gpu_uniform({1, 1024}, 7);
+  auto s16 = bench::gpu_uniform({16, 1024}, 8);
+  auto vocab = bench::gpu_uniform({1, 151936}, 17);
+  auto h = bench::gpu_uniform({4096, 4096}, 9, mx::bfloat16);
+  auto w = bench::gpu_uniform({4096}, 10, mx::bfloat16);
+  auto b = bench::gpu_uniform({4096}, 11, mx::bfloat16);
+  auto h32 = bench::gpu_uniform({4096, 4096}, 18);
+  auto w32 = bench::gpu_uniform({4096}, 19);
+  auto h1 = bench::gpu_uniform({1, 1024}, 12, mx::bfloat16);
+  auto h16 = bench::gpu_uniform({16, 1024}, 13, mx::bfloat16);
+  auto w1 = bench::gpu_uniform({1024}, 14, mx::bfloat16);
+  auto q16 = bench::gpu_uniform({1, 32, 4096, 128}, 15, mx::float16);
+  auto qb = bench::gpu_uniform({1, 32, 4096, 128}, 16, mx::bfloat16);
   mx::eval({i64a, i64b});
 
   if (const char* secs = std::getenv("REDUCE_BENCH_SUSTAIN")) {
@@ -98,36 +82,29 @@ int main() {
 
   bench::warm_gpu(i64a, 500);
   // Peak: 2 x 512 MiB of int64 read and 64 MiB of bool written; 512 MiB copied.
-  double read_gbs = 17.0 * n /
-                    (measure_op([&] { return mx::equal(i64a, i64b); }, batch, reps).gpu_ms * 1e-3) /
-                    1e9;
-  double copy_gbs =
-      16.0 * n / (measure_op([&] { return mx::copy(i64a); }, batch, reps).gpu_ms * 1e-3) / 1e9;
-  double peak = std::max(read_gbs, copy_gbs);
-  std::printf("peak (GPU time): read kernel %.0f GB/s, copy kernel %.0f GB/s\n", read_gbs,
-              copy_gbs);
+  double peak = bench::measure_peak(i64a, i64b, batch, reps);
 
   std::vector<TimedRow> rows;
   auto add = [&](const char* name, double bytes, const std::function<mx::array()>& make) {
     rows.push_back({name, bytes, measure_op(make, batch, reps)});
   };
-  if (wanted("sum")) {
+  if (bench::wanted("REDUCE_BENCH_ONLY", "sum")) {
     add("sum f32 256M (all)", 4.0 * (1 << 28), [&] { return mx::sum(big); });
   }
-  if (wanted("rows")) {
+  if (bench::wanted("REDUCE_BENCH_ONLY", "rows")) {
     double bytes = 4.0 * 8192 * 8192;
     add("row sum f32 8192x8192", bytes, [&] { return mx::sum(m, 1); });
     add("column sum f32 8192x8192", bytes, [&] { return mx::sum(m, 0); });
     add("max f32 8192x8192 (rows)", bytes, [&] { return mx::max(m, 1); });
   }
-  if (wanted("softmax")) {
+  if (bench::wanted("REDUCE_BENCH_ONLY", "softmax")) {
     add("softmax f32 5x4096x4096", 2 * 4.0 * 5 * 4096 * 4096, [&] { return mx::softmax(s, -1); });
   }
-  if (wanted("argmax")) {
+  if (bench::wanted("REDUCE_BENCH_ONLY", "argmax")) {
     add("argmax f32 512x32000", 4.0 * 512 * 32000, [&] { return mx::argmax(logits, -1); });
     add("argmax f32 1x151936 (decode)", 4.0 * 151936, [&] { return mx::argmax(vocab, -1); });
   }
-  if (wanted("decode")) {
+  if (bench::wanted("REDUCE_BENCH_ONLY", "decode")) {
     add("softmax f32 1x1024 (decode)", 2 * 4.0 * 1024, [&] { return mx::softmax(s1, -1); });
     add("softmax f32 16x1024", 2 * 4.0 * 16 * 1024, [&] { return mx::softmax(s16, -1); });
     add("rms_norm bf16 1x1024 (decode)", 2 * 2.0 * 1024,
@@ -135,7 +112,7 @@ int main() {
     add("rms_norm bf16 16x1024", 2 * 2.0 * 16 * 1024,
         [&] { return mx::fast::rms_norm(h16, w1, 1e-5f); });
   }
-  if (wanted("norm")) {
+  if (bench::wanted("REDUCE_BENCH_ONLY", "norm")) {
     double bytes = 2 * 2.0 * 4096 * 4096;
     add("rms_norm bf16 4096x4096", bytes, [&] { return mx::fast::rms_norm(h, w, 1e-5f); });
     add("layer_norm bf16 4096x4096", bytes, [&] { return mx::fast::layer_norm(h, w, b, 1e-5f); });
@@ -143,14 +120,14 @@ int main() {
         [&] { return mx::fast::rms_norm(h, std::nullopt, 1e-5f); });
     add("rms_norm f32 4096x4096", 2 * bytes, [&] { return mx::fast::rms_norm(h32, w32, 1e-5f); });
   }
-  if (wanted("rope")) {
+  if (bench::wanted("REDUCE_BENCH_ONLY", "rope")) {
     double bytes = 2 * 2.0 * 32 * 4096 * 128;
     add("rope f16 1x32x4096x128", bytes,
         [&] { return mx::fast::rope(q16, 128, false, 10000.0f, 1.0f, 7); });
     add("rope bf16 1x32x4096x128", bytes,
         [&] { return mx::fast::rope(qb, 128, false, 10000.0f, 1.0f, 7); });
   }
-  if (wanted("scan")) {
+  if (bench::wanted("REDUCE_BENCH_ONLY", "scan")) {
     add("cumsum f32 8192x8192 (rows)", 2 * 4.0 * 8192 * 8192, [&] { return mx::cumsum(m, 1); });
   }
   bench::print_timed_table(rows, peak);

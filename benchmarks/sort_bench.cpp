@@ -10,17 +10,6 @@ namespace mx = mlx::core;
 using bench::measure_op;
 using bench::TimedRow;
 
-namespace {
-
-mx::array gpu_uniform(const mx::Shape& shape, int seed) {
-  auto g =
-      mx::copy(mx::random::uniform(shape, mx::float32, mx::random::key(seed)), mx::Device::gpu);
-  g.eval();
-  return g;
-}
-
-}  // namespace
-
 int main() {
   if (!mx::gpu::is_available()) {
     std::fprintf(stderr, "sort_bench: no Vulkan device found\n");
@@ -32,19 +21,12 @@ int main() {
   mx::vulkan::set_profiling(true);
   const int batch = 10, reps = 5;
   int n = 1 << 26;
-  auto i64a = mx::astype(gpu_uniform({n}, 1), mx::int64);
-  auto i64b = mx::astype(gpu_uniform({n}, 2), mx::int64);
-  auto row = gpu_uniform({1, 151936}, 3);
-  auto rows = gpu_uniform({64, 151936}, 4);
+  auto i64a = mx::astype(bench::gpu_uniform({n}, 1), mx::int64);
+  auto i64b = mx::astype(bench::gpu_uniform({n}, 2), mx::int64);
+  auto row = bench::gpu_uniform({1, 151936}, 3);
+  auto rows = bench::gpu_uniform({64, 151936}, 4);
   bench::warm_gpu(i64a, 500);
-  double read_gbs = 17.0 * n /
-                    (measure_op([&] { return mx::equal(i64a, i64b); }, batch, reps).gpu_ms * 1e-3) /
-                    1e9;
-  double copy_gbs =
-      16.0 * n / (measure_op([&] { return mx::copy(i64a); }, batch, reps).gpu_ms * 1e-3) / 1e9;
-  double peak = std::max(read_gbs, copy_gbs);
-  std::printf("peak (GPU time): read kernel %.0f GB/s, copy kernel %.0f GB/s\n", read_gbs,
-              copy_gbs);
+  double peak = bench::measure_peak(i64a, i64b, batch, reps);
   std::vector<TimedRow> out;
   out.push_back({"argsort f32 1x151936", 8.0 * 151936,
                  measure_op([&] { return mx::argsort(row, -1); }, batch, reps)});
