@@ -17,13 +17,13 @@ class TensorFactory {
 
   void linear(const std::string& path, int out_dim, int in_dim) {
     auto w = mx::random::normal({out_dim, in_dim}, mx::bfloat16, 0.0f, options_.weight_scale,
-                                next_key(), mx::Device::cpu);
+                                next_key(), options_.device);
     auto q = config_.quantization_for(path);
     if (q.group_size == 0) {
       put(path + ".weight", w);
       return;
     }
-    auto parts = mx::quantize(w, q.group_size, q.bits, "affine", std::nullopt, mx::Device::cpu);
+    auto parts = mx::quantize(w, q.group_size, q.bits, "affine", std::nullopt, options_.device);
     put(path + ".weight", parts[0]);
     put(path + ".scales", parts[1]);
     put(path + ".biases", parts[2]);
@@ -31,8 +31,8 @@ class TensorFactory {
 
   void norm(const std::string& name, int size) {
     auto jitter = mx::random::normal({size}, mx::float32, 0.0f, options_.norm_jitter, next_key(),
-                                     mx::Device::cpu);
-    put(name, mx::astype(mx::array(1.0f) + jitter, mx::bfloat16, mx::Device::cpu));
+                                     options_.device);
+    put(name, mx::astype(mx::array(1.0f) + jitter, mx::bfloat16, options_.device));
   }
 
  private:
