@@ -165,7 +165,7 @@ Config named_config(const std::string& name) {
     c.head_dim = 128;
     c.vocab_size = 151936;
     c.max_position_embeddings = 40960;
-  } else if (name == "tiny") {
+  } else if (name == "tiny" || name == "tiny-qwen3-vocab") {
     c.hidden_size = 128;
     c.num_hidden_layers = 2;
     c.intermediate_size = 256;
@@ -174,9 +174,15 @@ Config named_config(const std::string& name) {
     c.head_dim = 32;
     c.vocab_size = 512;
     c.max_position_embeddings = 512;
+    if (name == "tiny-qwen3-vocab") {
+      // Qwen3's vocabulary, so the real tokenizer's ids are valid (11 MB of weights, most of
+      // them the 4-bit embedding).
+      c.vocab_size = 151936;
+      c.max_position_embeddings = 40960;
+    }
   } else {
     throw std::invalid_argument(std::string("[qwen3] unknown config '") + name +
-                                "' (known: qwen3-0.6b, tiny)");
+                                "' (known: qwen3-0.6b, tiny, tiny-qwen3-vocab)");
   }
   return c;
 }

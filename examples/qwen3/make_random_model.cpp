@@ -1,5 +1,7 @@
-// qwen3_make_random_model --config tiny|qwen3-0.6b --out DIR [--seed S] [--shard-mb N]
-// Writes a random-weight model directory in the MLX community layout (random_model.h).
+// qwen3_make_random_model --config tiny|tiny-qwen3-vocab|qwen3-0.6b --out DIR [--seed S]
+//                         [--shard-mb N] [--tokenizer PATH]
+// Writes a random-weight model directory in the MLX community layout (random_model.h), with
+// a copy of the tokenizer.json at PATH when given.
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -26,9 +28,12 @@ int main(int argc, char** argv) {
       options.seed = std::stoull(value());
     } else if (arg == "--shard-mb") {
       options.max_shard_bytes = std::stoull(value()) << 20;
+    } else if (arg == "--tokenizer") {
+      options.tokenizer_json = value();
     } else {
       std::cerr << "usage: " << argv[0]
-                << " --config tiny|qwen3-0.6b --out DIR [--seed S] [--shard-mb N]\n";
+                << " --config tiny|tiny-qwen3-vocab|qwen3-0.6b --out DIR [--seed S]"
+                   " [--shard-mb N] [--tokenizer PATH]\n";
       return 2;
     }
   }

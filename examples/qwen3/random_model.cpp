@@ -84,6 +84,9 @@ Weights random_weights(const Config& c, const RandomModelOptions& o) {
 
 void write_random_model(const std::string& model_dir, const Config& c,
                         const RandomModelOptions& o) {
+  if (!o.tokenizer_json.empty() && !std::filesystem::is_regular_file(o.tokenizer_json)) {
+    throw std::invalid_argument("[qwen3] tokenizer " + o.tokenizer_json + " is not a file");
+  }
   std::filesystem::create_directories(model_dir);
   save_weights(model_dir, random_weights(c, o), o.max_shard_bytes);
   std::string path = model_dir + "/config.json";
@@ -91,6 +94,10 @@ void write_random_model(const std::string& model_dir, const Config& c,
   out << config_to_json(c);
   if (!out) {
     throw std::runtime_error(std::string("[qwen3] cannot write ") + path);
+  }
+  if (!o.tokenizer_json.empty()) {
+    std::filesystem::copy_file(o.tokenizer_json, model_dir + "/tokenizer.json",
+                               std::filesystem::copy_options::overwrite_existing);
   }
 }
 

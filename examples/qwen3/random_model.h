@@ -19,6 +19,9 @@ struct RandomModelOptions {
   // Norm weights are 1 + norm_jitter * normal, so the tests see them applied.
   float norm_jitter = 0.1f;
   size_t max_shard_bytes = 0;  // 0: one model.safetensors
+  // A tokenizer.json to copy into the directory (empty: none). Its ids must fit the config's
+  // vocab_size ("tiny-qwen3-vocab" for Qwen3's).
+  std::string tokenizer_json;
   // Where the weights are drawn and quantized. Benchmarks use the GPU, which makes the 0.6b
   // weights in seconds instead of most of a minute; the values may differ from the CPU's in
   // the last bits of the normal transform, so tests keep the CPU.
@@ -28,7 +31,7 @@ struct RandomModelOptions {
 // The tensors only (evaluated, on the CPU).
 Weights random_weights(const Config& config, const RandomModelOptions& options = {});
 
-// config.json + the tensors into `model_dir` (created if needed).
+// config.json + the tensors (+ tokenizer.json) into `model_dir` (created if needed).
 void write_random_model(const std::string& model_dir, const Config& config,
                         const RandomModelOptions& options = {});
 
