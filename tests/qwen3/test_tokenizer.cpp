@@ -325,9 +325,7 @@ TEST_CASE("text generation streams decodable text from a tiny model with Qwen3's
   auto prompt = local.encode(qwen3::chat_prompt("Tell me about llamas 🦙."));
   CHECK(prompt == t.encode(qwen3::chat_prompt("Tell me about llamas 🦙.")));
   qwen3::GenerateOptions options;
-  options.max_tokens = 12;
-  options.sampler.temperature = 1.0f;
-  options.sampler.seed = 3;
+  options.max_tokens = 8;
   qwen3::StreamDecoder stream(local);
   std::string text;
   options.on_token = [&](int id) {
@@ -336,7 +334,7 @@ TEST_CASE("text generation streams decodable text from a tiny model with Qwen3's
   };
   auto tokens = qwen3::generate(model, prompt, options);
   text += stream.flush();
-  REQUIRE(tokens.size() == 12);
+  REQUIRE(tokens.size() == 8);
   for (int id : tokens) {
     CHECK(id >= 0);
     CHECK(id < 151936);
