@@ -175,8 +175,9 @@ struct Tokenizer::Impl {
   mutable std::unordered_map<std::string, std::vector<int>> cache;
 
   void set_token(int id, std::string text_bytes, const std::string& what) {
-    if (id < 0) {
-      throw tokenizer_error(source, what + " has a negative id");
+    // Ids index dense tables: a bound keeps a corrupt file from allocating gigabytes.
+    if (id < 0 || id >= (1 << 24)) {
+      throw tokenizer_error(source, what + " has id " + std::to_string(id) + ", outside [0, 2^24)");
     }
     if (static_cast<size_t>(id) >= bytes.size()) {
       bytes.resize(id + 1);
