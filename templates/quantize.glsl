@@ -11,7 +11,8 @@
 //     scale = max((max - min) / n_bins, 1e-7) signed toward the end of larger magnitude
 //     (the edge), moved so that the edge is a grid point, then
 //     q = clamp(rint((w - bias) / scale), 0, n_bins) (NaN gives 0).
-// The divisions must be correctly rounded for the words to match (div_rn).
+// The divisions must be correctly rounded for the words to match (div_rn, exact on every
+// device).
 //
 // The engine defines QUANT_OP, BITS, GS, IN0_* (dequantize: the scales and biases;
 // quantize: w) and OUT_* (dequantize: the output; quantize: the scales and biases).
@@ -106,14 +107,47 @@ void main() {
   }
 }
 #else
-// x / y. Bit-exact quantization needs the correctly rounded quotient, which Vulkan does
-// not promise (OpFDiv may be 2.5 ulp off) and a correction step cannot give portably
-// (GLSL's fma need not be fused: on lavapipe the step made results worse). lavapipe
-// divides exactly (tests/gpu_diff/test_quantized.cpp checks every word and scale);
-// docs/quantization.md lists the drivers verified.
+// x / y, correctly rounded (round to nearest even). Bit-exact quantization needs it, and
+// Vulkan does not promise it: OpFDiv may be 2.5 ulp off (NVIDIA's is; lavapipe's is
+// exact), and a correction step through fma() is not portable either (GLSL's fma need not
+// be fused: on lavapipe such a step made results worse). So the significands are divided
+// as integers, by long division, which every device does exactly. Zeros, subnormals,
+// infinities, NaN and quotients outside the normal range keep the hardware's quotient;
+// quantization never divides such values except by its own 1e-7 floor.
 float div_rn(float x, float y) {
-  precise float q = x / y;
-  return q;
+  uint bx = floatBitsToUint(x), by = floatBitsToUint(y);
+  int ex = int((bx >> 23) & 0xffu), ey = int((by >> 23) & 0xffu);
+  if (ex == 0 || ey == 0 || ex == 255 || ey == 255) {
+    precise float q = x / y;
+    return q;
+  }
+  uint mx = (bx & 0x7fffffu) | 0x800000u, my = (by & 0x7fffffu) | 0x800000u;
+  // q = floor(mx * 2^25 / my): 25 or 26 bits, as mx / my is in (1/2, 2); r != 0 is sticky.
+  uint q = 0u, r = mx;
+  for (int i = 0; i < 26; ++i) {
+    q <<= 1;
+    if (r >= my) {
+      r -= my;
+      q |= 1u;
+    }
+    r <<= 1;
+  }
+  uint shift = q >= (1u << 25) ? 2u : 1u;
+  int e = ex - ey + 127 - (shift == 2u ? 0 : 1);
+  uint mant = q >> shift;  // 24 bits, the leading one included
+  uint low = q & ((1u << shift) - 1u), midpoint = 1u << (shift - 1u);
+  if (low > midpoint || (low == midpoint && (r != 0u || (mant & 1u) != 0u))) {
+    mant += 1u;
+    if (mant == (1u << 24)) {
+      mant >>= 1;
+      e += 1;
+    }
+  }
+  if (e < 1 || e > 254) {
+    precise float h = x / y;
+    return h;
+  }
+  return uintBitsToFloat(((bx ^ by) & 0x80000000u) | (uint(e) << 23) | (mant & 0x7fffffu));
 }
 
 void main() {
