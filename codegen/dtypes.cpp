@@ -106,6 +106,31 @@ void add_output_defines(const DtypeInfo& dt, std::vector<std::string>& defines) 
   defines.push_back(std::string("OUT_ST ") + dt.storage);
   defines.push_back(std::string("OUT_CT ") + dt.compute);
   defines.push_back(std::string("OUT_STORE(v) ") + dt.store);
+  defines.push_back("OUT_ROUND(v) " + round_expr(dt, "(v)"));
+}
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) {
+    s.replace(p, from.size(), to);
+  }
+  return s;
+}
+
+std::string round_expr(const DtypeInfo& dt, const std::string& v) {
+  // Built with append: GCC 12 reports a false -Wrestrict for "literal" + string here.
+  std::string out;
+  if (dt.kind == Kind::Bool) {
+    out.append("uint(").append(v).append(")");
+  } else if (dt.kind != Kind::Float || dt.bits != 16) {
+    out = v;
+  } else if (std::string(dt.name) == "f16") {
+    // Never to_bits then from_bits for f16: see f16_round in types.glsl.
+    out.append("f16_round(").append(v).append(")");
+  } else {
+    std::string bits = replace_all(dt.to_bits, "(v)", std::string("(").append(v).append(")"));
+    out = replace_all(dt.from_bits, "(b)", std::string("(").append(bits).append(")"));
+  }
+  return out;
 }
 
 std::string convert_expr(const DtypeInfo& from, const DtypeInfo& to, const std::string& x) {

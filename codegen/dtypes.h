@@ -42,10 +42,17 @@ std::vector<std::string> storage_defines(const std::vector<const DtypeInfo*>& dt
                                          const DeviceCaps& caps, const std::string& where);
 
 // An input's <prefix>ST / CT / LOAD(x) defines (prefix "IN0_", ...), and the output's
-// OUT_ST / OUT_CT / OUT_STORE(v).
+// OUT_ST / OUT_CT / OUT_STORE(v) / OUT_ROUND(v) (round_expr).
 void add_input_defines(const std::string& prefix, const DtypeInfo& dt,
                        std::vector<std::string>& defines);
 void add_output_defines(const DtypeInfo& dt, std::vector<std::string>& defines);
+
+// GLSL expression rounding compute value `v` to `dt` in registers, as a store and reload would
+// (f16/bf16 rounding, bool 0/1; other dtypes unchanged).
+std::string round_expr(const DtypeInfo& dt, const std::string& v);
+
+// `s` with every `from` replaced by `to`.
+std::string replace_all(std::string s, const std::string& from, const std::string& to);
 
 // GLSL expression converting compute value `x` of `from` to the compute type of `to`, with
 // MLX's cast semantics (float -> int saturates, NaN -> 0; any -> bool is != 0).

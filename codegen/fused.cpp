@@ -40,13 +40,6 @@ std::string join(const std::vector<std::string>& v, char sep) {
   return out;
 }
 
-std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-  for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) {
-    s.replace(p, from.size(), to);
-  }
-  return s;
-}
-
 bool emittable_dtype(const std::string& name) {
   return name == "f32" || name == "f16" || name == "bf16" || name == "b";
 }
@@ -180,15 +173,8 @@ KernelSource render_fused(const KernelKey& key, const DeviceCaps& caps) {
       }
       expr = name + "(" + join(exprs, ',') + ")";
     }
-    // Round to the node's dtype as a store and reload would (the lanes' bit conversions).
-    std::string rounded = expr;
-    if (out.kind == Kind::Bool) {
-      rounded = "uint(" + expr + ")";
-    } else if (out.bits == 16) {
-      rounded = replace_all(out.from_bits, "(b)",
-                            "(" + replace_all(out.to_bits, "(v)", "(" + expr + ")") + ")");
-    }
-    body << out.compute << " v" << k << " = " << rounded << "; ";
+    // Round to the node's dtype as a store and reload would.
+    body << out.compute << " v" << k << " = " << round_expr(out, expr) << "; ";
   }
   for (size_t j = 0; j < t.outputs.size(); ++j) {
     int node = t.outputs[j];

@@ -102,7 +102,7 @@ void main() {
     }
 #endif
     precise float scaled = s * float(v & MASK);
-    precise float sum = float(IN0_LOAD(OUT_STORE(scaled))) + b;
+    precise float sum = float(OUT_ROUND(scaled)) + b;
     outv[uint(out0 + j)] = OUT_STORE(sum);
   }
 }

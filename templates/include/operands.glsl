@@ -1,5 +1,6 @@
 // What every kernel family shares about its operands: the storage type in the buffer, the
-// compute type and the conversions between them for input 0 and the output (defaults: f32),
+// compute type and the conversions between them for input 0 and the output (defaults: f32;
+// OUT_ROUND rounds a compute value to the output dtype in registers),
 // and the index type (IDX64: 64-bit index math, which needs shaderInt64).
 #ifndef MLX_OPERANDS_GLSL
 #define MLX_OPERANDS_GLSL
@@ -16,6 +17,7 @@
 #define OUT_ST float
 #define OUT_CT float
 #define OUT_STORE(v) (v)
+#define OUT_ROUND(v) (v)
 #endif
 
 #if IDX64

@@ -42,17 +42,8 @@
 #ifndef MLX_F16_HW
 #define MLX_F16_HW 0
 #endif
-#if MLX_F16_HW
-// The hardware's conversions, where codegen knows them exact (DeviceCaps::f16_hw_convert).
-float f16_bits_to_f32(uint h) {
-  return unpackHalf2x16(h).x;
-}
-uint f32_to_f16_bits(float f) {
-  return packHalf2x16(vec2(f, 0.0f)) & 0xffffu;
-}
-#else
 // IEEE half bits -> f32 (exact).
-float f16_bits_to_f32(uint h) {
+float f16_bits_to_f32_sw(uint h) {
   uint sign = (h & 0x8000u) << 16;
   uint e = (h >> 10) & 0x1fu;
   uint m = h & 0x3ffu;
@@ -70,7 +61,7 @@ float f16_bits_to_f32(uint h) {
 }
 
 // f32 -> IEEE half bits, round to nearest-even; NaN stays a quiet NaN.
-uint f32_to_f16_bits(float f) {
+uint f32_to_f16_bits_sw(float f) {
   uint x = floatBitsToUint(f);
   uint sign = (x >> 16) & 0x8000u;
   uint e32 = (x >> 23) & 0xffu;
@@ -103,7 +94,31 @@ uint f32_to_f16_bits(float f) {
   }
   return h;
 }
+
+#if MLX_F16_HW
+// The hardware's conversions, where codegen knows them exact (DeviceCaps::f16_hw_convert).
+float f16_bits_to_f32(uint h) {
+  return unpackHalf2x16(h).x;
+}
+uint f32_to_f16_bits(float f) {
+  return packHalf2x16(vec2(f, 0.0f)) & 0xffffu;
+}
+#else
+float f16_bits_to_f32(uint h) {
+  return f16_bits_to_f32_sw(h);
+}
+uint f32_to_f16_bits(float f) {
+  return f32_to_f16_bits_sw(f);
+}
 #endif
+
+// f32 -> f16 -> f32 in registers, as a store and reload would give. Always the exact
+// routines: NVIDIA's compiler (H100, driver 580) turns unpackHalf2x16(packHalf2x16(x))
+// within one kernel into something that is not a round to nearest-even (results 1 ulp off
+// a real store and reload), although either conversion alone is exact.
+float f16_round(float f) {
+  return f16_bits_to_f32_sw(f32_to_f16_bits_sw(f));
+}
 
 float bf16_bits_to_f32(uint b) {
   return uintBitsToFloat(b << 16);
