@@ -1,0 +1,193 @@
+// Qwen3 decode and prefill on the GPU (issue 16 item 8, docs/performance.md) on a random
+// model of a named config (examples/qwen3; default qwen3-0.6b: 4-bit g64, bf16), made on the
+// GPU in-process so nothing is read from disk.
+//
+// 1. The run's bandwidth peak (our copy and read kernels on 512 MiB int64 arrays).
+// 2. Decode at contexts 0, 512 and 4096 (the cache holds that many positions first): wall
+//    time per token as generate() runs it (build the step's graph, eval, read the token back),
+//    GPU busy time per token from timestamps, dispatches / barriers / submissions per token,
+//    and the bandwidth floor: (weight bytes + KV bytes read) / peak.
+// 3. Prefill of 512- and 4096-token prompts in one forward pass: tok/s.
+// 4. The kernels of one decode step by GPU time (MLX_VK_PROFILE's table).
+//
+// Usage: qwen3_bench [config name, default qwen3-0.6b] [decode steps, default 64]
+//        (QWEN3_BENCH_ONLY=decode,prefill,profile runs a subset)
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "bench_util.h"
+#include "mlx/backend/vulkan/command_encoder.h"
+#include "model.h"
+#include "random_model.h"
+
+namespace {
+
+namespace mx = mlx::core;
+using bench::now_ms;
+
+struct Counts {
+  size_t dispatches, barriers, submissions;
+};
+
+Counts counts() {
+  auto s = mx::vulkan::encoder_stats();
+  return {s.dispatches, s.barriers, s.submissions};
+}
+
+// Bytes of every weight tensor: a decode step reads each once (the tied embedding once more
+// as the lm_head; its one gathered row is negligible).
+double weight_bytes(const qwen3::Weights& w) {
+  double total = 0;
+  for (auto& [name, a] : w) {
+    total += static_cast<double>(a.nbytes());
+  }
+  return total;
+}
+
+// One greedy step as generate() does it: logits of the last position, argmax, evaluate the
+// token with the caches, read the token back.
+int decode_step(const qwen3::Model& model, std::vector<qwen3::KVCache>& cache, int token) {
+  auto logits = model(mx::array({token}, {1, 1}, mx::int32), cache, true);
+  auto next = mx::astype(mx::argmax(mx::reshape(logits, {1, -1}), -1), mx::int32);
+  std::vector<mx::array> outputs{next};
+  for (auto& c : cache) {
+    outputs.push_back(c.keys);
+    outputs.push_back(c.values);
+  }
+  mx::eval(outputs);
+  return next.item<int>();
+}
+
+void prefill(const qwen3::Model& model, std::vector<qwen3::KVCache>& cache, int length) {
+  std::vector<int> ids(length);
+  for (int i = 0; i < length; ++i) {
+    ids[i] = (i * 7919 + 13) % model.config().vocab_size;
+  }
+  auto logits = model(mx::array(ids.begin(), {1, length}, mx::int32), cache, true);
+  std::vector<mx::array> outputs{logits};
+  for (auto& c : cache) {
+    outputs.push_back(c.keys);
+    outputs.push_back(c.values);
+  }
+  mx::eval(outputs);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (!mx::gpu::is_available()) {
+    std::fprintf(stderr, "qwen3_bench: no Vulkan device found\n");
+    return 1;
+  }
+  std::string name = argc > 1 ? argv[1] : "qwen3-0.6b";
+  const int steps = argc > 2 ? std::stoi(argv[2]) : 64;
+  mx::set_default_device(mx::Device::gpu);
+  const auto& info = mx::gpu::device_info();
+  std::printf("device: %s\nmodel: random %s\n",
+              std::get<std::string>(info.at("device_name")).c_str(), name.c_str());
+
+  auto config = qwen3::named_config(name);
+  qwen3::RandomModelOptions ro;
+  ro.device = mx::Device::gpu;
+  double t0 = now_ms();
+  auto weights = qwen3::random_weights(config, ro);
+  qwen3::Model model(config, weights, "random " + name);
+  const double wbytes = weight_bytes(weights);
+  std::printf("weights: %.1f MiB, made on the GPU in %.0f ms\n", wbytes / (1 << 20),
+              now_ms() - t0);
+
+  mx::vulkan::set_profiling(true);
+  double peak;
+  {
+    // 512 MiB arrays (a peak needs buffers far larger than caches); 32 MiB for the tiny
+    // model, which is for trying the benchmark on small devices such as lavapipe.
+    int n = name == "tiny" ? 1 << 22 : 1 << 26;
+    auto a = mx::astype(bench::gpu_uniform({n}, 1, mx::float32), mx::int64);
+    auto b = mx::astype(bench::gpu_uniform({n}, 2, mx::float32), mx::int64);
+    bench::warm_gpu(a, 300);
+    peak = bench::measure_peak(a, b, 10, 5);
+  }
+  const double kv_bytes_per_position = 2.0 * config.num_hidden_layers *
+                                       config.num_key_value_heads * config.head_dim *
+                                       mx::size_of(model.dtype());
+
+  if (bench::wanted("QWEN3_BENCH_ONLY", "decode")) {
+    std::printf(
+        "\n| decode at context | tok/s (wall) | ms/token (wall) | GPU busy ms/token | floor ms "
+        "(bytes/peak) | GPU busy / floor | dispatches/token | barriers/token | "
+        "submissions/token |\n|---|---|---|---|---|---|---|---|---|\n");
+    for (int context : {0, 512, 4096}) {
+      auto cache = model.make_cache(context + 2 * steps + 8);
+      if (context > 0) {
+        prefill(model, cache, context);
+      }
+      int token = 1;
+      // Warm-up: kernels for this context class, clocks up.
+      for (int i = 0; i < 8; ++i) {
+        token = decode_step(model, cache, token);
+      }
+      mx::vulkan::set_profiling(false);
+      auto c0 = counts();
+      double w0 = now_ms();
+      for (int i = 0; i < steps; ++i) {
+        token = decode_step(model, cache, token);
+      }
+      double wall = (now_ms() - w0) / steps;
+      auto c1 = counts();
+      mx::vulkan::set_profiling(true);
+      mx::synchronize();
+      mx::vulkan::reset_kernel_times();
+      for (int i = 0; i < steps / 2; ++i) {
+        token = decode_step(model, cache, token);
+      }
+      mx::synchronize();
+      double busy = mx::vulkan::gpu_busy_us() / 1000.0 / (steps / 2);
+      double mid_context = context + 8 + steps + steps / 4.0;
+      double floor = (wbytes + kv_bytes_per_position * mid_context) / (peak * 1e9) * 1e3;
+      std::printf("| %d | %.1f | %.3f | %.3f | %.3f | %.2f | %.1f | %.1f | %.2f |\n", context,
+                  1e3 / wall, wall, busy, floor, busy / floor,
+                  double(c1.dispatches - c0.dispatches) / steps,
+                  double(c1.barriers - c0.barriers) / steps,
+                  double(c1.submissions - c0.submissions) / steps);
+    }
+  }
+
+  if (bench::wanted("QWEN3_BENCH_ONLY", "prefill")) {
+    std::printf("\n| prefill prompt | ms (wall) | tok/s | GPU busy ms |\n|---|---|---|---|\n");
+    for (int length : {512, 4096}) {
+      double best = 1e30, best_busy = 0;
+      for (int r = 0; r < 4; ++r) {
+        auto cache = model.make_cache(length + 8);
+        mx::synchronize();
+        mx::vulkan::reset_kernel_times();
+        double w0 = now_ms();
+        prefill(model, cache, length);
+        mx::synchronize();
+        double ms = now_ms() - w0;
+        if (r > 0 && ms < best) {  // the first run builds this length's kernels
+          best = ms;
+          best_busy = mx::vulkan::gpu_busy_us() / 1000.0;
+        }
+      }
+      std::printf("| %d | %.2f | %.0f | %.2f |\n", length, best, length / best * 1e3, best_busy);
+    }
+  }
+
+  if (bench::wanted("QWEN3_BENCH_ONLY", "profile")) {
+    auto cache = model.make_cache(64);
+    int token = 1;
+    for (int i = 0; i < 4; ++i) {
+      token = decode_step(model, cache, token);
+    }
+    mx::synchronize();
+    mx::vulkan::reset_kernel_times();
+    for (int i = 0; i < 16; ++i) {
+      token = decode_step(model, cache, token);
+    }
+    mx::synchronize();
+    std::printf("\nKernels of 16 decode steps at context ~8 (GPU busy %.1f us per step):\n%s\n",
+                mx::vulkan::gpu_busy_us() / 16, mx::vulkan::profile_report().c_str());
+  }
+  return 0;
+}
