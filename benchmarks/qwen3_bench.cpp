@@ -3,10 +3,10 @@
 // GPU in-process so nothing is read from disk.
 //
 // 1. The run's bandwidth peak (our copy and read kernels on 512 MiB int64 arrays).
-// 2. Decode at contexts 0, 512 and 4096 (the cache holds that many positions first): wall
-//    time per token as generate() runs it (build the step's graph, eval, read the token back),
-//    GPU busy time per token from timestamps, dispatches / barriers / submissions per token,
-//    and the bandwidth floor: (weight bytes + KV bytes read) / peak.
+// 2. Decode after prompts of 1, 512 and 4096 tokens, through qwen3::generate (greedy; the
+//    host builds step t + 1 while the device runs step t): wall time per token, GPU busy time
+//    per token from timestamps (a separate run), dispatches / barriers / submissions per
+//    token, and the bandwidth floor: (weight bytes + KV bytes read) / peak.
 // 3. Prefill of 512- and 4096-token prompts in one forward pass: tok/s.
 // 4. The kernels of one decode step by GPU time (MLX_VK_PROFILE's table).
 //
@@ -18,7 +18,7 @@
 
 #include "bench_util.h"
 #include "mlx/backend/vulkan/command_encoder.h"
-#include "model.h"
+#include "generate.h"
 #include "random_model.h"
 
 namespace {
@@ -45,18 +45,42 @@ double weight_bytes(const qwen3::Weights& w) {
   return total;
 }
 
-// One greedy step as generate() does it: logits of the last position, argmax, evaluate the
-// token with the caches, read the token back.
-int decode_step(const qwen3::Model& model, std::vector<qwen3::KVCache>& cache, int token) {
-  auto logits = model(mx::array({token}, {1, 1}, mx::int32), cache, true);
-  auto next = mx::astype(mx::argmax(mx::reshape(logits, {1, -1}), -1), mx::int32);
-  std::vector<mx::array> outputs{next};
-  for (auto& c : cache) {
-    outputs.push_back(c.keys);
-    outputs.push_back(c.values);
+// Greedy decode as a user gets it: qwen3::generate after a prompt of `context` tokens (one
+// for context 0), each step scheduled before the previous token is read. The rate and the
+// counts span the tokens after the first (the first comes from the prefill).
+struct DecodeRun {
+  double ms_per_token;
+  double gpu_busy_ms_per_token;  // 0 unless profiling
+  Counts per_token;
+};
+
+DecodeRun run_decode(const qwen3::Model& model, int context, int steps) {
+  std::vector<int> prompt(std::max(context, 1));
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    prompt[i] = static_cast<int>((i * 7919 + 13) % model.config().vocab_size);
   }
-  mx::eval(outputs);
-  return next.item<int>();
+  qwen3::GenerateOptions o;
+  o.max_tokens = steps + 1;
+  double t_first = 0, t_last = 0;
+  Counts c_first{}, c_last{};
+  int count = 0;
+  o.on_token = [&](int) {
+    t_last = now_ms();
+    c_last = counts();
+    if (count++ == 0) {
+      t_first = t_last;
+      c_first = c_last;
+      mx::vulkan::reset_kernel_times();
+    }
+    return true;
+  };
+  qwen3::generate(model, prompt, o);
+  mx::synchronize();
+  double n = count - 1;
+  return {(t_last - t_first) / n, mx::vulkan::gpu_busy_us() / 1000.0 / n,
+          {static_cast<size_t>((c_last.dispatches - c_first.dispatches) / n),
+           static_cast<size_t>((c_last.barriers - c_first.barriers) / n),
+           static_cast<size_t>((c_last.submissions - c_first.submissions) / n)}};
 }
 
 void prefill(const qwen3::Model& model, std::vector<qwen3::KVCache>& cache, int length) {
@@ -118,38 +142,17 @@ int main(int argc, char** argv) {
         "(bytes/peak) | GPU busy / floor | dispatches/token | barriers/token | "
         "submissions/token |\n|---|---|---|---|---|---|---|---|---|\n");
     for (int context : {0, 512, 4096}) {
-      auto cache = model.make_cache(context + 2 * steps + 8);
-      if (context > 0) {
-        prefill(model, cache, context);
-      }
-      int token = 1;
-      // Warm-up: kernels for this context class, clocks up.
-      for (int i = 0; i < 8; ++i) {
-        token = decode_step(model, cache, token);
-      }
       mx::vulkan::set_profiling(false);
-      auto c0 = counts();
-      double w0 = now_ms();
-      for (int i = 0; i < steps; ++i) {
-        token = decode_step(model, cache, token);
-      }
-      double wall = (now_ms() - w0) / steps;
-      auto c1 = counts();
+      run_decode(model, context, 8);  // kernels for this context class, clocks up
+      auto timed = run_decode(model, context, steps);
       mx::vulkan::set_profiling(true);
-      mx::synchronize();
-      mx::vulkan::reset_kernel_times();
-      for (int i = 0; i < steps / 2; ++i) {
-        token = decode_step(model, cache, token);
-      }
-      mx::synchronize();
-      double busy = mx::vulkan::gpu_busy_us() / 1000.0 / (steps / 2);
-      double mid_context = context + 8 + steps + steps / 4.0;
+      auto profiled = run_decode(model, context, steps / 2);
+      double mid_context = context + steps / 2.0;
       double floor = (wbytes + kv_bytes_per_position * mid_context) / (peak * 1e9) * 1e3;
-      std::printf("| %d | %.1f | %.3f | %.3f | %.3f | %.2f | %.1f | %.1f | %.2f |\n", context,
-                  1e3 / wall, wall, busy, floor, busy / floor,
-                  double(c1.dispatches - c0.dispatches) / steps,
-                  double(c1.barriers - c0.barriers) / steps,
-                  double(c1.submissions - c0.submissions) / steps);
+      std::printf("| %d | %.1f | %.3f | %.3f | %.3f | %.2f | %zu | %zu | %zu |\n", context,
+                  1e3 / timed.ms_per_token, timed.ms_per_token, profiled.gpu_busy_ms_per_token,
+                  floor, profiled.gpu_busy_ms_per_token / floor, timed.per_token.dispatches,
+                  timed.per_token.barriers, timed.per_token.submissions);
     }
   }
 
@@ -175,19 +178,10 @@ int main(int argc, char** argv) {
   }
 
   if (bench::wanted("QWEN3_BENCH_ONLY", "profile")) {
-    auto cache = model.make_cache(64);
-    int token = 1;
-    for (int i = 0; i < 4; ++i) {
-      token = decode_step(model, cache, token);
-    }
-    mx::synchronize();
-    mx::vulkan::reset_kernel_times();
-    for (int i = 0; i < 16; ++i) {
-      token = decode_step(model, cache, token);
-    }
-    mx::synchronize();
-    std::printf("\nKernels of 16 decode steps at context ~8 (GPU busy %.1f us per step):\n%s\n",
-                mx::vulkan::gpu_busy_us() / 16, mx::vulkan::profile_report().c_str());
+    mx::vulkan::set_profiling(true);
+    auto run = run_decode(model, 0, 16);
+    std::printf("\nKernels of 16 decode steps at context 0 (GPU busy %.1f us per step):\n%s\n",
+                run.gpu_busy_ms_per_token * 1e3, mx::vulkan::profile_report().c_str());
   }
   return 0;
 }

@@ -45,28 +45,42 @@ std::vector<int> generate(const Model& model, const std::vector<int>& prompt,
     key = a;
     return b;
   };
+  // Builds one step's graph and starts it on the device without waiting, so the host
+  // builds step t + 1 while the device runs step t (as MLX-LM's generate_step does).
   auto step = [&](const mx::array& tokens) {
     auto logits = model(tokens, cache, true);
     auto last = mx::reshape(logits, {logits.shape(0), logits.shape(-1)});
     auto token = sample(last, o.sampler, next_key());
-    // Evaluate the caches with the token so every node of the step runs in one graph.
+    // The caches go with the token so every node of the step runs in one graph.
     std::vector<mx::array> outputs{token};
     for (auto& c : cache) {
       outputs.push_back(c.keys);
       outputs.push_back(c.values);
     }
-    mx::eval(outputs);
-    return token.item<int>();
+    mx::async_eval(outputs);
+    return token;
   };
   std::vector<int> out;
-  mx::array tokens(prompt.begin(), {1, static_cast<int>(prompt.size())}, mx::int32);
-  while (static_cast<int>(out.size()) < o.max_tokens) {
-    int t = step(tokens);
+  if (o.max_tokens <= 0) {
+    return out;
+  }
+  auto y = step(mx::array(prompt.begin(), {1, static_cast<int>(prompt.size())}, mx::int32));
+  while (true) {
+    // The next step is scheduled before this token is read; it is never more than
+    // max_tokens needs (a stop by on_token or eos leaves at most one step unused).
+    std::optional<mx::array> next;
+    if (static_cast<int>(out.size()) + 1 < o.max_tokens) {
+      next = step(mx::reshape(y, {1, 1}));
+    }
+    int t = y.item<int>();
     out.push_back(t);
-    if ((o.on_token && !o.on_token(t)) || (o.eos_token && t == *o.eos_token)) {
+    if ((o.on_token && !o.on_token(t)) || (o.eos_token && t == *o.eos_token) || !next) {
+      if (next) {
+        next->eval();  // no device work outlives the arrays it uses
+      }
       break;
     }
-    tokens = mx::array({t}, {1, 1}, mx::int32);
+    y = *next;
   }
   return out;
 }

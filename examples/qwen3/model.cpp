@@ -68,6 +68,56 @@ mx::array Linear::operator()(const mx::array& x) const {
   return mx::matmul(x, mx::transpose(weight));
 }
 
+LinearGroup LinearGroup::stack(std::vector<Linear> linears, std::vector<int> sizes) {
+  const Linear& first = linears.front();
+  bool same = true;
+  for (const auto& l : linears) {
+    same = same && l.scales.has_value() == first.scales.has_value() &&
+           l.group_size == first.group_size && l.bits == first.bits &&
+           l.weight.dtype() == first.weight.dtype() &&
+           (!l.scales || l.scales->dtype() == first.scales->dtype());
+  }
+  if (!same) {
+    return LinearGroup{std::move(linears), std::move(sizes)};
+  }
+  auto rows = [&](auto member) {
+    std::vector<mx::array> parts;
+    for (const auto& l : linears) {
+      parts.push_back(member(l));
+    }
+    return mx::concatenate(parts, 0);
+  };
+  Linear stacked{rows([](const Linear& l) { return l.weight; }), std::nullopt, std::nullopt,
+                 first.group_size, first.bits};
+  if (first.scales) {
+    stacked.scales = rows([](const Linear& l) { return *l.scales; });
+    stacked.biases = rows([](const Linear& l) { return *l.biases; });
+  }
+  // Now, so the separate tensors are not kept alive by the graph until the first step.
+  mx::eval(stacked.weight);
+  if (stacked.scales) {
+    mx::eval(*stacked.scales, *stacked.biases);
+  }
+  return LinearGroup{{std::move(stacked)}, std::move(sizes)};
+}
+
+std::vector<mx::array> LinearGroup::operator()(const mx::array& x) const {
+  if (parts.size() == sizes.size()) {
+    std::vector<mx::array> out;
+    for (const auto& p : parts) {
+      out.push_back(p(x));
+    }
+    return out;
+  }
+  mx::Shape at;
+  int offset = 0;
+  for (size_t i = 0; i + 1 < sizes.size(); ++i) {
+    offset += sizes[i];
+    at.push_back(offset);
+  }
+  return mx::split(parts.front()(x), at, -1);
+}
+
 mx::array Embedding::operator()(const mx::array& ids) const {
   auto rows = mx::take(table.weight, ids, 0);
   if (!table.scales) {
@@ -90,16 +140,18 @@ Model::Model(Config c, const Weights& w, const std::string& where, const LoadOpt
     std::string p = "model.layers." + std::to_string(i);
     std::string attn = p + ".self_attn", mlp = p + ".mlp";
     layers_.push_back(Layer{
-        load_linear(config_, w, attn + ".q_proj", nq, h, where, options),
-        load_linear(config_, w, attn + ".k_proj", nkv, h, where, options),
-        load_linear(config_, w, attn + ".v_proj", nkv, h, where, options),
+        LinearGroup::stack({load_linear(config_, w, attn + ".q_proj", nq, h, where, options),
+                            load_linear(config_, w, attn + ".k_proj", nkv, h, where, options),
+                            load_linear(config_, w, attn + ".v_proj", nkv, h, where, options)},
+                           {nq, nkv, nkv}),
         load_linear(config_, w, attn + ".o_proj", h, nq, where, options),
         load_vector(w, attn + ".q_norm.weight", d, where, options),
         load_vector(w, attn + ".k_norm.weight", d, where, options),
         load_vector(w, p + ".input_layernorm.weight", h, where, options),
         load_vector(w, p + ".post_attention_layernorm.weight", h, where, options),
-        load_linear(config_, w, mlp + ".gate_proj", inter, h, where, options),
-        load_linear(config_, w, mlp + ".up_proj", inter, h, where, options),
+        LinearGroup::stack({load_linear(config_, w, mlp + ".gate_proj", inter, h, where, options),
+                            load_linear(config_, w, mlp + ".up_proj", inter, h, where, options)},
+                           {inter, inter}),
         load_linear(config_, w, mlp + ".down_proj", h, inter, where, options),
     });
   }
@@ -130,11 +182,12 @@ mx::array Model::attention(const Layer& layer, const mx::array& x, KVCache& cach
                                 std::to_string(cache.offset + L) + " needed");
   }
   auto heads = [&](const mx::array& y, int n) { return mx::reshape(y, {B, L, n, d}); };
-  auto q = mx::transpose(mx::fast::rms_norm(heads(layer.q_proj(x), n_heads), layer.q_norm, eps),
+  auto qkv = layer.qkv_proj(x);
+  auto q = mx::transpose(mx::fast::rms_norm(heads(qkv[0], n_heads), layer.q_norm, eps),
                          {0, 2, 1, 3});
-  auto k = mx::transpose(mx::fast::rms_norm(heads(layer.k_proj(x), n_kv), layer.k_norm, eps),
+  auto k = mx::transpose(mx::fast::rms_norm(heads(qkv[1], n_kv), layer.k_norm, eps),
                          {0, 2, 1, 3});
-  auto v = mx::transpose(heads(layer.v_proj(x), n_kv), {0, 2, 1, 3});
+  auto v = mx::transpose(heads(qkv[2], n_kv), {0, 2, 1, 3});
 
   // The position lives in an array, so decode steps differ only in data: same kernels.
   mx::array offset(cache.offset, mx::int32);
@@ -155,10 +208,21 @@ mx::array Model::attention(const Layer& layer, const mx::array& x, KVCache& cach
   return layer.o_proj(out);
 }
 
+namespace {
+
+// silu(gate) * up, compiled (shapeless) as MLX-LM compiles its activations: one fused
+// kernel instead of three.
+std::vector<mx::array> swiglu(const std::vector<mx::array>& in) {
+  const auto& gate = in[0];
+  return {gate * mx::sigmoid(gate) * in[1]};
+}
+
+}  // namespace
+
 mx::array Model::mlp(const Layer& layer, const mx::array& x) const {
-  auto gate = layer.gate_proj(x);
-  auto silu = gate * mx::sigmoid(gate);
-  return layer.down_proj(silu * layer.up_proj(x));
+  static auto compiled_swiglu = mx::compile(swiglu, true);
+  auto gate_up = layer.gate_up_proj(x);
+  return layer.down_proj(compiled_swiglu({gate_up[0], gate_up[1]})[0]);
 }
 
 mx::array Model::operator()(const mx::array& tokens, std::vector<KVCache>& cache,

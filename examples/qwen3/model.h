@@ -34,11 +34,25 @@ struct Embedding {
   }
 };
 
+// Linears that read the same input (q/k/v, gate/up), stacked along their outputs at load so
+// a decode step makes one product (one dispatch, the input read once) instead of one each;
+// the outputs come back as views of the stacked result. Linears whose quantization differs
+// stay separate.
+struct LinearGroup {
+  std::vector<Linear> parts;  // one stacked Linear, or one per original linear
+  std::vector<int> sizes;     // each original linear's output size
+
+  static LinearGroup stack(std::vector<Linear> linears, std::vector<int> sizes);
+  std::vector<mx::array> operator()(const mx::array& x) const;
+};
+
 struct Layer {
-  Linear q_proj, k_proj, v_proj, o_proj;
+  LinearGroup qkv_proj;  // q_proj, k_proj, v_proj
+  Linear o_proj;
   mx::array q_norm, k_norm;
   mx::array input_layernorm, post_attention_layernorm;
-  Linear gate_proj, up_proj, down_proj;
+  LinearGroup gate_up_proj;  // gate_proj, up_proj
+  Linear down_proj;
 };
 
 // keys/values [B, n_kv_heads, capacity, head_dim]; positions [0, offset) are filled.
