@@ -1,7 +1,7 @@
-// Compiled: a group of elementwise ops fused by compile() (docs/compile.md). Both devices
-// run its tape node by node today (the fused-graph GLSL emitter that makes the group one
-// GPU kernel is the next step of issue 15); shapes follow the inputs, so a shapeless
-// compile's group works for every shape.
+// Compiled: a group of elementwise ops fused by compile() (docs/compile.md): its output
+// shapes, and run_tape, the node-by-node fallback. The devices run the group fused:
+// cpu/compiled.cpp (one loop over the elements), vulkan/compiled.cpp (one kernel). Shapes
+// follow the inputs, so a shapeless compile's group works for every shape.
 #include <unordered_map>
 
 #include "mlx/primitives.h"
@@ -62,13 +62,6 @@ std::vector<array> Compiled::run_tape(const std::vector<array>& inputs, std::vec
     outputs[i].copy_shared_buffer(results.at(inner_outputs_[i].id()));
   }
   return made;
-}
-
-void Compiled::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
-  run_tape(inputs, outputs,
-           [](Primitive& p, const std::vector<array>& ins, std::vector<array>& outs) {
-             p.eval_cpu(ins, outs);
-           });
 }
 
 }  // namespace mlx::core
