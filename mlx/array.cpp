@@ -203,8 +203,8 @@ bool array::is_tracer() const {
 void array::wait() {
   if (status() == Status::evaluated) {
     if (desc_->pending_stream >= 0) {
-      synchronize(Stream(desc_->pending_stream, Device::gpu));
-      // A view recorded on this stream may share a buffer another stream still writes.
+      // The work that wrote the data, not the stream's later work (as MLX waits on the
+      // array's event). A view shares its producer's buffer, whichever stream wrote it.
       gpu::wait_ready(*this);
     }
     set_status(Status::available);

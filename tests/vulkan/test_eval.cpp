@@ -183,6 +183,24 @@ TEST_CASE("async_eval returns and reading the result waits for it") {
   check_same(y, a, "async");
 }
 
+TEST_CASE("reading a result waits for the work that wrote it, not for work recorded later") {
+  VK_REQUIRE_DEVICE();
+  auto a = iota_f32({1000});
+  auto small = mx::add(a, a, gpu);
+  mx::async_eval({small});
+  // 80 dependent ops over 4M elements: hundreds of ms on lavapipe, still running when the
+  // small result is read (reading it used to wait for the whole stream).
+  auto big = iota_f32({1 << 22});
+  for (int i = 0; i < 40; ++i) {
+    big = mx::add(mx::multiply(big, mx::array(0.5f), gpu), mx::array(1.0f), gpu);
+  }
+  mx::async_eval({big});
+  check_same(small, mx::add(a, a, cpu), "small");
+  CHECK_FALSE(big.is_available());
+  big.eval();
+  CHECK(big.is_available());
+}
+
 TEST_CASE("mixed CPU/GPU graphs evaluate in order") {
   VK_REQUIRE_DEVICE();
   auto a = iota_f32({257});

@@ -22,7 +22,8 @@ void synchronize(Stream s);
 // check behind array::is_available(). A view shares its producer's buffer, so this holds
 // for views evaluated on another stream too.
 bool is_ready(const array& a);
-// Blocks until is_ready(a), whichever stream wrote the data.
+// Blocks until is_ready(a), whichever stream wrote the data: for the work up to the write,
+// not for work recorded after it.
 void wait_ready(const array& a);
 
 } // namespace mlx::core::gpu

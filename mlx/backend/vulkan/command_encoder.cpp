@@ -529,6 +529,17 @@ void CommandEncoder::synchronize() {
   poll_locked(true);
 }
 
+void CommandEncoder::wait_for(uint64_t serial) {
+  std::lock_guard lk(mtx_);
+  if (open_ && open_->serial <= serial) {
+    commit_locked();
+  }
+  while (!in_flight_.empty() && in_flight_.front().serial <= serial) {
+    wait_fence(dev_.handle(), in_flight_.front().fence);
+    poll_locked(false);  // retires the batch just waited for (and any other finished one)
+  }
+}
+
 namespace {
 
 struct Streams {

@@ -70,6 +70,9 @@ class CommandEncoder {
   void commit();
   // Submits and waits for everything this stream has submitted.
   void synchronize();
+  // Submits the open batch if it is batch `serial` or older, and waits for the batches up to
+  // `serial` only: a reader of one result does not wait for work recorded after it.
+  void wait_for(uint64_t serial);
   // Releases what completed batches held; never blocks.
   void poll();
   bool has_open_work();

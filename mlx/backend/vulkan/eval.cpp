@@ -108,20 +108,29 @@ void finalize(Stream s) {
   vulkan::encoder(s.index).commit();
 }
 
-void synchronize(Stream s) {
-  vulkan::encoder(s.index).synchronize();
-  // Other streams' finished batches may still hold arrays (nobody has polled them).
+namespace {
+
+// After a wait: other streams' finished batches may still hold arrays (nobody has polled
+// them), and under MLX_VK_VALIDATION=1 a validation error is a failure of the work that
+// caused it.
+void after_wait(const char* where) {
   vulkan::poll_all_streams();
-  // Under MLX_VK_VALIDATION=1 a validation error is a failure of the work that caused it.
-  auto& dev = vulkan::device("synchronize");
+  auto& dev = vulkan::device(where);
   static std::atomic<size_t> reported{0};
   size_t errors = dev.validation_errors();
   size_t seen = reported.exchange(errors);
   if (errors > seen) {
     throw std::runtime_error("[vulkan] the validation layer reported " +
                              std::to_string(errors - seen) +
-                             " error(s) (printed above) since the last synchronize.");
+                             " error(s) (printed above) since the last wait.");
   }
+}
+
+}  // namespace
+
+void synchronize(Stream s) {
+  vulkan::encoder(s.index).synchronize();
+  after_wait("synchronize");
 }
 
 bool is_ready(const array& a) {
@@ -136,14 +145,18 @@ void wait_ready(const array& a) {
   if (is_ready(a)) {
     return;
   }
-  // The writing stream first (the usual case: a view on another stream), then everything.
-  int w = vulkan::allocation(a.buffer())->writer_stream.load();
+  // The batches of the writing stream up to the one that wrote the data, not the work
+  // recorded after it (a decode loop reads token t while step t + 1 runs); everything if
+  // that was not enough.
+  auto* alloc = vulkan::allocation(a.buffer());
+  int w = alloc->writer_stream.load();
   if (w >= 0) {
-    vulkan::encoder(w).synchronize();
+    vulkan::encoder(w).wait_for(alloc->write_serial.load());
   }
   if (!is_ready(a)) {
     vulkan::synchronize_all_streams();
   }
+  after_wait("wait");
 }
 
 }  // namespace mlx::core::gpu
