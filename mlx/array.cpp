@@ -253,14 +253,17 @@ void array::copy_shared_buffer(const array& other) {
 }
 
 void array::detach() {
-  for (auto& s : desc_->siblings) {
+  // The list is moved out before the siblings' lists are cleared: dropping their references
+  // to this array may run ~array's cycle breaker on it, which takes this list.
+  std::vector<array> siblings = std::move(desc_->siblings);
+  desc_->siblings.clear();
+  for (auto& s : siblings) {
     s.desc_->primitive = nullptr;
     s.desc_->inputs.clear();
     s.desc_->siblings.clear();
   }
   desc_->primitive = nullptr;
   desc_->inputs.clear();
-  desc_->siblings.clear();
 }
 
 }  // namespace mlx::core
