@@ -259,16 +259,39 @@ bool fusable(const array& node) {
 void fuse(Trace& t) {
   constexpr size_t kMaxOperands = 12;
   std::unordered_map<std::uintptr_t, int> group_of;
-  std::unordered_map<std::uintptr_t, std::set<int>> depends;  // groups reachable upstream
+  std::unordered_set<std::uintptr_t> on_tape;
   std::vector<std::vector<array>> groups;
-  auto deps_of = [&](const array& a) -> std::set<int> {
-    auto it = depends.find(a.id());
-    std::set<int> d = it == depends.end() ? std::set<int>{} : it->second;
-    auto g = group_of.find(a.id());
-    if (g != group_of.end()) {
-      d.insert(g->second);
+  // Whether `a` depends on group g through nodes outside it. A group runs as one node, so
+  // reaching any member of a group reaches all of their inputs: the groups grow after their
+  // first members were placed, and what a member depended on then is not the whole story.
+  auto reaches = [&](const array& a, int g) {
+    std::vector<array> stack{a};
+    std::unordered_set<std::uintptr_t> seen{a.id()};
+    std::unordered_set<int> expanded;
+    auto push = [&](const array& x) {
+      if (on_tape.count(x.id()) && seen.insert(x.id()).second) {
+        stack.push_back(x);
+      }
+    };
+    while (!stack.empty()) {
+      array x = stack.back();
+      stack.pop_back();
+      auto gx = group_of.find(x.id());
+      if (gx != group_of.end()) {
+        if (gx->second == g) {
+          return true;
+        }
+        if (expanded.insert(gx->second).second) {
+          for (auto& m : groups[gx->second]) {
+            push(m);
+          }
+        }
+      }
+      for (auto& in : x.inputs()) {
+        push(in);
+      }
     }
-    return d;
+    return false;
   };
   auto operands = [&](int g, const array& extra) {
     std::unordered_set<std::uintptr_t> members, ins;
@@ -290,12 +313,7 @@ void fuse(Trace& t) {
     return ins.size() + members.size();
   };
   for (auto& node : t.tape) {
-    std::set<int> d;
-    for (auto& in : node.inputs()) {
-      auto di = deps_of(in);
-      d.insert(di.begin(), di.end());
-    }
-    depends[node.id()] = d;
+    on_tape.insert(node.id());
     if (!fusable(node)) {
       continue;
     }
@@ -309,8 +327,7 @@ void fuse(Trace& t) {
       for (auto& other : node.inputs()) {
         auto og = group_of.find(other.id());
         bool inside = og != group_of.end() && og->second == g->second;
-        auto od = depends.find(other.id());
-        if (!inside && od != depends.end() && od->second.count(g->second)) {
+        if (!inside && reaches(other, g->second)) {
           acyclic = false;
         }
       }
