@@ -1,11 +1,14 @@
 // The "fused" family (codegen/fused.h): the key grammar of a fused group and its emitter.
 // Each node becomes `<ct> v<k> = ROUND(OP<k>(args));` with OP<k> the elementwise family's
 // own GLSL for that op (codegen/elementwise_ops.cpp), so the numerics match the unfused
-// kernels; ROUND stores and reloads the node's dtype (f16/bf16 rounding, bool 0/1).
+// kernels; ROUND rounds to the node's dtype as a store and reload would (round_expr for
+// floats, 0/1 for bool, wrapping for 8/16-bit integers). Integer ops call the helpers of
+// include/int_ops.glsl, spliced in once per integer compute type the group uses.
 #include "codegen/fused.h"
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -40,18 +43,17 @@ std::string join(const std::vector<std::string>& v, char sep) {
   return out;
 }
 
-bool emittable_dtype(const std::string& name) {
-  return name == "f32" || name == "f16" || name == "bf16" || name == "b";
-}
-
-// The compute value of node or input `arg` ("i3", "n0") and its dtype.
+// The compute value of node or input `arg` ("i3", "n0") and its dtype; `inputs` names the
+// inputs' values (x0 on the element path, x0[j] or s0 on the vector path).
 struct Value {
   std::string expr;
   std::string dtype;
 };
 
-Value value_of(const std::string& arg, const FusedTape& t, const std::string& where) {
-  if (arg.size() < 2 || (arg[0] != 'i' && arg[0] != 'n')) {
+Value value_of(const std::string& arg, const FusedTape& t, const std::vector<std::string>& inputs,
+               size_t node, const std::string& where) {
+  if (arg.size() < 2 || (arg[0] != 'i' && arg[0] != 'n') ||
+      arg.find_first_not_of("0123456789", 1) != std::string::npos) {
     throw std::invalid_argument("[render] " + where + ": bad argument '" + arg + "'.");
   }
   size_t k = std::stoul(arg.substr(1));
@@ -59,9 +61,135 @@ Value value_of(const std::string& arg, const FusedTape& t, const std::string& wh
     if (k >= t.inputs.size()) {
       throw std::invalid_argument("[render] " + where + ": no input " + arg + ".");
     }
-    return {"x" + std::to_string(k), t.inputs[k]};
+    return {inputs[k], t.inputs[k]};
   }
-  return {"v" + std::to_string(k), t.nodes.at(k).dtype};
+  if (k >= node) {
+    throw std::invalid_argument("[render] " + where + ": node " + std::to_string(node) +
+                                " reads a later node.");
+  }
+  return {"v" + std::to_string(k), t.nodes[k].dtype};
+}
+
+// Rounds compute value `v` to `dt` in registers as a store and reload would: round_expr for
+// floats (f16 through f16_round, never the bit pair), any nonzero to 1 for bool, and the
+// wrap of 8/16-bit integers (their compute type is 32 bits wide).
+std::string node_round(const DtypeInfo& dt, const std::string& v) {
+  if (dt.kind == Kind::Float) {
+    return round_expr(dt, v);
+  }
+  if (dt.kind == Kind::Bool) {
+    return "((" + v + ") != 0u ? 1u : 0u)";
+  }
+  if (dt.bits < 32) {
+    std::string bits = replace_all(dt.to_bits, "(v)", "(" + v + ")");
+    return replace_all(dt.from_bits, "(b)", "(" + bits + ")");
+  }
+  return v;
+}
+
+// convert_expr, except that a signed 32-bit value becomes int64 as two words: lavapipe
+// (Mesa 22.3, LLVM 15) miscompiles a comparison with 0 of int64_t(int) within one kernel
+// (abs, sign, floor division and shifts of the widened value came out wrong), while the
+// unfused kernels only widen on the way to memory.
+std::string cast_expr(const DtypeInfo& from, const DtypeInfo& to, const std::string& x) {
+  if (from.kind == Kind::Int && from.bits <= 32 && to.kind == Kind::Int && to.bits == 64) {
+    return "packInt2x32(ivec2(" + x + ", (" + x + ") >> 31))";
+  }
+  return convert_expr(from, to, x);
+}
+
+// Elements per vector step for these dtype widths (bits): 16 bytes of the widest, but at
+// least 4 bytes of the narrowest, so every lane packs into whole 32-bit words (as the
+// elementwise family's vector path).
+uint32_t vector_width(const std::vector<const DtypeInfo*>& dts) {
+  int widest = 8, narrowest = 64;
+  for (const auto* d : dts) {
+    widest = std::max(widest, d->bits);
+    narrowest = std::min(narrowest, d->bits);
+  }
+  return static_cast<uint32_t>(std::max(128 / widest, 32 / narrowest));
+}
+
+constexpr uint32_t kVectorAlignment = 32;
+
+// What render needs of a parsed, checked tape.
+struct Parsed {
+  FusedTape t;
+  std::vector<const DtypeInfo*> in, node, out;  // dtypes of inputs, nodes, outputs
+};
+
+Parsed check(const KernelKey& key, const std::string& where) {
+  Parsed p;
+  p.t = parse_fused(key);
+  const FusedTape& t = p.t;
+  if (t.inputs.empty() || t.inputs.size() > kFusedMaxInputs || t.outputs.empty() ||
+      t.outputs.size() > kFusedMaxOutputs) {
+    throw std::invalid_argument("[render] " + where + ": a fused group takes 1 to " +
+                                std::to_string(kFusedMaxInputs) + " inputs and 1 to " +
+                                std::to_string(kFusedMaxOutputs) + " outputs.");
+  }
+  for (const auto& d : t.inputs) {
+    p.in.push_back(&dtype_info(d, where));
+  }
+  for (const auto& n : t.nodes) {
+    p.node.push_back(&dtype_info(n.dtype, where));
+  }
+  for (int o : t.outputs) {
+    if (o < 0 || o >= static_cast<int>(t.nodes.size())) {
+      throw std::invalid_argument("[render] " + where + ": output of no node.");
+    }
+    p.out.push_back(p.node[static_cast<size_t>(o)]);
+  }
+  if (!t.layout.empty() && (t.layout.size() != t.inputs.size() ||
+                            t.layout.find_first_not_of("cs") != std::string::npos)) {
+    throw std::invalid_argument("[render] " + where + ": layout must be " +
+                                std::to_string(t.inputs.size()) + " letters of c, s.");
+  }
+  if (t.vec) {
+    std::vector<const DtypeInfo*> all = p.in;
+    all.insert(all.end(), p.out.begin(), p.out.end());
+    if (t.layout.empty() || t.vec != vector_width(all)) {
+      throw std::invalid_argument("[render] " + where + ": vec must be " +
+                                  std::to_string(vector_width(all)) +
+                                  " for these dtypes, and comes with a layout.");
+    }
+  }
+  return p;
+}
+
+// The lines of include/int_ops.glsl for compute type `ct`, ready to splice: the helpers are
+// overloaded on their argument type, so one copy per type coexists. OP_BITS is the compute
+// width: an 8/16-bit value shifted by its width or more (up to 31) gives the same bits once
+// the node wraps to its dtype as the elementwise family's OP_BITS of the dtype gives.
+std::string int_ops_copy(const std::string& ct) {
+  bool is64 = ct == "int64_t" || ct == "uint64_t";
+  bool is_signed = ct == "int" || ct == "int64_t";
+  std::string s = "#undef MLX_INT_OPS_GLSL\n#undef OP_T\n#undef OP_SIGNED\n#undef OP_BITS\n";
+  s += "#define OP_T " + ct + "\n#define OP_SIGNED " + (is_signed ? "1" : "0") +
+       "\n#define OP_BITS " + (is64 ? "64" : "32") + "\n#line 1 \"include/int_ops.glsl\"\n";
+  s += template_text("include/int_ops.glsl");
+  if (!s.ends_with("\n")) {
+    s += "\n";
+  }
+  return s;
+}
+
+// `glsl` with the line holding `marker` replaced by `text`, then a #line back to the
+// template's numbering.
+std::string splice(const std::string& glsl, const std::string& marker, const std::string& text) {
+  size_t at = glsl.find(marker);
+  if (at == std::string::npos) {
+    throw std::logic_error("[render] fused.glsl has no " + marker + " line.");
+  }
+  size_t begin = glsl.rfind('\n', at);
+  begin = begin == std::string::npos ? 0 : begin + 1;
+  size_t end = glsl.find('\n', at);
+  end = end == std::string::npos ? glsl.size() : end + 1;
+  std::string tmpl = template_text("fused.glsl");
+  size_t in_tmpl = tmpl.find(marker);
+  int line = 1 + static_cast<int>(std::count(tmpl.begin(), tmpl.begin() + in_tmpl, '\n'));
+  return glsl.substr(0, begin) + text + "#line " + std::to_string(line + 1) + " \"fused.glsl\"\n" +
+         glsl.substr(end);
 }
 
 }  // namespace
@@ -76,13 +204,20 @@ KernelKey fused_key(const FusedTape& t) {
   for (int o : t.outputs) {
     outs.push_back(std::to_string(o));
   }
-  return KernelKey{
+  KernelKey key{
       "fused", {{"in", join(t.inputs, '.')}, {"out", join(outs, '.')}, {"tape", join(nodes, ';')}}};
+  if (!t.layout.empty()) {
+    key.params["layout"] = t.layout;
+  }
+  if (t.vec) {
+    key.params["vec"] = std::to_string(t.vec);
+  }
+  return key;
 }
 
 FusedTape parse_fused(const KernelKey& key) {
   const std::string where = "kernel " + key.canonical();
-  check_params(key, {"in", "out", "tape"}, where);
+  check_params(key, {"in", "out", "tape", "layout", "vec"}, where);
   FusedTape t;
   t.inputs = split(key_param(key, "in", where), '.');
   for (const auto& text : split(key_param(key, "tape", where), ';')) {
@@ -93,119 +228,297 @@ FusedTape parse_fused(const KernelKey& key) {
     t.nodes.push_back({parts[0], parts[1], parts[2], {parts.begin() + 3, parts.end()}});
   }
   for (const auto& o : split(key_param(key, "out", where), '.')) {
+    if (o.empty() || o.find_first_not_of("0123456789") != std::string::npos) {
+      throw std::invalid_argument("[render] " + where + ": bad output '" + o + "'.");
+    }
     t.outputs.push_back(std::stoi(o));
+  }
+  if (auto l = key.params.find("layout"); l != key.params.end()) {
+    t.layout = l->second;
+  }
+  if (auto v = key.params.find("vec"); v != key.params.end()) {
+    const std::string& s = v->second;
+    if (s.empty() || s.size() > 2 || s.find_first_not_of("0123456789") != std::string::npos) {
+      throw std::invalid_argument("[render] " + where + ": bad vec '" + s + "'.");
+    }
+    t.vec = static_cast<uint32_t>(std::stoul(s));
   }
   return t;
 }
 
-KernelSource render_fused(const KernelKey& key, const DeviceCaps& caps) {
-  const std::string where = "kernel " + key.canonical();
-  FusedTape t = parse_fused(key);
-  if (t.inputs.empty() || t.inputs.size() > kFusedMaxInputs || t.outputs.empty() ||
-      t.outputs.size() > kFusedMaxOutputs) {
-    throw std::invalid_argument("[render] " + where + ": a fused group takes 1 to " +
-                                std::to_string(kFusedMaxInputs) + " inputs and 1 to " +
-                                std::to_string(kFusedMaxOutputs) + " outputs.");
+void classify_fused(FusedTape& t, const FusedGeometry& g) {
+  t.layout.clear();
+  t.vec = 0;
+  std::string letters;
+  for (size_t k = 0; k < g.in_strides.size(); ++k) {
+    const auto& st = g.in_strides[k];
+    bool scalar = true, contiguous = true;
+    int64_t expected = 1;
+    for (size_t d = g.shape.size(); d-- > 0;) {
+      if (g.shape[d] != 1) {
+        scalar = scalar && st[d] == 0;
+        contiguous = contiguous && st[d] == expected;
+      }
+      expected *= g.shape[d];
+    }
+    if (!scalar && !contiguous) {
+      return;
+    }
+    letters += scalar ? 's' : 'c';
   }
+  t.layout = letters;
   std::vector<const DtypeInfo*> dts;
   for (const auto& d : t.inputs) {
-    if (!emittable_dtype(d)) {
-      throw std::invalid_argument("[render] " + where + ": input dtype " + d +
-                                  " is not one the emitter takes.");
+    dts.push_back(find_dtype(d));
+  }
+  for (int o : t.outputs) {
+    if (o < 0 || o >= static_cast<int>(t.nodes.size())) {
+      return;
     }
-    dts.push_back(&dtype_info(d, where));
+    dts.push_back(find_dtype(t.nodes[static_cast<size_t>(o)].dtype));
   }
-  std::vector<std::string> defines;
-  std::ostringstream buffers, body;
+  if (std::find(dts.begin(), dts.end(), nullptr) != dts.end() ||
+      g.binding_alignment % kVectorAlignment != 0) {
+    return;
+  }
+  int64_t vec = vector_width(dts);
+  for (size_t k = 0; k < letters.size(); ++k) {
+    if (letters[k] == 'c' && g.in_offsets[k] % vec != 0) {
+      return;
+    }
+  }
+  for (auto off : g.out_offsets) {
+    if (off % vec != 0) {
+      return;
+    }
+  }
+  t.vec = static_cast<uint32_t>(vec);
+}
+
+std::string fused_comment(const FusedTape& t) {
+  auto name = [](const std::string& arg) {
+    if (arg.empty() || arg[0] != 'n') {
+      return arg;
+    }
+    std::string v(1, 'v');
+    return v.append(arg.substr(1));
+  };
+  std::ostringstream s;
+  s << "// The fused group (compile(); docs/compile.md):\n";
   for (size_t k = 0; k < t.inputs.size(); ++k) {
-    std::string p = "IN" + std::to_string(k) + "_";
-    add_input_defines(p, *dts[k], defines);
-    buffers << "layout(std430, set = 0, binding = " << k << ") readonly buffer I" << k << " { " << p
-            << "ST in" << k << "[]; }; ";
-    body << p << "CT x" << k << " = " << p << "LOAD(in" << k << "[loc[" << k << "]]); ";
+    std::string how;
+    if (!t.layout.empty() && k < t.layout.size()) {
+      how = t.layout[k] == 'c' ? (t.vec ? " (contiguous, vectors)" : " (contiguous)") : " (scalar)";
+    }
+    s << "//   i" << k << " : " << t.inputs[k] << how << "\n";
   }
-  std::vector<std::string> math_groups;
   for (size_t k = 0; k < t.nodes.size(); ++k) {
     const FusedNode& n = t.nodes[k];
-    if (!emittable_dtype(n.dtype)) {
-      throw std::invalid_argument("[render] " + where + ": node dtype " + n.dtype +
-                                  " is not one the emitter takes.");
+    std::vector<std::string> args;
+    for (const auto& a : n.args) {
+      args.push_back(name(a));
     }
-    const DtypeInfo& out = dtype_info(n.dtype, where);
-    dts.push_back(&out);
+    s << "//   v" << k << " = " << n.op << "(";
+    for (size_t a = 0; a < args.size(); ++a) {
+      s << (a ? ", " : "") << args[a];
+    }
+    s << ") : " << n.dtype;
+    for (size_t j = 0; j < t.outputs.size(); ++j) {
+      if (t.outputs[j] == static_cast<int>(k)) {
+        s << " -> out" << j;
+      }
+    }
+    s << "\n";
+  }
+  if (t.layout.empty()) {
+    s << "//   layout: any strides (shape and strides in the meta buffer)\n";
+  } else if (t.vec) {
+    s << "//   layout: contiguous or scalar inputs, steps of " << t.vec << " elements\n";
+  } else {
+    s << "//   layout: contiguous or scalar inputs\n";
+  }
+  return s.str();
+}
+
+KernelSource render_fused(const KernelKey& key, const DeviceCaps& caps) {
+  const std::string where = "kernel " + key.canonical();
+  Parsed p = check(key, where);
+  const FusedTape& t = p.t;
+  const uint32_t vec = t.vec;
+  std::vector<std::string> defines;
+  std::ostringstream buffers, body, vsetup, vbody;
+  // The inputs' values on the element path (x<k>) and in lane j of a vector step.
+  std::vector<std::string> elem_in, lane_in;
+  for (size_t k = 0; k < t.inputs.size(); ++k) {
+    std::string ks = std::to_string(k);
+    std::string pre = "IN" + ks + "_";
+    add_input_defines(pre, *p.in[k], defines);
+    buffers << "layout(std430, set = 0, binding = " << k << ") readonly buffer I" << k << " { "
+            << pre << "ST in" << k << "[]; }; ";
+    body << pre << "CT x" << k << " = " << pre << "LOAD(in" << k << "[loc[" << k << "]]); ";
+    elem_in.push_back("x" + ks);
+    if (!vec) {
+      continue;
+    }
+    if (t.layout[k] == 's') {
+      vsetup << pre << "CT s" << k << " = " << pre << "LOAD(in" << k << "[voff[" << k << "]]); ";
+      lane_in.push_back("s" + ks);
+      continue;
+    }
+    add_vector_operand_defines(pre, *p.in[k], vec, false, defines);
+    buffers << "layout(std430, set = 0, binding = " << k << ") readonly buffer I" << k << "V { "
+            << pre << "VT in" << k << "v[]; }; ";
+    vsetup << "uint vb" << k << " = voff[" << k << "] / " << vec << "u; ";
+    vbody << pre << "CT x" << k << "[VEC]; { " << pre << "VT w = in" << k << "v[vb" << k
+          << " + uint(u)]; for (uint j = 0u; j < VEC; ++j) { x" << k << "[j] = " << pre
+          << "VLANE(w, j); } } ";
+    lane_in.push_back("x" + ks + "[j]");
+  }
+
+  // The ops: one OP<k> macro per node, and the statements computing every node from the
+  // inputs' values (the same macros on both paths).
+  std::vector<std::string> math_groups;
+  std::set<std::string> int_types;
+  std::vector<std::string> exprs;  // node k's expression with inputs as "@<k>@"
+  for (size_t k = 0; k < t.nodes.size(); ++k) {
+    const FusedNode& n = t.nodes[k];
+    std::vector<std::string> marks;
+    for (size_t i = 0; i < t.inputs.size(); ++i) {
+      std::string mark(1, '@');
+      marks.push_back(mark.append(std::to_string(i)).append("@"));
+    }
     std::vector<Value> args;
     std::vector<const DtypeInfo*> arg_dts;
     for (const auto& a : n.args) {
-      args.push_back(value_of(a, t, where));
-      if (a[0] == 'n' && std::stoul(a.substr(1)) >= k) {
-        throw std::invalid_argument("[render] " + where + ": node " + std::to_string(k) +
-                                    " reads a later node.");
-      }
+      args.push_back(value_of(a, t, marks, k, where));
       arg_dts.push_back(&dtype_info(args.back().dtype, where));
     }
     std::string expr;
     if (n.family == "astype") {
-      if (args.size() != 1) {
-        throw std::invalid_argument("[render] " + where + ": astype takes one argument.");
+      if (args.size() != 1 || n.op != "AsType") {
+        throw std::invalid_argument("[render] " + where + ": astype is AsType of one argument.");
       }
-      expr = convert_expr(*arg_dts[0], out, args[0].expr);
+      expr = cast_expr(*arg_dts[0], *p.node[k], args[0].expr);
     } else {
       OpExpr op = elementwise_op(n.family, n.op, arg_dts, where);
       if (op.out != n.dtype) {
         throw std::invalid_argument("[render] " + where + ": " + n.op + " produces " + op.out +
                                     ", not " + n.dtype + ".");
       }
-      // Float math only: the integer helpers are not in a fused kernel.
-      for (const auto* a : arg_dts) {
-        if (a->kind != Kind::Float && !(n.family == "select" && a == arg_dts[0])) {
-          throw std::invalid_argument("[render] " + where + ": " + n.op +
-                                      " on non-float operands is not emitted.");
-        }
+      const DtypeInfo& operand = *arg_dts.back();  // select's condition comes first
+      // The integer bodies name OP_T, the operands' compute type (one per kernel in the
+      // elementwise family, one per node here).
+      std::string op_body = replace_all(op.body, "OP_T", operand.compute);
+      if (operand.kind != Kind::Float && op_body.find("op_") != std::string::npos) {
+        int_types.insert(operand.compute);
       }
       if (!op.math.empty()) {
         math_groups.push_back(op.math);
       }
       std::string name = "OP" + std::to_string(k);
-      defines.push_back(name + "(" + op.params + ") " + op.body);
-      std::vector<std::string> exprs;
+      defines.push_back(name + "(" + op.params + ") " + op_body);
+      std::vector<std::string> texts;
       for (auto& a : args) {
-        exprs.push_back(a.expr);
+        texts.push_back(a.expr);
       }
-      expr = name + "(" + join(exprs, ',') + ")";
+      expr = name + "(" + join(texts, ',') + ")";
     }
-    // Round to the node's dtype as a store and reload would.
-    body << out.compute << " v" << k << " = " << round_expr(out, expr) << "; ";
+    // f32 nodes are `precise`: no multiply-add contracts across nodes (the unfused kernels
+    // store every node), so fused results equal theirs on drivers that contract.
+    bool f32 = p.node[k]->kind == Kind::Float && p.node[k]->bits == 32;
+    exprs.push_back(std::string(f32 ? "precise " : "") + p.node[k]->compute + " v" +
+                    std::to_string(k) + " = " + node_round(*p.node[k], expr) + "; ");
   }
+  auto nodes_with = [&](const std::vector<std::string>& in) {
+    std::string s;
+    for (auto e : exprs) {
+      for (size_t i = 0; i < in.size(); ++i) {
+        // (Appended: GCC 12 reports a false -Wrestrict for "literal" + string.)
+        std::string mark(1, '@');
+        mark.append(std::to_string(i)).append("@");
+        e = replace_all(e, mark, in[i]);
+      }
+      s += e;
+    }
+    return s;
+  };
+  body << nodes_with(elem_in);
+
+  // Outputs: stored per element, and on the vector path gathered lane by lane into one
+  // vector per output (declared before the lane loop, stored after it).
+  std::ostringstream vdecl, vset, vstore;
   for (size_t j = 0; j < t.outputs.size(); ++j) {
     int node = t.outputs[j];
-    if (node < 0 || node >= static_cast<int>(t.nodes.size())) {
-      throw std::invalid_argument("[render] " + where + ": output of no node.");
-    }
-    const DtypeInfo& od = dtype_info(t.nodes[node].dtype, where);
-    std::string p = "OUT" + std::to_string(j) + "_";
-    defines.push_back(p + "ST " + od.storage);
-    std::string stored = replace_all(od.store, "(v)", "(v" + std::to_string(node) + ")");
+    const DtypeInfo& od = *p.out[j];
+    std::string pre = "OUT" + std::to_string(j) + "_";
+    defines.push_back(pre + "ST " + od.storage);
+    defines.push_back(pre + "STORE(v) " + od.store);
     buffers << "layout(std430, set = 0, binding = " << t.inputs.size() + j << ") writeonly buffer O"
-            << j << " { " << p << "ST out" << j << "[]; }; ";
-    body << "out" << j << "[pc.out_offset" << j << " + i] = " << stored << "; ";
+            << j << " { " << pre << "ST out" << j << "[]; }; ";
+    body << "out" << j << "[pc.out_offset" << j << " + i] = " << pre << "STORE(v" << node << "); ";
+    if (vec) {
+      add_vector_operand_defines(pre, od, vec, true, defines);
+      buffers << "layout(std430, set = 0, binding = " << t.inputs.size() + j
+              << ") writeonly buffer O" << j << "V { " << pre << "VT out" << j << "v[]; }; ";
+      vsetup << "uint ob" << j << " = uint(pc.out_offset" << j << ") / " << vec << "u; ";
+      vdecl << pre << "VT w" << j << " = " << pre << "VT(0); ";
+      vset << pre << "VSET(w" << j << ", j, v" << node << "); ";
+      vstore << "out" << j << "v[ob" << j << " + uint(u)] = w" << j << "; ";
+    }
   }
-  std::vector<std::string> all = storage_defines(dts, false, caps, where);
-  all.push_back("IDX64 0");
-  all.push_back("NUM_IN " + std::to_string(t.inputs.size()));
-  all.push_back("NUM_OUT " + std::to_string(t.outputs.size()));
-  all.push_back("RANK_MAX " + std::to_string(kFusedMaxRank));
-  all.push_back("MLX_MATH_SELECTIVE 1");
+  if (vec) {
+    vbody << vdecl.str() << "for (uint j = 0u; j < VEC; ++j) { " << nodes_with(lane_in)
+          << vset.str() << "} " << vstore.str();
+  }
+
+  // Storage for the inputs and outputs; 64-bit intermediates need shaderInt64 too.
+  std::vector<const DtypeInfo*> all = p.in;
+  all.insert(all.end(), p.out.begin(), p.out.end());
+  for (const auto* d : p.node) {
+    if (d->bits == 64) {
+      all.push_back(d);
+    }
+  }
+  std::vector<std::string> head = storage_defines(all, false, caps, where);
+  head.push_back("IDX64 0");
+  head.push_back("NUM_IN " + std::to_string(t.inputs.size()));
+  head.push_back("NUM_OUT " + std::to_string(t.outputs.size()));
+  head.push_back("RANK_MAX " + std::to_string(kFusedMaxRank));
+  head.push_back("MLX_MATH_SELECTIVE 1");
   std::sort(math_groups.begin(), math_groups.end());
   math_groups.erase(std::unique(math_groups.begin(), math_groups.end()), math_groups.end());
   for (const auto& m : math_groups) {
-    all.push_back("MLX_MATH_" + m + " 1");
+    head.push_back("MLX_MATH_" + m + " 1");
   }
-  all.insert(all.end(), defines.begin(), defines.end());
+  if (!t.layout.empty()) {
+    std::vector<std::string> steps;
+    for (char c : t.layout) {
+      steps.push_back(c == 'c' ? "1" : "0");
+    }
+    head.push_back("FUSED_LAYOUT 1");
+    head.push_back("FUSED_STEPS " + join(steps, ','));
+  }
+  if (vec) {
+    head.push_back("VEC " + std::to_string(vec));
+  }
+  head.insert(head.end(), defines.begin(), defines.end());
   // The group itself, so `spvdump show` / `glsl` print the subgraph next to its GLSL.
-  all.push_back("FUSED_TAPE " + key_param(key, "tape", where));
-  all.push_back("FUSED_BUFFERS " + buffers.str());
-  all.push_back("FUSED_BODY " + body.str());
-  KernelSource source = render_template("fused.glsl", all);
+  head.push_back("FUSED_TAPE " + key_param(key, "tape", where));
+  head.push_back("FUSED_BUFFERS " + buffers.str());
+  head.push_back("FUSED_BODY " + body.str());
+  if (vec) {
+    head.push_back("FUSED_VSETUP " + vsetup.str());
+    head.push_back("FUSED_VBODY " + vbody.str());
+  }
+  KernelSource source = render_template("fused.glsl", head);
+  std::string int_ops;
+  for (const auto& ct : int_types) {
+    int_ops += int_ops_copy(ct);
+  }
+  source.glsl = splice(source.glsl, "// @FUSED_INT_OPS@", int_ops);
+  // The readable subgraph right after the injected defines.
+  size_t after = source.glsl.find("#line ", source.glsl.find("#define FUSED_BODY"));
+  source.glsl.insert(after, fused_comment(t));
   source.num_buffers = static_cast<uint32_t>(t.inputs.size() + t.outputs.size() + 1);
   source.push_constant_bytes = 5 * 4;
   uint32_t wg = row_workgroup_size(caps);
@@ -225,6 +538,17 @@ Launch fused_launch(const KernelKey& key, const KernelSource& source, const Fuse
       g.in_offsets.size() != t.inputs.size() || g.in_strides.size() != t.inputs.size() ||
       g.out_offsets.size() != t.outputs.size() || size > (int64_t{1} << 30)) {
     throw std::invalid_argument("[launch] " + where + " does not match the geometry.");
+  }
+  // A layout variant runs only the geometries it was classified for.
+  if (!t.layout.empty()) {
+    FusedTape c = t;
+    classify_fused(c, g);
+    if (c.layout != t.layout || (t.vec && c.vec != t.vec)) {
+      throw std::invalid_argument("[launch] " + where +
+                                  " does not match the geometry (which gives layout=" +
+                                  (c.layout.empty() ? "none" : c.layout) +
+                                  (c.vec ? ",vec=" + std::to_string(c.vec) : "") + ").");
+    }
   }
   Launch launch;
   std::vector<int32_t> meta{static_cast<int32_t>(g.shape.size())};
@@ -246,8 +570,10 @@ Launch fused_launch(const KernelKey& key, const KernelSource& source, const Fuse
   launch.push_constants.resize(sizeof(pcs));
   std::memcpy(launch.push_constants.data(), pcs, sizeof(pcs));
   uint64_t wg = source.workgroup_size[0];
-  launch.groups = row_groups(
-      std::min<uint64_t>((static_cast<uint64_t>(size) + wg - 1) / wg, uint64_t{65535} * 64), where);
+  uint64_t steps =
+      t.vec ? (static_cast<uint64_t>(size) + t.vec - 1) / t.vec : static_cast<uint64_t>(size);
+  launch.groups =
+      row_groups(std::min<uint64_t>((steps + wg - 1) / wg, uint64_t{65535} * 64), where);
   return launch;
 }
 

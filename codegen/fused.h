@@ -23,28 +23,48 @@ struct FusedTape {
   std::vector<std::string> inputs;  // input dtypes
   std::vector<FusedNode> nodes;
   std::vector<int> outputs;  // node indices
+  // The layout variant (classify_fused sets it from a launch's geometry): "" for any
+  // strides, else one letter per input, 'c' (contiguous like the output) or 's' (one element
+  // for all); vec > 1 (only with a layout): contiguous inputs and the outputs are read and
+  // written as vectors of vec elements.
+  std::string layout;
+  uint32_t vec = 0;
 };
 
-// Groups the emitter takes: float compute (f32, f16, bf16) with bool predicates and select
-// conditions, at most 4 outputs and 11 inputs.
+// Groups the emitter takes: any GPU dtype (bool, 8- to 64-bit integers with MLX's integer
+// semantics, f16, bf16, f32) in any mix the elementwise ops accept, at most 4 outputs and
+// 11 inputs.
 constexpr int kFusedMaxOutputs = 4;
 constexpr int kFusedMaxInputs = 11;
 constexpr int kFusedMaxRank = 8;
 
-// "fused:in=f32.bf16,out=3.5,tape=unary/Exp/f32/i0;binary/Add/f32/n0/i1;...". Throws
-// std::invalid_argument for a tape it cannot emit.
+// "fused:in=f32.bf16,out=3.5,tape=unary/Exp/f32/i0;binary/Add/f32/n0/i1;..." with
+// ",layout=cs" and ",vec=4" for the layout variants. Throws std::invalid_argument for a
+// tape it cannot emit.
 KernelKey fused_key(const FusedTape& tape);
 FusedTape parse_fused(const KernelKey& key);
 KernelSource render_fused(const KernelKey& key, const DeviceCaps& caps);
 
+// The group as a readable comment, one line per node ("//   v2 = Multiply(v1, i1) : bf16
+// -> out0"); the rendered GLSL carries it, and `spvdump glsl` prints it for fused keys.
+std::string fused_comment(const FusedTape& tape);
+
 // The geometry of one launch: the output shape (rank <= kFusedMaxRank), each input's
-// element offset and strides, each output's element offset (outputs are dense).
+// element offset and strides, each output's element offset (outputs are dense), and the
+// byte alignment every binding starts at.
 struct FusedGeometry {
   std::vector<int64_t> shape;
   std::vector<int64_t> in_offsets;
   std::vector<std::vector<int64_t>> in_strides;
   std::vector<int64_t> out_offsets;
+  uint32_t binding_alignment = 1;
 };
+
+// Sets the tape's layout variant for this geometry: a layout when every input is contiguous
+// or one element, and vec when moreover the contiguous inputs and the outputs start at
+// multiples of the vector width (16 bytes of the widest operand, at least 4 bytes of the
+// narrowest) in bindings aligned to 32 bytes.
+void classify_fused(FusedTape& tape, const FusedGeometry& g);
 Launch fused_launch(const KernelKey& key, const KernelSource& source, const FusedGeometry& g);
 
 }  // namespace mlx::core::vulkan::codegen

@@ -1,15 +1,24 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // A group of elementwise ops fused by compile() (the "fused" family; codegen/fused.cpp emits
-// the group from its key, docs/compile.md). One invocation per output element (grid-stride
-// over y): each input is loaded once, through its own strides (0 where broadcast), the ops
+// the group from its key, docs/compile.md). Each input is loaded once per element, the ops
 // run in tape order on compute values held in registers, each result rounded to its graph
 // dtype (as the unfused kernels store and reload it), and every output is stored.
 //
-// The engine defines NUM_IN, NUM_OUT, RANK_MAX, FUSED_BUFFERS (the input and output buffer
-// declarations, bindings 0 .. NUM_IN + NUM_OUT - 1), FUSED_BODY (the loads, ops and stores of
-// element `i` with locations `loc`), and the ops' macros and math groups. The defaults: one
-// f32 input, out = exp(in).
+// Three layouts (the key's `layout` and `vec`):
+//   - FUSED_LAYOUT 0: any strides; element i's location in each input comes from the shape
+//     and that input's strides (0 where broadcast) in the meta buffer.
+//   - FUSED_LAYOUT 1: every input is contiguous like the output (offset + i) or one element
+//     for all (offset); FUSED_STEPS lists 1 or 0 per input.
+//   - VEC > 1 (with FUSED_LAYOUT 1): steps of VEC elements, every contiguous input and output
+//     read and written as one vector through a second view of its binding (IN<k>_VT,
+//     OUT<j>_VT: 4 to 32 bytes; offsets are multiples of VEC, bindings 32-byte aligned). The
+//     last partial step goes element by element.
+//
+// The engine defines NUM_IN, NUM_OUT, RANK_MAX, FUSED_BUFFERS (the buffer declarations,
+// bindings 0 .. NUM_IN + NUM_OUT - 1), FUSED_BODY (loads, ops and stores of element `i` with
+// locations `loc`), with VEC also FUSED_VSETUP and FUSED_VBODY (vector step `u`), and the
+// ops' macros and math groups. The defaults: one f32 input, out = exp(in).
 #ifndef NUM_IN
 #define NUM_IN 1
 #define NUM_OUT 1
@@ -25,6 +34,12 @@
   float v0 = exp(in0[loc[0]]); \
   out0[pc.out_offset0 + i] = v0;
 #endif
+#ifndef FUSED_LAYOUT
+#define FUSED_LAYOUT 0
+#endif
+#ifndef VEC
+#define VEC 0
+#endif
 
 #define OP_KIND KIND_FLOAT
 #define OP_T float
@@ -32,6 +47,11 @@
 #define OP_BITS 32
 #include "include/operands.glsl"
 #include "include/ops.glsl"
+#include "include/lanes.glsl"
+
+// The integer helpers (include/int_ops.glsl), one copy per integer compute type the group
+// uses, overloaded on it, go at the next line (codegen/fused.cpp).
+// @FUSED_INT_OPS@
 
 layout(local_size_x_id = 0) in;
 
@@ -53,11 +73,22 @@ layout(push_constant) uniform Params {
 }
 pc;
 
+int fused_offset(int k) {
+  int rank = meta[0];
+  return meta[1 + rank + k * (rank + 1)];
+}
+
 // Where element i of the output shape sits in each input.
 void fused_locate(int i, out uint loc[NUM_IN]) {
+#if FUSED_LAYOUT
+  const int steps[NUM_IN] = int[](FUSED_STEPS);
+  for (int k = 0; k < NUM_IN; ++k) {
+    loc[k] = uint(fused_offset(k) + i * steps[k]);
+  }
+#else
   int rank = meta[0];
   for (int k = 0; k < NUM_IN; ++k) {
-    loc[k] = uint(meta[1 + rank + k * (rank + 1)]);
+    loc[k] = uint(fused_offset(k));
   }
   int rest = i;
   for (int d = rank - 1; d >= 0; --d) {
@@ -68,14 +99,37 @@ void fused_locate(int i, out uint loc[NUM_IN]) {
       loc[k] = uint(int(loc[k]) + c * meta[1 + rank + k * (rank + 1) + 1 + d]);
     }
   }
+#endif
+}
+
+void fused_element(int i) {
+  uint loc[NUM_IN];
+  fused_locate(i, loc);
+  FUSED_BODY
 }
 
 void main() {
   int stride = int(gl_NumWorkGroups.x * gl_WorkGroupSize.x);
-  for (int i = int(gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * uint(stride)); i < pc.size;
-       i += stride * int(gl_NumWorkGroups.y)) {
-    uint loc[NUM_IN];
-    fused_locate(i, loc);
-    FUSED_BODY
+  int first = int(gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * uint(stride));
+  int total = stride * int(gl_NumWorkGroups.y);
+#if VEC > 1
+  // voff[k]: input k's first vector (contiguous inputs) or element (scalars).
+  uint voff[NUM_IN];
+  for (int k = 0; k < NUM_IN; ++k) {
+    voff[k] = uint(fused_offset(k));
   }
+  FUSED_VSETUP
+  int full = pc.size / VEC;
+  for (int u = first; u < full; u += total) {
+    FUSED_VBODY
+  }
+  int tail = full * VEC + first;
+  if (tail < pc.size) {
+    fused_element(tail);
+  }
+#else
+  for (int i = first; i < pc.size; i += total) {
+    fused_element(i);
+  }
+#endif
 }

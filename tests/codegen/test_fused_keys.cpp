@@ -1,6 +1,8 @@
 // The fused family's key grammar: a group's text round-trips through the canonical key,
 // renders from the key alone (as prewarm and spvdump do), compiles, validates and carries
-// the subgraph in the GLSL; tapes the emitter does not take are refused with a message.
+// the subgraph in the GLSL (the FUSED_TAPE define and a readable comment); integer groups
+// splice the integer helpers once per compute type; the layout variants follow the launch
+// geometry; tapes the emitter does not take are refused with a message.
 #include <doctest/doctest.h>
 
 #include <stdexcept>
@@ -10,37 +12,162 @@
 
 namespace cg = mlx::core::vulkan::codegen;
 
-TEST_CASE("fused keys round-trip, render from their text and validate") {
-  cg::FusedTape t;
-  t.inputs = {"bf16", "bf16", "b"};
-  t.nodes = {{"unary", "Exp", "bf16", {"i0"}},
-             {"binary", "Add", "bf16", {"n0", "i1"}},
-             {"binary", "Greater", "b", {"n1", "i0"}},
-             {"select", "Select", "bf16", {"i2", "n1", "n0"}},
-             {"astype", "AsType", "f32", {"n3"}}};
-  t.outputs = {4, 2};
-  auto key = cg::fused_key(t);
-  auto parsed = cg::KernelKey::parse(key.canonical());
-  CHECK(parsed == key);
-  auto back = cg::parse_fused(parsed);
-  CHECK(back.nodes.size() == 5);
-  CHECK(back.outputs == std::vector<int>{4, 2});
+namespace {
+
+cg::DeviceCaps full_caps() {
   cg::DeviceCaps caps;
-  caps.storage_8bit = caps.storage_16bit = true;
-  auto src = cg::render(parsed, caps);
-  CHECK(src.num_buffers == 3 + 2 + 1);
-  CHECK(src.glsl.find("FUSED_TAPE unary/Exp/bf16/i0;") != std::string::npos);
+  caps.storage_8bit = caps.storage_16bit = caps.shader_int64 = true;
+  return caps;
+}
+
+cg::FusedTape tape(std::vector<std::string> in, std::vector<cg::FusedNode> nodes,
+                   std::vector<int> out) {
+  cg::FusedTape t;
+  t.inputs = std::move(in);
+  t.nodes = std::move(nodes);
+  t.outputs = std::move(out);
+  return t;
+}
+
+// Renders, compiles and validates the key; returns the GLSL.
+std::string build(const cg::KernelKey& key) {
+  auto parsed = cg::KernelKey::parse(key.canonical());
+  REQUIRE(parsed == key);
+  auto src = cg::render(parsed, full_caps());
   auto mod = cg::compile(parsed, src);
   CHECK(cg::validate_spirv(mod.words) == "");
+  return src.glsl;
+}
+
+size_t count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("fused keys round-trip, render from their text and validate") {
+  auto t = tape({"bf16", "bf16", "b"},
+                {{"unary", "Exp", "bf16", {"i0"}},
+                 {"binary", "Add", "bf16", {"n0", "i1"}},
+                 {"binary", "Greater", "b", {"n1", "i0"}},
+                 {"select", "Select", "bf16", {"i2", "n1", "n0"}},
+                 {"astype", "AsType", "f32", {"n3"}}},
+                {4, 2});
+  auto key = cg::fused_key(t);
+  auto back = cg::parse_fused(cg::KernelKey::parse(key.canonical()));
+  CHECK(back.nodes.size() == 5);
+  CHECK(back.outputs == std::vector<int>{4, 2});
+  auto src = cg::render(key, full_caps());
+  CHECK(src.num_buffers == 3 + 2 + 1);
+  std::string glsl = build(key);
+  CHECK(glsl.find("FUSED_TAPE unary/Exp/bf16/i0;") != std::string::npos);
+  // The readable subgraph, for spvdump show.
+  CHECK(glsl.find("//   v1 = Add(v0, i1) : bf16\n") != std::string::npos);
+  CHECK(glsl.find("//   v3 = Select(i2, v1, v0) : bf16\n") != std::string::npos);
+  CHECK(glsl.find("//   v4 = AsType(v3) : f32 -> out0\n") != std::string::npos);
+  CHECK(glsl.find("//   v2 = Greater(v1, i0) : b -> out1\n") != std::string::npos);
+}
+
+TEST_CASE("integer fused groups splice the integer helpers once per compute type") {
+  // i8 floor division and shifts (int), u32 remainder (uint), i64 power (int64_t), bool
+  // arithmetic (uint): three copies of int_ops.glsl, overloaded on the type.
+  auto t = tape({"i8", "i8", "u32", "i64", "b"},
+                {{"binary", "FloorDivide", "i8", {"i0", "i1"}},
+                 {"binary", "RightShift", "i8", {"n0", "i1"}},
+                 {"astype", "AsType", "u32", {"n1"}},
+                 {"binary", "Remainder", "u32", {"n2", "i2"}},
+                 {"astype", "AsType", "i64", {"n3"}},
+                 {"binary", "Power", "i64", {"n4", "i3"}},
+                 {"binary", "Add", "b", {"i4", "i4"}},
+                 {"binary", "Maximum", "b", {"n6", "i4"}},
+                 {"unary", "LogicalNot", "b", {"n1"}}},
+                {3, 5, 7, 8});
+  std::string glsl = build(cg::fused_key(t));
+  CHECK(count(glsl, "#define OP_T int\n") == 1);
+  CHECK(count(glsl, "#define OP_T uint\n") == 1);
+  CHECK(count(glsl, "#define OP_T int64_t\n") == 1);
+  CHECK(count(glsl, "#undef MLX_INT_OPS_GLSL") == 3);
+  // 8-bit results wrap in registers; bool sums become 0/1; OP_T in a body is the node's type.
+  CHECK(glsl.find("int v0 = bitfieldExtract(int((uint(OP0(x0,x1)) & 0xffu)), 0, 8);") !=
+        std::string::npos);
+  CHECK(glsl.find("uint v6 = ((OP6(x4,x4)) != 0u ? 1u : 0u);") != std::string::npos);
+  CHECK(glsl.find("#define OP8(x) ((x) == int(0) ? 1u : 0u)") != std::string::npos);
+}
+
+TEST_CASE("fused layout variants follow the geometry and show in the key") {
+  auto t = tape(
+      {"bf16", "f32"},
+      {{"astype", "AsType", "bf16", {"i1"}}, {"binary", "Multiply", "bf16", {"i0", "n0"}}}, {1});
+  cg::FusedGeometry g;
+  g.shape = {4, 16};
+  g.in_offsets = {0, 0};
+  g.in_strides = {{16, 1}, {0, 0}};
+  g.out_offsets = {0};
+  g.binding_alignment = 32;
+  // Contiguous and scalar, aligned: vectors of 16 bytes of f32 (4), at least 4 bytes of bf16.
+  cg::classify_fused(t, g);
+  CHECK(t.layout == "cs");
+  CHECK(t.vec == 4);
+  auto vkey = cg::fused_key(t);
+  CHECK(vkey.canonical().find(",layout=cs,") != std::string::npos);
+  CHECK(vkey.canonical().ends_with(",vec=4"));
+  std::string glsl = build(vkey);
+  CHECK(glsl.find("#define VEC 4") != std::string::npos);
+  CHECK(glsl.find("steps of 4 elements") != std::string::npos);
+  auto launch = cg::fused_launch(vkey, cg::render(vkey, full_caps()), g);
+  CHECK(launch.groups[0] == 1);
+  // An offset off the vector grid: contiguous, element by element.
+  g.in_offsets = {2, 0};
+  cg::classify_fused(t, g);
+  CHECK(t.layout == "cs");
+  CHECK(t.vec == 0);
+  build(cg::fused_key(t));
+  CHECK_THROWS_AS(cg::fused_launch(vkey, cg::render(vkey, full_caps()), g), std::invalid_argument);
+  // A transposed input: any strides, no layout in the key.
+  g.in_strides = {{1, 4}, {0, 0}};
+  cg::classify_fused(t, g);
+  CHECK(t.layout.empty());
+  CHECK(cg::fused_key(t).params.count("layout") == 0);
+  // Size-1 dimensions do not break contiguity; 64-bit operands make vectors of 2.
+  auto w = tape({"i64", "i64"}, {{"binary", "Add", "i64", {"i0", "i1"}}}, {0});
+  cg::FusedGeometry h;
+  h.shape = {1, 8, 1};
+  h.in_offsets = {2, 4};
+  h.in_strides = {{99, 1, 7}, {0, 1, 0}};
+  h.out_offsets = {0};
+  h.binding_alignment = 64;
+  cg::classify_fused(w, h);
+  CHECK(w.layout == "cc");
+  CHECK(w.vec == 2);
+  build(cg::fused_key(w));
 }
 
 TEST_CASE("fused tapes the emitter does not take are refused") {
-  cg::DeviceCaps caps;
+  auto caps = full_caps();
   auto refuse = [&](cg::FusedTape t) {
     CHECK_THROWS_AS(cg::render(cg::fused_key(t), caps), std::invalid_argument);
   };
-  refuse({{"f32"}, {{"unary", "Exp", "f32", {"n1"}}, {"unary", "Exp", "f32", {"i0"}}}, {0}});
-  refuse({{"i32"}, {{"unary", "Negative", "i32", {"i0"}}}, {0}});
-  refuse({{"f32"}, {{"unary", "Exp", "f32", {"i1"}}}, {0}});
-  refuse({{"f32"}, {{"unary", "Exp", "f32", {"i0"}}}, {3}});
+  refuse(tape({"f32"}, {{"unary", "Exp", "f32", {"n1"}}, {"unary", "Exp", "f32", {"i0"}}}, {0}));
+  refuse(tape({"f32"}, {{"unary", "Exp", "f32", {"i1"}}}, {0}));
+  refuse(tape({"f32"}, {{"unary", "Exp", "f32", {"i0"}}}, {3}));
+  refuse(tape({"i32"}, {{"unary", "Exp", "i32", {"i0"}}}, {0}));  // Exp of an integer
+  refuse(tape({"f32"}, {{"binary", "LeftShift", "f32", {"i0", "i0"}}}, {0}));
+  refuse(tape({"f64"}, {{"unary", "Negative", "f64", {"i0"}}}, {0}));  // not a GPU dtype
+  refuse(tape({"i32"}, {{"unary", "IsNan", "i32", {"i0"}}}, {0}));     // produces b
+  auto t = tape({"f32", "f32"}, {{"binary", "Add", "f32", {"i0", "i1"}}}, {0});
+  // (assign, not =: GCC 12 reports a false -Wrestrict for short literals here.)
+  t.layout.assign("cg");
+  refuse(t);
+  t.layout.assign(1, 'c');
+  refuse(t);
+  t.layout.assign("cc");
+  t.vec = 8;  // f32 takes 4
+  refuse(t);
+  t.layout.clear();
+  t.vec = 4;  // vectors need a layout
+  refuse(t);
 }

@@ -1,7 +1,8 @@
 // eval_gpu of Compiled: one "fused" kernel for the whole group (codegen/fused.h,
-// docs/compile.md) when the emitter takes it (float math with bool predicates, at most 11
-// inputs and 4 outputs, rank <= 8, every operand in one binding); otherwise the group's
-// nodes are recorded one after another with their own kernels.
+// docs/compile.md) when the emitter takes it (GPU dtypes, at most 11 inputs and 4 outputs,
+// rank <= 8, every operand in one binding); otherwise the group's nodes are recorded one
+// after another with their own kernels. The key's layout variant (any strides, contiguous
+// or scalar inputs, and vectors where aligned) comes from the launch's geometry.
 #include <algorithm>
 
 #include "codegen/fused.h"
@@ -18,14 +19,6 @@ namespace {
 
 namespace codegen = vulkan::codegen;
 
-bool float_or_bool(Dtype dt) {
-  return dt == float32 || dt == float16 || dt == bfloat16 || dt == bool_;
-}
-
-bool is_float(Dtype dt) {
-  return dt == float32 || dt == float16 || dt == bfloat16;
-}
-
 // The group as the emitter's tape, or false when the emitter does not take it.
 bool fused_tape(const std::vector<array>& inner_inputs, const std::vector<array>& tape,
                 const std::vector<array>& inner_outputs, codegen::FusedTape& t) {
@@ -35,7 +28,7 @@ bool fused_tape(const std::vector<array>& inner_inputs, const std::vector<array>
   }
   std::unordered_map<std::uintptr_t, std::string> ref;
   for (size_t k = 0; k < inner_inputs.size(); ++k) {
-    if (!float_or_bool(inner_inputs[k].dtype())) {
+    if (!vulkan::gpu_supports(inner_inputs[k].dtype())) {
       return false;
     }
     t.inputs.push_back(vulkan::gpu_dtype_name(inner_inputs[k].dtype()));
@@ -43,22 +36,19 @@ bool fused_tape(const std::vector<array>& inner_inputs, const std::vector<array>
   }
   for (size_t k = 0; k < tape.size(); ++k) {
     const array& node = tape[k];
-    if (!float_or_bool(node.dtype())) {
+    if (!vulkan::gpu_supports(node.dtype())) {
       return false;
     }
     codegen::FusedNode n;
     n.dtype = vulkan::gpu_dtype_name(node.dtype());
     Primitive& p = node.primitive();
     n.op = p.name();
-    bool operands_float = true;
-    for (size_t a = 0; a < node.inputs().size(); ++a) {
-      auto it = ref.find(node.inputs()[a].id());
+    for (const auto& in : node.inputs()) {
+      auto it = ref.find(in.id());
       if (it == ref.end()) {
         return false;  // a constant inside the group: not emitted
       }
       n.args.push_back(it->second);
-      bool condition = dynamic_cast<Select*>(&p) && a == 0;
-      operands_float = operands_float && (condition || is_float(node.inputs()[a].dtype()));
     }
     if (dynamic_cast<Unary*>(&p)) {
       n.family = "unary";
@@ -69,9 +59,6 @@ bool fused_tape(const std::vector<array>& inner_inputs, const std::vector<array>
     } else if (dynamic_cast<AsType*>(&p)) {
       n.family = "astype";
     } else {
-      return false;
-    }
-    if (!operands_float) {
       return false;
     }
     t.nodes.push_back(std::move(n));
@@ -129,6 +116,7 @@ void Compiled::eval_gpu(const std::vector<array>& inputs, std::vector<array>& ou
   }
   codegen::FusedGeometry g;
   g.shape.assign(shape.begin(), shape.end());
+  g.binding_alignment = static_cast<uint32_t>(vulkan::kBindAlignment);
   std::vector<vulkan::Binding> bindings;
   for (size_t k = 0; k < inputs.size(); ++k) {
     auto b = vulkan::bind_operand(dev, spans[k], false);
@@ -146,6 +134,7 @@ void Compiled::eval_gpu(const std::vector<array>& inputs, std::vector<array>& ou
   if (size == 0) {
     return;
   }
+  codegen::classify_fused(t, g);
   auto key = codegen::fused_key(t);
   const auto& kernel = vulkan::kernel_library().get(key);
   vulkan::record_launch(enc, kernel, codegen::fused_launch(key, kernel.source, g), bindings);
