@@ -227,9 +227,152 @@ std::vector<mx::array> random_graph(const std::vector<mx::array>& in, uint64_t s
 
 }  // namespace
 
+namespace {
+
+// The values of `a` for an exact comparison: integers through their own type (doubles would
+// round 64-bit values), floats as doubles.
+std::vector<double> exact_values(const mx::array& a, std::vector<uint64_t>& bits) {
+  bits.clear();
+  if (mx::is_integral(a.dtype()) || a.dtype() == mx::bool_) {
+    mx::dispatch_dtype(a.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_integral_v<T>) {
+        for (auto v : mlx_test::to_vector<T>(a)) {
+          bits.push_back(static_cast<uint64_t>(v));
+        }
+      }
+    });
+    return {};
+  }
+  return to_doubles(a);
+}
+
+// Compiled equals uncompiled exactly (same dtype, same values; NaN matches NaN).
+void check_exact(const mx::array& got, const mx::array& want) {
+  CHECK(got.dtype() == want.dtype());
+  CHECK(got.shape() == want.shape());
+  std::vector<uint64_t> gb, wb;
+  auto g = exact_values(got, gb);
+  auto w = exact_values(want, wb);
+  REQUIRE(gb.size() == wb.size());
+  for (size_t i = 0; i < gb.size(); ++i) {
+    if (gb[i] != wb[i]) {
+      FAIL_CHECK("element " << i << " is " << static_cast<int64_t>(gb[i]) << ", expected "
+                            << static_cast<int64_t>(wb[i]));
+      return;
+    }
+  }
+  REQUIRE(g.size() == w.size());
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (!(g[i] == w[i] || (std::isnan(g[i]) && std::isnan(w[i])))) {
+      FAIL_CHECK("element " << i << " is " << g[i] << ", expected " << w[i]);
+      return;
+    }
+  }
+}
+
+// The fuzzers' inputs: two [3, 5] arrays of `dts`, laid out by `layout`: 0 contiguous
+// (vectors on the GPU), 1 contiguous at an odd offset (no vectors), 2 transposed (any
+// strides), 3 a row broadcast against a contiguous one.
+std::vector<mx::array> fuzz_inputs(int layout, mx::Dtype a_dt, mx::Dtype b_dt, bool ints) {
+  auto values = [&](int n, int offset, mx::Dtype dt) {
+    // Integers sweep signs and wrap in narrow types; floats stay small.
+    auto i = mx::add(mx::arange(n), mx::array(offset));
+    auto v = ints ? mx::subtract(mx::multiply(i, mx::array(37)), mx::array(200))
+                  : mx::multiply(mx::astype(i, mx::float32), mx::array(0.25f));
+    return mx::astype(v, dt);
+  };
+  std::vector<mx::array> in;
+  switch (layout) {
+    case 0:
+      in = {mx::reshape(values(15, 0, a_dt), {3, 5}), mx::reshape(values(15, 3, b_dt), {3, 5})};
+      break;
+    case 1:
+      in = {mx::reshape(mx::slice(values(16, 0, a_dt), {1}, {16}), {3, 5}),
+            mx::reshape(mx::slice(values(17, 5, b_dt), {1}, {16}), {3, 5})};
+      break;
+    case 2:
+      in = {mx::transpose(mx::reshape(values(15, 0, a_dt), {5, 3})),
+            mx::reshape(values(15, 7, b_dt), {3, 5})};
+      break;
+    default:
+      in = {mx::reshape(values(15, 2, a_dt), {3, 5}), mx::broadcast_to(values(5, 1, b_dt), {3, 5})};
+      break;
+  }
+  mx::eval(in);
+  return in;
+}
+
+// A seeded random integer graph: wrapping arithmetic, floor division and remainder (by
+// zero too), shifts in and out of range, bitwise and bool ops, comparisons into where, and
+// casts between the integer types, mixed so that the op layer promotes.
+std::vector<mx::array> random_int_graph(const std::vector<mx::array>& in, uint64_t seed,
+                                        int depth) {
+  static const mx::Dtype kInts[] = {mx::int8,  mx::uint8,  mx::int16, mx::uint16,
+                                    mx::int32, mx::uint32, mx::int64, mx::uint64};
+  mlx_test::Rng rng(seed);
+  std::vector<mx::array> pool = in;
+  auto pick = [&]() { return pool[rng.next() % pool.size()]; };
+  for (int i = 0; i < depth; ++i) {
+    auto a = pick();
+    auto b = pick();
+    mx::array v = a;
+    switch (rng.next() % 12) {
+      case 0:
+        v = mx::add(a, b);
+        break;
+      case 1:
+        v = mx::multiply(mx::subtract(a, b), b);
+        break;
+      case 2:
+        v = mx::floor_divide(a, b);
+        break;
+      case 3:
+        v = mx::remainder(a, b);
+        break;
+      case 4:
+        v = mx::maximum(mx::negative(a), mx::minimum(mx::abs(b), mx::square(a)));
+        break;
+      case 5:
+        v = mx::bitwise_xor(mx::bitwise_and(a, mx::astype(b, a.dtype())),
+                            mx::bitwise_or(a, mx::array(6, a.dtype())));
+        break;
+      case 6:
+        v = mx::left_shift(a, mx::astype(mx::remainder(b, mx::array(40, b.dtype())), a.dtype()));
+        break;
+      case 7:
+        v = mx::right_shift(a, mx::astype(b, a.dtype()));
+        break;
+      case 8:
+        v = mx::where(mx::less(a, b), a, mx::power(b, mx::array(3, b.dtype())));
+        break;
+      case 9:
+        v = mx::astype(a, kInts[rng.next() % 8]);
+        break;
+      case 10:
+        v = mx::astype(mx::logical_or(mx::greater(a, b), mx::logical_not(mx::equal(a, b))),
+                       kInts[rng.next() % 8]);
+        break;
+      default:
+        v = mx::add(a, mx::astype(mx::sum(b, -1, true), a.dtype()));
+        break;  // a reduction between groups
+    }
+    if (v.dtype() == mx::bool_ || mx::is_floating_point(v.dtype())) {
+      v = mx::astype(v, mx::int32);
+    }
+    pool.push_back(v);
+  }
+  return {pool.back(), pool[pool.size() / 2], pool.back()};
+}
+
+}  // namespace
+
 TEST_CASE("fused groups give the unfused results: a fuzzer over random elementwise graphs") {
-  // The fused tape runs the same primitives on the same values, node by node, so results
-  // are exact (the GLSL emitter, when it lands, may contract into FMA: then a few ulp).
+  // Both sides compute every node with the same expression and round it to its dtype, so
+  // results are exact: on the CPU the fused loop runs the separate ops' code; on the GPU the
+  // fused kernel runs the elementwise family's GLSL, and every f32 node is `precise`, so no
+  // multiply-add contracts across nodes (docs/compile.md gives the bound for other drivers).
+  // The seed picks the inputs' layout: contiguous, odd offset, transposed, broadcast.
   auto saved = mx::default_device();
   for (auto d : mlx_test::test_devices()) {
     CAPTURE(d == mx::Device::cpu ? "cpu" : "gpu");
@@ -240,13 +383,40 @@ TEST_CASE("fused groups give the unfused results: a fuzzer over random elementwi
       auto fn = [seed, depth](const std::vector<mx::array>& in) {
         return random_graph(in, seed, depth);
       };
-      auto x = mx::astype(mx::reshape(mx::arange(12), {3, 4}), mx::float32);
-      auto y = mx::multiply(mx::ones({3, 4}), mx::array(0.25f));
-      auto want = fn({x, y});
-      auto got = mx::compile(fn)({x, y});
+      auto in = fuzz_inputs(static_cast<int>(seed % 4), mx::float32, mx::float32, false);
+      auto want = fn(in);
+      auto got = mx::compile(fn)(in);
       REQUIRE(got.size() == want.size());
       for (size_t i = 0; i < got.size(); ++i) {
-        CHECK(to_doubles(got[i]) == to_doubles(want[i]));
+        check_exact(got[i], want[i]);
+      }
+    }
+  }
+  mx::set_default_device(saved);
+}
+
+TEST_CASE("fused integer groups give the unfused results exactly: a seeded fuzzer") {
+  static const mx::Dtype kIn[][2] = {{mx::int32, mx::int32},   {mx::int8, mx::uint8},
+                                     {mx::int16, mx::uint32},  {mx::int64, mx::int8},
+                                     {mx::uint64, mx::uint16}, {mx::uint8, mx::uint8}};
+  auto saved = mx::default_device();
+  for (auto d : mlx_test::test_devices()) {
+    CAPTURE(d == mx::Device::cpu ? "cpu" : "gpu");
+    mx::set_default_device(d);
+    for (uint64_t seed = 1; seed <= 12; ++seed) {
+      CAPTURE(seed);
+      int depth = 1 + static_cast<int>(seed * 11 % 24);
+      auto fn = [seed, depth](const std::vector<mx::array>& in) {
+        return random_int_graph(in, seed, depth);
+      };
+      const auto* dts = kIn[seed % 6];
+      auto in = fuzz_inputs(static_cast<int>(seed / 3 % 4), dts[0], dts[1], true);
+      auto want = fn(in);
+      auto got = mx::compile(fn)(in);
+      REQUIRE(got.size() == want.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        CAPTURE(i);
+        check_exact(got[i], want[i]);
       }
     }
   }
