@@ -11,6 +11,7 @@
 #include "cache/file_io.h"
 #include "cache/format.h"
 #include "codegen/codegen.h"
+#include "codegen/fused.h"
 #include "commands.h"
 #include "json.h"
 #include "lookup.h"
@@ -221,7 +222,23 @@ int run_reflect(const Args& args) {
   return 0;
 }
 
+// For a cached fused kernel, the group it computes as a comment ("" otherwise): the
+// decompiled GLSL has lost the emitter's names.
+std::string fused_header(const Args& args) {
+  const std::string& what = args.positional()[0];
+  if (what.ends_with(".spv") || what.find('/') != std::string::npos) {
+    return "";
+  }
+  auto c = open_existing_cache(args);
+  auto e = resolve_entry(c, what, args.option("--device").value_or(""));
+  if (!e.key.starts_with("fused:")) {
+    return "";
+  }
+  return codegen::fused_comment(codegen::parse_fused(codegen::KernelKey::parse(e.key)));
+}
+
 int run_glsl(const Args& args) {
+  std::cout << fused_header(args);
   spirv_cross::CompilerGLSL glsl(load_spirv(args));
   auto options = glsl.get_common_options();
   options.version = 450;
@@ -266,7 +283,8 @@ std::vector<Command> spirv_commands() {
              "SPIR-V cross-compiled back to GLSL (SPIRV-Cross)",
              usage("glsl",
                    "Decompiles a kernel's SPIR-V to GLSL 450 with SPIRV-Cross (what the "
-                   "compiler made\nof it; 'show' prints the GLSL it was generated from).",
+                   "compiler made\nof it; 'show' prints the GLSL it was generated from). A fused "
+                   "kernel's group\ncomes first, as a comment.",
                    false),
              {{}, {"--device"}, 1, 1},
              run_glsl};
