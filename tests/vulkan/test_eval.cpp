@@ -6,6 +6,8 @@
 // f32 Add/Multiply, f16 Add, i32 Add, f32 Exp, and copies.
 #include "vk_test.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <thread>
 
@@ -185,14 +187,23 @@ TEST_CASE("async_eval returns and reading the result waits for it") {
 
 TEST_CASE("reading a result waits for the work that wrote it, not for work recorded later") {
   VK_REQUIRE_DEVICE();
+  // A chain of dependent ops long enough to run >= 200 ms on this device (sized from the
+  // time of one op, so lavapipe and a fast GPU both get a chain that is still running when
+  // the small result is read; reading it used to wait for the whole stream).
+  auto big = iota_f32({1 << 22});
+  auto step = [&](const mx::array& x) {
+    return mx::add(mx::multiply(x, mx::array(0.5f), gpu), mx::array(1.0f), gpu);
+  };
+  mx::eval(step(big));
+  auto t0 = std::chrono::steady_clock::now();
+  mx::eval(step(big));
+  double one = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  int chain = std::clamp(static_cast<int>(0.2 / std::max(one, 1e-6)), 4, 20000);
   auto a = iota_f32({1000});
   auto small = mx::add(a, a, gpu);
   mx::async_eval({small});
-  // 80 dependent ops over 4M elements: hundreds of ms on lavapipe, still running when the
-  // small result is read (reading it used to wait for the whole stream).
-  auto big = iota_f32({1 << 22});
-  for (int i = 0; i < 40; ++i) {
-    big = mx::add(mx::multiply(big, mx::array(0.5f), gpu), mx::array(1.0f), gpu);
+  for (int i = 0; i < chain; ++i) {
+    big = step(big);
   }
   mx::async_eval({big});
   check_same(small, mx::add(a, a, cpu), "small");
