@@ -254,10 +254,21 @@ bool fusable(const array& node) {
 // Groups runs of elementwise ops into Compiled primitives (docs/compile.md, "Fusion").
 // Walking the tape in order, a fusable node joins the group of one of its inputs when that
 // keeps the graph acyclic (no other input depends on the group through a node outside it)
-// and the group stays within kMaxOperands inputs plus outputs (a dispatch binds at most 16
-// buffers); otherwise it starts a group. Groups of one node stay as they are.
+// and the group stays within kMaxInputs inputs and kMaxOutputs members that may be outputs
+// (the fused kernel's bindings: codegen/fused.h); otherwise it starts a group. Groups of one
+// node stay as they are.
 void fuse(Trace& t) {
-  constexpr size_t kMaxOperands = 12;
+  constexpr size_t kMaxInputs = 11, kMaxOutputs = 4;
+  // Who reads each node (a trace output counts as a reader outside every group).
+  std::unordered_map<std::uintptr_t, std::vector<std::uintptr_t>> readers;
+  for (auto& node : t.tape) {
+    for (auto& in : node.inputs()) {
+      readers[in.id()].push_back(node.id());
+    }
+  }
+  for (auto& o : t.outputs) {
+    readers[o.id()].push_back(0);
+  }
   std::unordered_map<std::uintptr_t, int> group_of;
   std::unordered_set<std::uintptr_t> on_tape;
   std::vector<std::vector<array>> groups;
@@ -293,7 +304,7 @@ void fuse(Trace& t) {
     }
     return false;
   };
-  auto operands = [&](int g, const array& extra) {
+  auto fits = [&](int g, const array& extra) {
     std::unordered_set<std::uintptr_t> members, ins;
     for (auto& n : groups[g]) {
       members.insert(n.id());
@@ -309,8 +320,18 @@ void fuse(Trace& t) {
       if (!members.count(in.id()))
         ins.insert(in.id());
     }
-    // Every member may be an output: a bound, not an exact count.
-    return ins.size() + members.size();
+    // A member may be an output unless every reader is a member; the new node may always be
+    // (its readers come later): a bound, not an exact count.
+    size_t outs = 1;
+    for (auto& n : groups[g]) {
+      auto it = readers.find(n.id());
+      bool internal = it != readers.end();
+      for (size_t k = 0; internal && k < it->second.size(); ++k) {
+        internal = members.count(it->second[k]) > 0;
+      }
+      outs += internal ? 0 : 1;
+    }
+    return ins.size() <= kMaxInputs && outs <= kMaxOutputs;
   };
   for (auto& node : t.tape) {
     on_tape.insert(node.id());
@@ -331,7 +352,7 @@ void fuse(Trace& t) {
           acyclic = false;
         }
       }
-      if (acyclic && operands(g->second, node) <= kMaxOperands) {
+      if (acyclic && fits(g->second, node)) {
         chosen = g->second;
         break;
       }
