@@ -515,6 +515,18 @@ bool qmv_applies(const MatmulGeometry& g) {
   return g.m >= 1 && g.m <= 8 && g.b_t && !g.a_t && g.bits > 0 && g.k > 0 && g.k % 32 == 0;
 }
 
+// Columns per team: up to 4 share each lane's x values (converted and summed once), as long
+// as the launch keeps >= 128 workgroups (small products need the parallelism more), and at
+// most 2 with 8 rows (registers: MR * NC sums and U * NC packs of words).
+uint32_t qmv_columns(int64_t n, uint32_t mr, uint32_t tpr, const DeviceCaps& caps) {
+  int64_t teams = row_workgroup_size(caps) / tpr;
+  uint32_t nc = mr >= 8 ? 2 : 4;
+  while (nc > 1 && ceil_div(n, teams * nc) < 128) {
+    nc /= 2;
+  }
+  return nc;
+}
+
 KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps) {
   // x's rows read as 16-byte vectors when they start at multiples of them; packs of 4 or 8
   // bits as uvec4 when every row of W starts at a multiple of 4 words.
@@ -528,12 +540,14 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
     tpr /= 2;
   }
   bool sg = caps.subgroup_shuffle && tpr <= caps.subgroup_size;
+  uint32_t mr = gemv_rows(g.m);
   return KernelKey{"qmv",
                    {{"bits", std::to_string(g.bits)},
                     {"dtype", dtype},
                     {"gs", std::to_string(g.group_size)},
                     {"idx", geometry_idx64(g, 1, 1, 1) ? "64" : "32"},
-                    {"mr", std::to_string(gemv_rows(g.m))},
+                    {"mr", std::to_string(mr)},
+                    {"nc", std::to_string(qmv_columns(g.n, mr, tpr, caps))},
                     {"sg", bit(sg)},
                     {"tpr", std::to_string(tpr)},
                     {"vec", std::to_string(vec)},
@@ -542,7 +556,7 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
 
 KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
   const std::string where = "kernel " + key.canonical();
-  check_params(key, {"bits", "dtype", "gs", "idx", "mr", "sg", "tpr", "vec", "wvec"}, where);
+  check_params(key, {"bits", "dtype", "gs", "idx", "mr", "nc", "sg", "tpr", "vec", "wvec"}, where);
   const DtypeInfo& dt = float_dtype(key, where);
   bool idx64 = parse_idx(key, where);
   int bits = 0, gs = 0;
@@ -551,15 +565,18 @@ KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
   bool wvec = flag(key, "wvec", where);
   const std::string& vec = key_param(key, "vec", where);
   const std::string& mr = key_param(key, "mr", where);
+  const std::string& nc = key_param(key, "nc", where);
   uint32_t tpr = static_cast<uint32_t>(std::stoul(key_param(key, "tpr", where)));
   uint32_t lanes = 128u / static_cast<uint32_t>(dt.bits);
   uint32_t wg = row_workgroup_size(caps);
   if ((vec != "1" && vec != std::to_string(lanes)) ||
-      (mr != "1" && mr != "2" && mr != "4" && mr != "8") || tpr < 1 || tpr > 32 ||
+      (mr != "1" && mr != "2" && mr != "4" && mr != "8") || (nc != "1" && nc != "2" && nc != "4") ||
+      tpr < 1 || tpr > 32 ||
       (tpr & (tpr - 1)) != 0 || wg % tpr != 0 ||
       (sg && (!caps.subgroup_shuffle || tpr > caps.subgroup_size)) || (wvec && bits % 4 != 0)) {
     throw std::invalid_argument("[render] " + where +
-                                ": vec must be 1 or 16 bytes of lanes, mr 1, 2, 4 or 8, tpr a "
+                                ": vec must be 1 or 16 bytes of lanes, mr 1, 2, 4 or 8, nc 1, 2 "
+                                "or 4, tpr a "
                                 "power of two up to 32 (the subgroup size with sg 1), wvec 1 "
                                 "only for 4 or 8 bits.");
   }
@@ -571,6 +588,7 @@ KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
   defines.push_back("BITS " + std::to_string(bits));
   defines.push_back("GS " + std::to_string(gs));
   defines.push_back("MR " + mr);
+  defines.push_back("NC " + nc);
   defines.push_back("TPR " + std::to_string(tpr));
   defines.push_back(std::string("SUBGROUP ") + bit(sg));
   defines.push_back("VEC " + vec);
@@ -589,11 +607,13 @@ Launch qmv_launch(const KernelKey& key, const KernelSource& source, const Matmul
       qmv_applies(g) ? qmv_key(key_param(key, "dtype", where), g, DeviceCaps{}) : KernelKey{};
   expect.params["tpr"] = key_param(key, "tpr", where);
   expect.params["sg"] = key_param(key, "sg", where);
+  expect.params["nc"] = key_param(key, "nc", where);
   if (!qmv_applies(g) || key != expect) {
     throw std::invalid_argument("[launch] " + where + " does not match the geometry.");
   }
   int64_t tpr = std::stol(key_param(key, "tpr", where));
-  int64_t gx = ceil_div(g.n, static_cast<int64_t>(source.workgroup_size[0]) / tpr);
+  int64_t nc = std::stol(key_param(key, "nc", where));
+  int64_t gx = ceil_div(g.n, static_cast<int64_t>(source.workgroup_size[0]) / tpr * nc);
   constexpr int64_t kMax = 65535;
   if (gx > kMax || g.batches > kMax) {
     throw std::invalid_argument("[launch] " + where + ": too many workgroups for one launch.");

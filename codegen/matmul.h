@@ -74,7 +74,8 @@ Launch qmm_launch(const KernelKey& key, const KernelSource& source, const Matmul
 
 // Whether the qmv family can run the quantized product: m <= 8, transpose=true (b_t).
 bool qmv_applies(const MatmulGeometry& g);
-// "qmv:bits,dtype,gs,idx,mr=1|2|4|8,sg=0|1,tpr=N,vec=1|4|8,wvec=0|1".
+// "qmv:bits,dtype,gs,idx,mr=1|2|4|8,nc=1|2|4,sg=0|1,tpr=N,vec=1|4|8,wvec=0|1" (nc: columns
+// per team, sharing each lane's x values).
 KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps);
 KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps);
 Launch qmv_launch(const KernelKey& key, const KernelSource& source, const MatmulGeometry& g);

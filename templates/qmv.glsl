@@ -5,9 +5,12 @@
 //   out[z, m, n] = sum_k x[uint(z, m, k)] * (scale[n, k / GS] * q[n, k] + bias[n, k / GS])
 // W holds BITS-bit values packed little-endian into uint32 words, ldb words per row n
 // (MLX's format, docs/quantization.md). A pack is 32 consecutive values of a row: BITS
-// words, inside one group (GS is a multiple of 32). A team of TPR invocations owns one
-// column n; each lane reads whole packs, U in flight, and the team sums its lanes with
-// subgroup shuffles (SUBGROUP) or through shared memory.
+// words, inside one group (GS is a multiple of 32). A team of TPR invocations owns NC
+// adjacent columns n; each lane reads whole packs of its NC columns, U * NC packs in
+// flight, and the team sums its lanes with subgroup shuffles (SUBGROUP) or through shared
+// memory. A lane loads its 32 values of x once per pack and row, and converts and sums them
+// once, for all NC columns: x is read N times in all, which made the time grow with M when
+// every column read it itself (H100: M = 8 took 8x M = 1).
 //
 // Per pack, with s and b its group's scale and bias:
 //   sum_j x_j * (s * q_j + b) = s * sum_j x_j q_j + b * sum_j x_j
@@ -15,7 +18,7 @@
 // output is rounded once.
 //
 // The engine defines BITS, GS, MR (rows held in registers: M rounded up to 1, 2, 4 or 8),
-// TPR, SUBGROUP, VEC (x's lanes in 16 bytes when its rows start at multiples of them,
+// NC (columns per team: 1, 2 or 4), TPR, SUBGROUP, VEC (x's lanes in 16 bytes when its rows start at multiples of them,
 // else 1), WVEC (1: a pack of 4 or 8 bits is read as uvec4 loads) and IN0_* (x, the scales
 // and biases share the dtype) and OUT_*. codegen/matmul.cpp packs the push constants.
 #ifndef BITS
@@ -24,6 +27,9 @@
 #endif
 #ifndef MR
 #define MR 1
+#endif
+#ifndef NC
+#define NC 1
 #endif
 #ifndef TPR
 #define TPR 32
@@ -47,7 +53,7 @@
 #include "include/lanes.glsl"
 #endif
 
-#define U 4
+#define U (4 / NC)  // packs in flight per lane and column: 4 per lane in all
 #define MASK ((1u << BITS) - 1u)
 
 layout(local_size_x_id = 0) in;
@@ -82,6 +88,7 @@ layout(std430, set = 0, binding = 4) writeonly buffer Out {
 #include "include/matmul_params.glsl"
 // b_* are in words; extra0 / extra1: the scales' and biases' offsets.
 
+#define TEAM_VALUES (MR * NC)
 #include "include/teams.glsl"
 
 // Value j of a pack (a compile-time j after unrolling: the shifts are constants).
@@ -123,38 +130,44 @@ void main() {
   IDX_T inner = z - outer * pc.nb1;
   IDX_T a_base = pc.a_offset + outer * pc.a_bs0 + inner * pc.a_bs1;
   IDX_T w_batch = outer * pc.b_bs0 + inner * pc.b_bs1;
-  IDX_T col = IDX_T(gl_WorkGroupID.x) * IDX_T(WGS / TPR) + IDX_T(team);
-  bool live = col < pc.n;
+  IDX_T col0 = (IDX_T(gl_WorkGroupID.x) * IDX_T(WGS / TPR) + IDX_T(team)) * IDX_T(NC);
+  // Columns past N repeat the last one (reads stay in bounds) and are never stored.
+  IDX_T cols[NC];
+  for (uint c = 0; c < NC; ++c) {
+    cols[c] = min(col0 + IDX_T(c), pc.n - 1);
+  }
 
-  float acc[MR];
+  float acc[MR][NC];
   for (uint i = 0; i < MR; ++i) {
-    acc[i] = 0.0f;
+    for (uint c = 0; c < NC; ++c) {
+      acc[i][c] = 0.0f;
+    }
   }
   IDX_T packs = pc.k / 32;
   IDX_T groups_per_row = pc.k / GS;
-  if (live) {
-    IDX_T w_row = pc.b_offset + w_batch + col * pc.ldb;
-    // Scales and biases are dense, one per GS values of each packed row.
-    IDX_T s_row = w_batch * 32 / BITS / GS + col * groups_per_row;
+  if (col0 < pc.n) {
     for (IDX_T p0 = IDX_T(lane); p0 < packs; p0 += IDX_T(TPR * U)) {
-      uint words[U][BITS];
+      uint words[U][NC][BITS];
       for (uint u = 0; u < U; ++u) {
         IDX_T p = p0 + IDX_T(u * TPR);
         if (p < packs) {
+          for (uint c = 0; c < NC; ++c) {
+            IDX_T w_row = pc.b_offset + w_batch + cols[c] * pc.ldb;
 #if WVEC
-          IDX_T at = (w_row + p * BITS) / 4;
-          for (uint q = 0; q < BITS / 4; ++q) {
-            uvec4 v = wq4[uint(at + q)];
-            words[u][4 * q] = v.x;
-            words[u][4 * q + 1] = v.y;
-            words[u][4 * q + 2] = v.z;
-            words[u][4 * q + 3] = v.w;
-          }
+            IDX_T at = (w_row + p * BITS) / 4;
+            for (uint q = 0; q < BITS / 4; ++q) {
+              uvec4 v = wq4[uint(at + q)];
+              words[u][c][4 * q] = v.x;
+              words[u][c][4 * q + 1] = v.y;
+              words[u][c][4 * q + 2] = v.z;
+              words[u][c][4 * q + 3] = v.w;
+            }
 #else
-          for (uint q = 0; q < BITS; ++q) {
-            words[u][q] = wq[uint(w_row + p * BITS + q)];
-          }
+            for (uint q = 0; q < BITS; ++q) {
+              words[u][c][q] = wq[uint(w_row + p * BITS + q)];
+            }
 #endif
+          }
         }
       }
       for (uint u = 0; u < U; ++u) {
@@ -162,24 +175,28 @@ void main() {
         if (p >= packs) {
           break;
         }
-        IDX_T g = s_row + p * 32 / GS;
-        float s = float(IN0_LOAD(scales[uint(pc.extra0 + g)]));
-        float b = float(IN0_LOAD(qbiases[uint(pc.extra1 + g)]));
-        float qv[32];
-        for (uint j = 0; j < 32; ++j) {
-          qv[j] = float(pack_value(words[u], j));
+        // Scales and biases are dense, one per GS values of each packed row.
+        float s[NC], b[NC];
+        for (uint c = 0; c < NC; ++c) {
+          IDX_T g = w_batch * 32 / BITS / GS + cols[c] * groups_per_row + p * 32 / GS;
+          s[c] = float(IN0_LOAD(scales[uint(pc.extra0 + g)]));
+          b[c] = float(IN0_LOAD(qbiases[uint(pc.extra1 + g)]));
         }
         for (uint i = 0; i < MR; ++i) {
           if (IDX_T(i) < pc.m) {
             float xs[32];
             load_x(a_base + IDX_T(i) * pc.lda, p, xs);
-            float qdot = 0.0f;
             float xsum = 0.0f;
             for (uint j = 0; j < 32; ++j) {
-              qdot = fma(xs[j], qv[j], qdot);
               xsum += xs[j];
             }
-            acc[i] = fma(s, qdot, fma(b, xsum, acc[i]));
+            for (uint c = 0; c < NC; ++c) {
+              float qdot = 0.0f;
+              for (uint j = 0; j < 32; ++j) {
+                qdot = fma(xs[j], float(pack_value(words[u][c], j)), qdot);
+              }
+              acc[i][c] = fma(s[c], qdot, fma(b[c], xsum, acc[i][c]));
+            }
           }
         }
       }
@@ -187,9 +204,11 @@ void main() {
   }
   IDX_T out_base = pc.out_offset + z * pc.m * pc.n;
   for (uint i = 0; i < MR; ++i) {
-    float v = team_sum(acc[i], i);
-    if (live && lane == 0 && IDX_T(i) < pc.m) {
-      outv[uint(out_base + IDX_T(i) * pc.n + col)] = OUT_STORE(v);
+    for (uint c = 0; c < NC; ++c) {
+      float v = team_sum(acc[i][c], i * NC + c);
+      if (lane == 0 && IDX_T(i) < pc.m && col0 + IDX_T(c) < pc.n) {
+        outv[uint(out_base + IDX_T(i) * pc.n + col0 + IDX_T(c))] = OUT_STORE(v);
+      }
     }
   }
 }

@@ -1,11 +1,14 @@
 // Teams of TPR invocations that each own one output column (gemv.glsl's dot shape and
 // qmv.glsl): where an invocation sits, and the sum of a value over its team's lanes.
-// Expects TPR (a power of two), MR (values summed per lane), SUBGROUP (1: the team sums
+// Expects TPR (a power of two), MR or TEAM_VALUES (values summed per lane), SUBGROUP (1: the team sums
 // with subgroup shuffles; TPR is then at most the subgroup size) and WGS.
 #ifndef MLX_TEAMS_GLSL
 #define MLX_TEAMS_GLSL
 
-shared float team_red[SUBGROUP == 1 ? 1 : WGS * MR];
+#ifndef TEAM_VALUES
+#define TEAM_VALUES MR
+#endif
+shared float team_red[SUBGROUP == 1 ? 1 : WGS * TEAM_VALUES];
 
 // The team within the workgroup and the lane within the team. With subgroups, teams
 // follow subgroup IDs, so a team's lanes are always one shuffle cluster.
@@ -24,7 +27,7 @@ uint team_lane() {
 #endif
 }
 
-// The sum of v over the team's lanes, for value `row` (< MR) of each lane. Every
+// The sum of v over the team's lanes, for value `row` (< TEAM_VALUES) of each lane. Every
 // invocation of the workgroup must call it (the shared-memory tree has barriers).
 float team_sum(float v, uint row) {
 #if SUBGROUP

@@ -76,3 +76,41 @@ TEST_CASE("the cooperative-matrix gemm renders, compiles and validates for every
   auto key = cg::gemm_key("f16", g, cg::gemm_tile(g, caps, "f16"));
   CHECK_THROWS_AS(cg::render(key, nvidia_like(false)), std::runtime_error);
 }
+
+TEST_CASE("qmv teams own up to 4 columns while the launch keeps 128 workgroups") {
+  auto caps = nvidia_like(false);
+  auto geometry = [](int64_t m, int64_t n, int64_t k) {
+    cg::MatmulGeometry g;
+    g.m = m;
+    g.n = n;
+    g.k = k;
+    g.lda = k;
+    g.ldb = k / 8;  // 4-bit words per row
+    g.b_t = true;
+    g.bits = 4;
+    g.group_size = 64;
+    return g;
+  };
+  auto nc = [&](const cg::MatmulGeometry& g) { return cg::qmv_key("bf16", g, caps).params["nc"]; };
+  CHECK(nc(geometry(1, 14336, 4096)) == "4");   // 8 teams x 4 columns: 448 workgroups
+  CHECK(nc(geometry(1, 1024, 3072)) == "1");    // 4 columns would leave 32 workgroups
+  CHECK(nc(geometry(1, 2048, 1024)) == "2");    // 2 columns: 128 workgroups
+  CHECK(nc(geometry(8, 151936, 1024)) == "2");  // 8 rows: at most 2 columns
+  // Every columns x rows variant renders and compiles, on the shared-memory team sums too.
+  for (bool shuffle : {true, false}) {
+    auto c = caps;
+    c.subgroup_shuffle = shuffle;
+    for (int64_t m : {1, 2, 4, 8}) {
+      auto g = geometry(m, 151936, 1024);
+      auto key = cg::qmv_key("bf16", g, c);
+      CAPTURE(key.canonical());
+      auto src = cg::render(key, c);
+      auto mod = cg::compile(key, src);
+      CHECK(cg::validate_spirv(mod.words) == "");
+      auto launch = cg::qmv_launch(key, src, g);
+      int64_t per_group = src.workgroup_size[0] / std::stol(key.params["tpr"]) *
+                          std::stol(key.params["nc"]);
+      CHECK(launch.groups[0] == (151936 + per_group - 1) / per_group);
+    }
+  }
+}
