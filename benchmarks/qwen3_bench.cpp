@@ -8,10 +8,11 @@
 //    per token from timestamps (a separate run), dispatches / barriers / submissions per
 //    token, and the bandwidth floor: (weight bytes + KV bytes read) / peak.
 // 3. Prefill of 512- and 4096-token prompts in one forward pass: tok/s.
-// 4. The kernels of one decode step by GPU time (MLX_VK_PROFILE's table).
+// 4. Host time of a decode step: graph building, recording, waiting.
+// 5. The kernels of one decode step by GPU time (MLX_VK_PROFILE's table).
 //
 // Usage: qwen3_bench [config name, default qwen3-0.6b] [decode steps, default 64]
-//        (QWEN3_BENCH_ONLY=decode,prefill,profile runs a subset)
+//        (QWEN3_BENCH_ONLY=decode,prefill,host,profile runs a subset)
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -175,6 +176,50 @@ int main(int argc, char** argv) {
       }
       std::printf("| %d | %.2f | %.0f | %.2f |\n", length, best, length / best * 1e3, best_busy);
     }
+  }
+
+  if (bench::wanted("QWEN3_BENCH_ONLY", "host")) {
+    // Where a pipelined decode step's wall time goes on the host: building the graph
+    // (model + argmax), recording and submitting it (async_eval), and waiting for the
+    // previous token (item), as generate() interleaves them.
+    mx::vulkan::set_profiling(false);
+    auto cache = model.make_cache(256);
+    auto step = [&](const mx::array& tokens, double& build, double& record) {
+      double t0 = now_ms();
+      auto logits = model(tokens, cache, true);
+      auto token = mx::astype(mx::argmax(mx::reshape(logits, {1, -1}), -1), mx::int32);
+      std::vector<mx::array> outputs{token};
+      for (auto& c : cache) {
+        outputs.push_back(c.keys);
+        outputs.push_back(c.values);
+      }
+      double t1 = now_ms();
+      mx::async_eval(outputs);
+      build += t1 - t0;
+      record += now_ms() - t1;
+      return token;
+    };
+    double build = 0, record = 0, wait = 0;
+    auto y = step(mx::array({1}, {1, 1}, mx::int32), build, record);
+    const int n = 64;
+    double start = 0;
+    for (int i = 0; i < n + 8; ++i) {
+      if (i == 8) {  // the first steps build kernels
+        build = record = wait = 0;
+        start = now_ms();
+      }
+      auto next = step(mx::reshape(y, {1, 1}), build, record);
+      double t0 = now_ms();
+      y.item<int>();
+      wait += now_ms() - t0;
+      y = next;
+    }
+    double total = now_ms() - start;
+    y.eval();
+    std::printf(
+        "\nHost time per decode step at context ~8-72 (ms): total %.3f = build graph %.3f + "
+        "record and submit %.3f + wait for the previous token %.3f\n",
+        total / n, build / n, record / n, wait / n);
   }
 
   if (bench::wanted("QWEN3_BENCH_ONLY", "profile")) {
