@@ -6,7 +6,8 @@
 // 2. Each case compiled and uncompiled: GPU time per call (timestamp queries, every kernel
 //    of the call), best wall time per call, dispatches per call, GB/s of the bytes the fused
 //    kernel must move (inputs read once, outputs written once) and its ratio to the peak:
-//      - SwiGLU silu(g) * u on [4096, 14336] bf16 (target: fused >= 0.9 of the peak),
+//      - SwiGLU silu(g) * u on [4096, 14336] bf16 (target: fused >= 0.9 of the peak), and
+//        g * u + g on the same tensors (cheap math: the fused kernel's memory path alone),
 //      - exact GELU x * (1 + erf(x / sqrt(2))) / 2 on 256M f32 (target: >= 3x uncompiled),
 //      - a seeded 20-op elementwise chain over two [4096, 4096] f32 inputs.
 // 3. First call and warm start of a fused kernel, each in a child process (this binary with
@@ -47,6 +48,12 @@ using Fn = std::function<std::vector<mx::array>(const std::vector<mx::array>&)>;
 
 std::vector<mx::array> swiglu(const std::vector<mx::array>& in) {
   return {mx::multiply(mx::multiply(in[0], mx::sigmoid(in[0])), in[1])};
+}
+
+// Cheap math over SwiGLU's tensors: what the fused kernel's loads and stores reach when the
+// arithmetic costs little.
+std::vector<mx::array> muladd(const std::vector<mx::array>& in) {
+  return {mx::add(mx::multiply(in[0], in[1]), in[0])};
 }
 
 std::vector<mx::array> gelu(const std::vector<mx::array>& in) {
@@ -302,6 +309,7 @@ int main(int argc, char** argv) {
   };
   if (bench::wanted("COMPILE_BENCH_ONLY", "swiglu")) {
     run_case("SwiGLU bf16", 3.0 * 2 * rows * cols, swiglu, {g, u});
+    run_case("g * u + g bf16 (cheap math)", 3.0 * 2 * rows * cols, muladd, {g, u});
   }
   if (bench::wanted("COMPILE_BENCH_ONLY", "gelu")) {
     run_case("exact GELU f32", 2.0 * 4 * static_cast<double>(gelu_n), gelu, {gx});

@@ -7,6 +7,7 @@
 #include "codegen/fused.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 #include <sstream>
@@ -111,6 +112,27 @@ uint32_t vector_width(const std::vector<const DtypeInfo*>& dts) {
 }
 
 constexpr uint32_t kVectorAlignment = 32;
+
+// Vector steps per invocation (spec constant 1; templates/fused.glsl's FUSED_MAX_EPT at
+// most): all their loads are issued before any step computes. Measured on an H100
+// (compile_bench): g * u + g in bf16 reaches 0.91 of the peak at 1 and 0.92 at 2, but the
+// math-heavy groups lose at 2 (a 20-op chain 198 -> 239 us) and everything at 4, so 1.
+// MLX_VK_FUSED_EPT overrides it for tuning on a new device (the spec constant is part of
+// the kernel's hash).
+constexpr uint32_t kFusedVectorSteps = 1;
+
+uint32_t vector_steps() {
+  if (const char* env = std::getenv("MLX_VK_FUSED_EPT"); env && *env) {
+    char* end = nullptr;
+    unsigned long v = std::strtoul(env, &end, 10);
+    if (*end != '\0' || v < 1 || v > 8) {
+      throw std::invalid_argument("[render] MLX_VK_FUSED_EPT=" + std::string(env) +
+                                  " must be an integer in 1..8.");
+    }
+    return static_cast<uint32_t>(v);
+  }
+  return kFusedVectorSteps;
+}
 
 // What render needs of a parsed, checked tape.
 struct Parsed {
@@ -346,7 +368,7 @@ KernelSource render_fused(const KernelKey& key, const DeviceCaps& caps) {
   const FusedTape& t = p.t;
   const uint32_t vec = t.vec;
   std::vector<std::string> defines;
-  std::ostringstream buffers, body, vsetup, vbody;
+  std::ostringstream buffers, body, vsetup, vload, vbody;
   // The inputs' values on the element path (x<k>) and in lane j of a vector step.
   std::vector<std::string> elem_in, lane_in;
   for (size_t k = 0; k < t.inputs.size(); ++k) {
@@ -368,10 +390,12 @@ KernelSource render_fused(const KernelKey& key, const DeviceCaps& caps) {
     add_vector_operand_defines(pre, *p.in[k], vec, false, defines);
     buffers << "layout(std430, set = 0, binding = " << k << ") readonly buffer I" << k << "V { "
             << pre << "VT in" << k << "v[]; }; ";
-    vsetup << "uint vb" << k << " = voff[" << k << "] / " << vec << "u; ";
-    vbody << pre << "CT x" << k << "[VEC]; { " << pre << "VT w = in" << k << "v[vb" << k
-          << " + uint(u)]; for (uint j = 0u; j < VEC; ++j) { x" << k << "[j] = " << pre
-          << "VLANE(w, j); } } ";
+    // Step e's vector of input k is loaded into r<k>[e] before any step computes.
+    vsetup << "uint vb" << k << " = voff[" << k << "] / " << vec << "u; " << pre << "VT r" << k
+           << "[FUSED_MAX_EPT]; ";
+    vload << "r" << k << "[e] = in" << k << "v[vb" << k << " + uint(u)]; ";
+    vbody << pre << "CT x" << k << "[VEC]; for (uint j = 0u; j < VEC; ++j) { x" << k
+          << "[j] = " << pre << "VLANE(r" << k << "[e], j); } ";
     lane_in.push_back("x" + ks + "[j]");
   }
 
@@ -461,9 +485,9 @@ KernelSource render_fused(const KernelKey& key, const DeviceCaps& caps) {
       buffers << "layout(std430, set = 0, binding = " << t.inputs.size() + j
               << ") writeonly buffer O" << j << "V { " << pre << "VT out" << j << "v[]; }; ";
       vsetup << "uint ob" << j << " = uint(pc.out_offset" << j << ") / " << vec << "u; ";
-      vdecl << pre << "VT w" << j << " = " << pre << "VT(0); ";
-      vset << pre << "VSET(w" << j << ", j, v" << node << "); ";
-      vstore << "out" << j << "v[ob" << j << " + uint(u)] = w" << j << "; ";
+      vdecl << pre << "VT o" << j << " = " << pre << "VT(0); ";
+      vset << pre << "VSET(o" << j << ", j, v" << node << "); ";
+      vstore << "out" << j << "v[ob" << j << " + uint(u)] = o" << j << "; ";
     }
   }
   if (vec) {
@@ -508,6 +532,7 @@ KernelSource render_fused(const KernelKey& key, const DeviceCaps& caps) {
   head.push_back("FUSED_BODY " + body.str());
   if (vec) {
     head.push_back("FUSED_VSETUP " + vsetup.str());
+    head.push_back("FUSED_VLOAD " + vload.str());
     head.push_back("FUSED_VBODY " + vbody.str());
   }
   KernelSource source = render_template("fused.glsl", head);
@@ -523,7 +548,7 @@ KernelSource render_fused(const KernelKey& key, const DeviceCaps& caps) {
   source.push_constant_bytes = 5 * 4;
   uint32_t wg = row_workgroup_size(caps);
   source.workgroup_size = {wg, 1, 1};
-  source.spec_constants = {{0, wg}};
+  source.spec_constants = {{0, wg}, {1, vec ? vector_steps() : 1}};
   return source;
 }
 
@@ -569,11 +594,16 @@ Launch fused_launch(const KernelKey& key, const KernelSource& source, const Fuse
   }
   launch.push_constants.resize(sizeof(pcs));
   std::memcpy(launch.push_constants.data(), pcs, sizeof(pcs));
+  // One invocation per element, or per EPT vector steps (spec constant 1); the kernel loops
+  // over the grid when the groups are capped.
   uint64_t wg = source.workgroup_size[0];
+  auto ept_it = source.spec_constants.find(1);
+  uint64_t ept = t.vec && ept_it != source.spec_constants.end() ? ept_it->second : 1;
   uint64_t steps =
       t.vec ? (static_cast<uint64_t>(size) + t.vec - 1) / t.vec : static_cast<uint64_t>(size);
-  launch.groups =
-      row_groups(std::min<uint64_t>((steps + wg - 1) / wg, uint64_t{65535} * 64), where);
+  uint64_t per_group = wg * ept;
+  launch.groups = row_groups(
+      std::min<uint64_t>((steps + per_group - 1) / per_group, uint64_t{65535} * 64), where);
   return launch;
 }
 

@@ -17,8 +17,9 @@
 //
 // The engine defines NUM_IN, NUM_OUT, RANK_MAX, FUSED_BUFFERS (the buffer declarations,
 // bindings 0 .. NUM_IN + NUM_OUT - 1), FUSED_BODY (loads, ops and stores of element `i` with
-// locations `loc`), with VEC also FUSED_VSETUP and FUSED_VBODY (vector step `u`), and the
-// ops' macros and math groups. The defaults: one f32 input, out = exp(in).
+// locations `loc`), with VEC also FUSED_VSETUP (once per invocation), FUSED_VLOAD (the
+// vectors of step `u` into slot `e`) and FUSED_VBODY (step `u` from slot `e`), and the ops'
+// macros and math groups. The defaults: one f32 input, out = exp(in).
 #ifndef NUM_IN
 #define NUM_IN 1
 #define NUM_OUT 1
@@ -54,6 +55,10 @@
 // @FUSED_INT_OPS@
 
 layout(local_size_x_id = 0) in;
+// Vector steps per invocation (constant_id 1, at most FUSED_MAX_EPT): invocation t of group g
+// takes steps g * WG * EPT + t + e * WG for e < EPT, loading all of them before computing.
+layout(constant_id = 1) const int EPT = 1;
+#define FUSED_MAX_EPT 8
 
 FUSED_BUFFERS
 
@@ -120,8 +125,23 @@ void main() {
   }
   FUSED_VSETUP
   int full = pc.size / VEC;
-  for (int u = first; u < full; u += total) {
-    FUSED_VBODY
+  int wg = int(gl_WorkGroupSize.x);
+  int group = int(gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x);
+  int block = wg * EPT;
+  int blocks = int(gl_NumWorkGroups.x * gl_NumWorkGroups.y) * block;
+  for (int b = group * block + int(gl_LocalInvocationID.x); b < full; b += blocks) {
+    for (int e = 0; e < EPT; ++e) {
+      int u = b + e * wg;
+      if (u < full) {
+        FUSED_VLOAD
+      }
+    }
+    for (int e = 0; e < EPT; ++e) {
+      int u = b + e * wg;
+      if (u < full) {
+        FUSED_VBODY
+      }
+    }
   }
   int tail = full * VEC + first;
   if (tail < pc.size) {
