@@ -515,12 +515,14 @@ bool qmv_applies(const MatmulGeometry& g) {
   return g.m >= 1 && g.m <= 8 && g.b_t && !g.a_t && g.bits > 0 && g.k > 0 && g.k % 32 == 0;
 }
 
-// Columns per team: up to 4 share each lane's x values (converted and summed once), as long
-// as the launch keeps >= 128 workgroups (small products need the parallelism more), and at
-// most 2 with 8 rows (registers: MR * NC sums and U * NC packs of words).
+// Columns per team: with several rows, up to 4 columns share each lane's x values
+// (converted and summed once), as long as the launch keeps >= 128 workgroups (small
+// products need the parallelism more), and at most 2 with 8 rows (registers: MR * NC sums
+// and U * NC packs of words). One row keeps one column: on an H100 sharing gained nothing
+// there at 4 bits and lost 30% at 8 bits, while M = 4 and 8 gained 30% (docs/matmul.md).
 uint32_t qmv_columns(int64_t n, uint32_t mr, uint32_t tpr, const DeviceCaps& caps) {
   int64_t teams = row_workgroup_size(caps) / tpr;
-  uint32_t nc = mr >= 8 ? 2 : 4;
+  uint32_t nc = mr == 1 ? 1 : mr >= 8 ? 2 : 4;
   while (nc > 1 && ceil_div(n, teams * nc) < 128) {
     nc /= 2;
   }

@@ -9,8 +9,7 @@
 // adjacent columns n; each lane reads whole packs of its NC columns, U * NC packs in
 // flight, and the team sums its lanes with subgroup shuffles (SUBGROUP) or through shared
 // memory. A lane loads its 32 values of x once per pack and row, and converts and sums them
-// once, for all NC columns: x is read N times in all, which made the time grow with M when
-// every column read it itself (H100: M = 8 took 8x M = 1).
+// once, for all NC columns (H100: M = 4 and 8 30% faster than one column per team).
 //
 // Per pack, with s and b its group's scale and bias:
 //   sum_j x_j * (s * q_j + b) = s * sum_j x_j q_j + b * sum_j x_j
