@@ -1,9 +1,12 @@
 // The kernel profiler (profile.h): timestamps around every dispatch, accumulated per
 // kernel key when the batch completes. Enabled with set_profiling, so the rest of the
-// suite runs unprofiled. Kernels reused from test_eval: f32 Add; plus one f32 sum.
+// suite runs unprofiled. Kernels reused from test_eval: f32 Add and Multiply; plus one f32
+// sum.
 #include "vk_test.h"
 
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
 #include "mlx/backend/vulkan/command_encoder.h"
 #include "mlx/backend/vulkan/profile.h"
@@ -142,6 +145,25 @@ TEST_CASE("one batch of more dispatches than a timestamp pool holds times them a
   auto t = totals(times, "binary");
   CHECK(t.family_calls == adds);
   CHECK(t.calls == adds);
+}
+
+TEST_CASE("the GPU's idle time between kernels is reported as gaps") {
+  VK_REQUIRE_DEVICE();
+  auto a = iota_f32(4096);
+  a.eval();
+  start_profiling();
+  mx::add(a, a, gpu).eval();
+  // The GPU idles while the host sleeps between two synchronous evals.
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  mx::multiply(a, a, gpu).eval();
+  vk::synchronize_all_streams();
+  auto gaps = vk::gpu_gaps();
+  CHECK(gaps.count >= 1);
+  CHECK(gaps.max_us >= 20000.0);
+  CHECK(gaps.total_us <= gaps.span_us);
+  CHECK(vk::gpu_busy_us() + gaps.total_us == doctest::Approx(gaps.span_us).epsilon(1e-6));
+  CHECK(vk::profile_report().find("GPU idle between timed kernels") != std::string::npos);
+  vk::set_profiling(false);
 }
 
 TEST_CASE("with profiling off no kernel is timed") {

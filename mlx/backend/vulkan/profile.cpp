@@ -128,31 +128,52 @@ void reset_kernel_times() {
   s.intervals.clear();
 }
 
-double gpu_busy_us() {
-  auto& s = state();
+namespace {
+
+// The union of the timed intervals as sorted, disjoint [start, end) runs, in ticks.
+std::vector<std::pair<uint64_t, uint64_t>> busy_runs(State& s) {
   std::lock_guard lk(s.mtx);
   auto iv = s.intervals;
   std::sort(iv.begin(), iv.end());
-  // The union's length: overlapping intervals (independent dispatches, or a start stamped
-  // while the kernel waited at a barrier behind a timed one) count once.
-  uint64_t total = 0, cur_start = 0, cur_end = 0;
-  bool open = false;
+  // Overlapping intervals (independent dispatches, or a start stamped while the kernel
+  // waited at a barrier behind a timed one) merge into one run.
+  std::vector<std::pair<uint64_t, uint64_t>> runs;
   for (auto [a, b] : iv) {
-    if (open && a <= cur_end) {
-      cur_end = std::max(cur_end, b);
-      continue;
+    if (!runs.empty() && a <= runs.back().second) {
+      runs.back().second = std::max(runs.back().second, b);
+    } else {
+      runs.emplace_back(a, b);
     }
-    if (open) {
-      total += cur_end - cur_start;
-    }
-    cur_start = a;
-    cur_end = b;
-    open = true;
   }
-  if (open) {
-    total += cur_end - cur_start;
+  return runs;
+}
+
+}  // namespace
+
+double gpu_busy_us() {
+  auto& s = state();
+  uint64_t total = 0;
+  for (auto [a, b] : busy_runs(s)) {
+    total += b - a;
   }
   return static_cast<double>(total) * s.period_ns / 1e3;
+}
+
+GpuGaps gpu_gaps() {
+  auto& s = state();
+  auto runs = busy_runs(s);
+  GpuGaps g;
+  if (runs.empty()) {
+    return g;
+  }
+  g.span_us = static_cast<double>(runs.back().second - runs.front().first) * s.period_ns / 1e3;
+  for (size_t i = 1; i < runs.size(); ++i) {
+    double us = static_cast<double>(runs[i].first - runs[i - 1].second) * s.period_ns / 1e3;
+    g.count++;
+    g.total_us += us;
+    g.max_us = std::max(g.max_us, us);
+  }
+  return g;
 }
 
 std::string profile_report() {
@@ -175,7 +196,14 @@ std::string profile_report() {
                   t.total_us / static_cast<double>(t.calls), t.min_us, t.max_us);
     out += "| `" + t.key + "`" + buf;
   }
-  return out;
+  auto gaps = gpu_gaps();
+  std::snprintf(buf, sizeof(buf),
+                "\nGPU idle between timed kernels: %llu gaps, %.1f us of a %.1f us span "
+                "(%.1f%%), mean %.2f us, longest %.1f us.\n",
+                (unsigned long long)gaps.count, gaps.total_us, gaps.span_us,
+                gaps.span_us > 0 ? 100.0 * gaps.total_us / gaps.span_us : 0.0,
+                gaps.count ? gaps.total_us / static_cast<double>(gaps.count) : 0.0, gaps.max_us);
+  return out + buf;
 }
 
 }  // namespace mlx::core::vulkan

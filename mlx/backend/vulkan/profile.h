@@ -38,8 +38,16 @@ std::vector<KernelTime> kernel_times();
 // the GPU spent on timed kernels, each moment counted once. For independent ops whose
 // intervals overlap this is the honest "GPU time" (kernel totals count the overlap twice).
 double gpu_busy_us();
+// The idle time between those busy runs since the last reset: dispatch and submission gaps
+// (the time the GPU waits for the host, for a barrier's drain, or between command buffers).
+struct GpuGaps {
+  uint64_t count = 0;
+  double total_us = 0, max_us = 0;
+  double span_us = 0;  // first timed start to last timed end
+};
+GpuGaps gpu_gaps();
 void reset_kernel_times();
-// kernel_times() as a markdown table.
+// kernel_times() as a markdown table, then the gaps.
 std::string profile_report();
 
 // For the command encoder: whether a command buffer begun now gets timestamps (checks the
