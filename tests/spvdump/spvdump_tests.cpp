@@ -446,6 +446,11 @@ TEST_CASE("prewarm of a missing key file exits 1 and without a file exits 2") {
   Run empty_ok = spvdump({"prewarm", "/dev/null", "--dir", tmp.path().string()});
   CHECK(empty_ok.code == 0);
   CHECK(has(empty_ok.out, "prewarm: 0 compiled, 0 already cached, 0 failed"));
+  for (const char* bad : {"0", "x", "300"}) {
+    Run jobs = spvdump({"prewarm", "/dev/null", "--jobs", bad, "--dir", tmp.path().string()});
+    CHECK(jobs.code == 2);
+    CHECK(has(jobs.err, "--jobs takes a number of threads from 1 to 256"));
+  }
 }
 
 TEST_CASE("verify and list report a FIFO in place of an entry as bad instead of hanging") {

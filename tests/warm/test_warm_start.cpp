@@ -249,9 +249,11 @@ TEST_CASE("prewarm of the recorded keys fills an empty cache so the workload com
   TempDir tmp;
   fs::path root = tmp.path() / "prewarmed";
   fs::path keys = cold_cache().keys;
-  Run pre = spvdump({"prewarm", keys.string(), "--dir", root.string()});
+  // Four keys on four threads at once.
+  Run pre = spvdump({"prewarm", keys.string(), "--dir", root.string(), "--jobs", "4"});
   REQUIRE_MESSAGE(pre.code == 0, pre.out << pre.err);
   CHECK(has(pre.out, "prewarm: 4 compiled, 0 already cached, 0 failed"));
+  CHECK(has(pre.out, "4 jobs"));
   CHECK(has(pre.out, "pipeline cache written"));
   // stderr is not a terminal here: one plain progress line per key.
   CHECK(has(pre.err, "[1/4] compiled"));

@@ -4,6 +4,8 @@
 // what it writes is exactly what the runtime will look up.
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -11,7 +13,10 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <mutex>
+#include <optional>
 #include <set>
+#include <thread>
 
 #include "codegen/codegen.h"
 #include "commands.h"
@@ -155,35 +160,67 @@ int run_prewarm(const Args& args) {
     throw ToolError("no Vulkan device to build pipelines on: " + vk::unavailable_reason());
   }
 
+  // Workers take keys in turn: the kernel library builds different keys at the same time
+  // (glslang, the optimizer and vkCreateComputePipelines are thread-safe), so a cold
+  // prewarm takes about the longest chain of its keys instead of their sum.
+  unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
+  if (auto j = args.option("--jobs")) {
+    char* end = nullptr;
+    long v = std::strtol(j->c_str(), &end, 10);
+    if (end == j->c_str() || *end != '\0' || v < 1 || v > 256) {
+      throw UsageError("--jobs takes a number of threads from 1 to 256, got '" + *j + "'");
+    }
+    jobs = static_cast<unsigned>(v);
+  }
+  jobs = static_cast<unsigned>(std::min<size_t>(jobs, std::max<size_t>(keys.size(), 1)));
   Progress progress(keys.size());
   for (const auto& f : failures) {
     progress.failed(f);
   }
   uint64_t compiled = 0, cached = 0;
-  double total_ms = 0;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    const auto& [line, key] = keys[i];
-    progress.start(i, key.canonical());
-    auto t0 = std::chrono::steady_clock::now();
-    std::string what;
-    try {
-      const vk::Kernel& k = vk::kernel_library().get(key);
-      if (k.origin == vk::KernelOrigin::Disk) {
+  size_t done = 0;
+  std::mutex mtx;  // the counters, failures and the progress output
+  std::atomic<size_t> next{0};
+  auto t_all = std::chrono::steady_clock::now();
+  auto work = [&] {
+    for (size_t i = next++; i < keys.size(); i = next++) {
+      const auto& [line, key] = keys[i];
+      {
+        std::lock_guard lk(mtx);
+        progress.start(done, key.canonical());
+      }
+      auto t0 = std::chrono::steady_clock::now();
+      std::string what;
+      std::optional<Failure> failure;
+      try {
+        const vk::Kernel& k = vk::kernel_library().get(key);
+        what = k.origin == vk::KernelOrigin::Disk ? "cached  " : "compiled";
+      } catch (const std::exception& e) {
+        failure = Failure{line.number, line.text, e.what()};
+        what = "FAILED  ";
+      }
+      double ms = ms_since(t0);
+      std::lock_guard lk(mtx);
+      if (failure) {
+        failures.push_back(*failure);
+        progress.failed(*failure);
+      } else if (what == "cached  ") {
         ++cached;
-        what = "cached  ";
       } else {
         ++compiled;
-        what = "compiled";
       }
-    } catch (const std::exception& e) {
-      failures.push_back({line.number, line.text, e.what()});
-      progress.failed(failures.back());
-      what = "FAILED  ";
+      progress.update(++done, what, key.canonical(), ms);
     }
-    double ms = ms_since(t0);
-    total_ms += ms;
-    progress.update(i + 1, what, key.canonical(), ms);
+  };
+  std::vector<std::thread> workers;
+  for (unsigned t = 1; t < jobs; ++t) {
+    workers.emplace_back(work);
   }
+  work();
+  for (auto& w : workers) {
+    w.join();
+  }
+  double total_ms = ms_since(t_all);
   progress.finish();
   bool saved = device && vk::kernel_library().save_pipeline_cache();
   auto stats = vk::kernel_stats();
@@ -222,7 +259,7 @@ int run_prewarm(const Args& args) {
     }
     std::cout << "prewarm: " << compiled << " compiled, " << cached << " already cached, "
               << failures.size() << " failed (" << lines.size() << " key lines, "
-              << format_ms(total_ms) << " ms); pipeline cache " << (saved ? "written" : "unchanged")
+              << format_ms(total_ms) << " ms, " << jobs << " jobs); pipeline cache " << (saved ? "written" : "unchanged")
               << "\n";
   }
   if (stats.store_failures > 0) {
@@ -252,9 +289,11 @@ std::vector<Command> prewarm_commands() {
                           "reason; exit code 1 when any failed.\n"
                           "\n"
                           "options:\n"
+                          "  --jobs N         build N keys at a time (default: the number of "
+                          "CPU threads)\n"
                           "  --json           the summary as one JSON object\n") +
                   kDirHelp,
-              {{"--json"}, {}, 1, 1},
+              {{"--json"}, {"--jobs"}, 1, 1},
               run_prewarm};
   add_common(pre.spec);
   return {pre};
