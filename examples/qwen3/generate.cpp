@@ -64,7 +64,21 @@ std::vector<int> generate(const Model& model, const std::vector<int>& prompt,
   if (o.max_tokens <= 0) {
     return out;
   }
-  auto y = step(mx::array(prompt.begin(), {1, static_cast<int>(prompt.size())}, mx::int32));
+  // Every chunk but the last only fills the cache.
+  const int n = static_cast<int>(prompt.size());
+  const int chunk = o.prefill_step > 0 ? o.prefill_step : n;
+  int start = 0;
+  for (; n - start > chunk; start += chunk) {
+    mx::array part(prompt.begin() + start, {1, chunk}, mx::int32);
+    model(part, cache, true);
+    std::vector<mx::array> filled;
+    for (auto& c : cache) {
+      filled.push_back(c.keys);
+      filled.push_back(c.values);
+    }
+    mx::eval(filled);
+  }
+  auto y = step(mx::array(prompt.begin() + start, {1, n - start}, mx::int32));
   while (true) {
     // The next step is scheduled before this token is read; it is never more than
     // max_tokens needs (a stop by on_token or eos leaves at most one step unused).

@@ -24,6 +24,9 @@ mx::array sample(const mx::array& logits, const SamplerOptions& options,
 struct GenerateOptions {
   int max_tokens = 16;
   int cache_capacity = 0;  // 0: prompt + max_tokens
+  // The prompt goes through the model in chunks of at most this many tokens (MLX-LM's
+  // prefill_step_size), which bounds the activations of a long prompt; 0: one chunk.
+  int prefill_step = 2048;
   SamplerOptions sampler;
   std::optional<int> eos_token;
   // Called with each new token as soon as it is known; return false to stop.

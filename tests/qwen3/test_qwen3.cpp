@@ -369,3 +369,22 @@ TEST_CASE("qwen3 sampling: greedy, top-k 1, tiny top-p and seeded temperature") 
   o.on_token = [&](int) { return ++stopped < 3; };
   CHECK(qwen3::generate(model, kPrompt, o).size() == 3);
 }
+
+// A prompt prefilled in chunks fills the cache as one pass does: the same greedy tokens (f32,
+// so no near ties from rounding), for chunks that divide the prompt and chunks that do not.
+TEST_CASE("qwen3 chunked prefill generates what one prefill does") {
+  for (auto device : mlx_test::test_devices()) {
+    CAPTURE(device);
+    DefaultDevice guard(device);
+    auto model = qwen3::load_model(tiny_dir(), {mx::float32});
+    qwen3::GenerateOptions o;
+    o.max_tokens = 6;
+    o.prefill_step = 0;
+    auto whole = qwen3::generate(model, kPrompt, o);
+    for (int step : {1, 4, 5, static_cast<int>(kPrompt.size())}) {
+      CAPTURE(step);
+      o.prefill_step = step;
+      CHECK(qwen3::generate(model, kPrompt, o) == whole);
+    }
+  }
+}
