@@ -177,9 +177,13 @@ mx::array Model::attention(const Layer& layer, const mx::array& x, KVCache& cach
   const int d = config_.head_dim;
   const float eps = config_.rms_norm_eps;
   if (cache.offset + L > cache.keys.shape(2)) {
-    throw std::invalid_argument(std::string("[qwen3] the KV cache holds ") +
-                                std::to_string(cache.keys.shape(2)) + " positions; " +
-                                std::to_string(cache.offset + L) + " needed");
+    // Grow by whole steps of 256 positions, as MLX-LM's KVCache does: one copy per step,
+    // and decode steps in between keep their kernels (the capacity is not in any key).
+    constexpr int kStep = 256;
+    int grow = (cache.offset + L - cache.keys.shape(2) + kStep - 1) / kStep * kStep;
+    mx::Shape extra{B, n_kv, grow, d};
+    cache.keys = mx::concatenate({cache.keys, mx::zeros(extra, cache.keys.dtype())}, 2);
+    cache.values = mx::concatenate({cache.values, mx::zeros(extra, cache.values.dtype())}, 2);
   }
   auto heads = [&](const mx::array& y, int n) { return mx::reshape(y, {B, L, n, d}); };
   auto qkv = layer.qkv_proj(x);

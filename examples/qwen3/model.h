@@ -55,7 +55,8 @@ struct Layer {
   Linear down_proj;
 };
 
-// keys/values [B, n_kv_heads, capacity, head_dim]; positions [0, offset) are filled.
+// keys/values [B, n_kv_heads, capacity, head_dim]; positions [0, offset) are filled. A step
+// past the capacity grows both by whole steps of 256 positions (a copy).
 struct KVCache {
   mx::array keys;
   mx::array values;

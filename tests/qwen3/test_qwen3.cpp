@@ -370,6 +370,23 @@ TEST_CASE("qwen3 sampling: greedy, top-k 1, tiny top-p and seeded temperature") 
   CHECK(qwen3::generate(model, kPrompt, o).size() == 3);
 }
 
+// A cache made too small grows by steps of 256 positions and gives the tokens of one made
+// large enough.
+TEST_CASE("qwen3 KV cache grows past its capacity") {
+  DefaultDevice guard(mx::Device::cpu);
+  auto model = qwen3::load_model(tiny_dir(), {mx::float32});
+  qwen3::GenerateOptions o;
+  o.max_tokens = 6;
+  auto want = qwen3::generate(model, kPrompt, o);
+  o.cache_capacity = 3;  // smaller than the prompt
+  CHECK(qwen3::generate(model, kPrompt, o) == want);
+  auto cache = model.make_cache(2);
+  mx::array tokens(kPrompt.begin(), {1, static_cast<int>(kPrompt.size())}, mx::int32);
+  model(tokens, cache, true);
+  CHECK(cache[0].keys.shape(2) == 258);
+  CHECK(cache[0].offset == static_cast<int>(kPrompt.size()));
+}
+
 // A prompt prefilled in chunks fills the cache as one pass does: the same greedy tokens (f32,
 // so no near ties from rounding), for chunks that divide the prompt and chunks that do not.
 TEST_CASE("qwen3 chunked prefill generates what one prefill does") {
