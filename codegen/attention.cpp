@@ -56,17 +56,75 @@ uint32_t vector_rows(const AttentionGeometry& g) {
   return pow2_at_least(std::min<int64_t>(8, rows(g)));
 }
 
-int64_t shared_bytes(int64_t bq, int64_t d, int64_t dv) {
-  return 4 * (bq * d + bq * d + bq * dv + bq * bq + 3 * bq);
+// The rows mode's tiles (sdpa.glsl MODE_ROWS): BQ query rows and BK keys per step; each
+// invocation owns 4 rows x TK keys of the scores and 4 rows x ceil(dv / 4 / lanes) quads
+// of the output, lanes = BK / TK invocations per row group, (BQ / 4) * lanes invocations.
+// qh / kvh: Q / K and V staged as 16-bit bits (16-bit dtypes only).
+struct RowsTile {
+  int64_t bq, bk, tk;
+  bool qh, kvh;
+};
+
+int64_t rows_lanes(const RowsTile& t) {
+  return t.bk / t.tk;
 }
 
-// Query rows (and keys) per tile of the rows mode: 16, halved until the tiles fit.
-int64_t rows_tile(const AttentionGeometry& g, const DeviceCaps& caps) {
-  int64_t bq = 16;
-  while (bq > 4 && shared_bytes(bq, g.d, g.dv) > static_cast<int64_t>(caps.max_shared_memory)) {
-    bq /= 2;
+int64_t rows_invocations(const RowsTile& t) {
+  return t.bq / 4 * rows_lanes(t);
+}
+
+// Output quads per invocation and row.
+int64_t rows_out_quads(const RowsTile& t, int64_t dv) {
+  return ceil_div(dv / 4, rows_lanes(t));
+}
+
+// Mirrors the template's shared arrays: Q, K/V (rows padded by one quad), P, and the
+// reduction scratch without subgroups.
+int64_t rows_shared_bytes(const RowsTile& t, int64_t d, int64_t dv, bool sg) {
+  int64_t dm = std::max(d, dv);
+  return t.bq * (d / 4 + 1) * (t.qh ? 8 : 16) + t.bk * (dm / 4 + 1) * (t.kvh ? 8 : 16) +
+         t.bk * (t.bq / 4 + 1) * 16 + (sg ? 0 : t.bq * rows_lanes(t) * 4);
+}
+
+// Whether the row reductions use subgroup shuffles: a row group's lanes must be one
+// cluster of a subgroup.
+bool rows_subgroup(const RowsTile& t, const DeviceCaps& caps) {
+  return caps.subgroup_shuffle && rows_lanes(t) <= caps.subgroup_size &&
+         rows_invocations(t) % caps.subgroup_size == 0;
+}
+
+// The first tile that fits the device. Why these: with 4 x 4 score blocks and 4-row output
+// blocks an invocation does 16 (QK) or 4 x 4 (PV) FMAs per 8 (or 5) 16-byte shared loads,
+// few enough that a big GPU's shared memory keeps up with its FMA units; 64 rows x 32 keys
+// on 128 invocations reuse each K/V row 64 times and keep ~150 registers per invocation
+// (64 output accumulators), so ~3 workgroups share an SM. f32 tiles avoid a conversion per
+// read; when they do not fit (NVIDIA's 48 KiB: d = 128 16-bit needs 59 KiB), Q is kept as
+// 16-bit bits (one conversion per 4 FMAs of QK), then K/V too. Smaller row blocks serve
+// f32 and d = 256 (at most 64 accumulators: dv <= 16 x lanes); the last tile fits 16 KiB,
+// Vulkan's minimum, for any head dim.
+RowsTile rows_tile(const std::string& dtype, const AttentionGeometry& g, const DeviceCaps& caps) {
+  struct Shape {
+    int64_t bq, tk, lanes;
+  };
+  constexpr Shape kShapes[] = {{64, 4, 8}, {32, 4, 8}, {32, 2, 16}, {16, 1, 16}};
+  bool half = dtype_info(dtype, "sdpa").bits == 16;
+  std::vector<std::pair<bool, bool>> storage{{false, false}};
+  if (half) {
+    storage.push_back({true, false});
+    storage.push_back({true, true});
   }
-  return bq;
+  for (const Shape& s : kShapes) {
+    for (auto [qh, kvh] : storage) {
+      RowsTile t{s.bq, s.tk * s.lanes, s.tk, qh, kvh};
+      if (rows_out_quads(t, g.dv) <= 4 &&
+          rows_invocations(t) <= static_cast<int64_t>(caps.max_workgroup_invocations) &&
+          rows_shared_bytes(t, g.d, g.dv, rows_subgroup(t, caps)) <=
+              static_cast<int64_t>(caps.max_shared_memory)) {
+        return t;
+      }
+    }
+  }
+  return RowsTile{4, 8, 1, half, half};
 }
 
 int64_t span(int64_t off, std::initializer_list<std::pair<int64_t, int64_t>> dims) {
@@ -144,8 +202,14 @@ KernelKey attention_key(const std::string& dtype, const AttentionGeometry& g,
     key.params["sg"] = caps.subgroup_shuffle && tpr <= caps.subgroup_size ? "1" : "0";
     key.params["split"] = attention_splits(g) > 1 ? "1" : "0";
   } else {
+    RowsTile t = rows_tile(dtype, g, caps);
     key.params["mode"] = "rows";
-    key.params["bq"] = std::to_string(rows_tile(g, caps));
+    key.params["bq"] = std::to_string(t.bq);
+    key.params["bk"] = std::to_string(t.bk);
+    key.params["tk"] = std::to_string(t.tk);
+    key.params["qh"] = t.qh ? "1" : "0";
+    key.params["kvh"] = t.kvh ? "1" : "0";
+    key.params["sg"] = rows_subgroup(t, caps) ? "1" : "0";
   }
   return key;
 }
@@ -231,18 +295,43 @@ KernelSource render_attention(const KernelKey& key, const DeviceCaps& caps) {
       defines.push_back(std::string("SUBGROUP ") + (sg ? "1" : "0"));
       defines.push_back("SPLIT " + key_param(key, "split", where));
     } else if (mode == "rows") {
-      check_params(key, {"bq", "d", "dtype", "dv", "mask", "mdtype", "mode", "sdtype"}, where);
-      int bq = std::atoi(key_param(key, "bq", where).c_str());
-      if (bq != 4 && bq != 8 && bq != 16) {
-        throw std::invalid_argument("[render] " + where + ": bq must be 4, 8 or 16.");
+      check_params(key,
+                   {"bk", "bq", "d", "dtype", "dv", "kvh", "mask", "mdtype", "mode", "qh", "sdtype",
+                    "sg", "tk"},
+                   where);
+      RowsTile t{std::atoi(key_param(key, "bq", where).c_str()),
+                 std::atoi(key_param(key, "bk", where).c_str()),
+                 std::atoi(key_param(key, "tk", where).c_str()), key_param(key, "qh", where) == "1",
+                 key_param(key, "kvh", where) == "1"};
+      bool sg = key_param(key, "sg", where) == "1";
+      auto pow2 = [](int64_t v) { return v > 0 && (v & (v - 1)) == 0; };
+      if (t.bq < 4 || t.bq % 4 != 0 || !pow2(t.tk) || t.tk > 8 || t.bk % t.tk != 0 ||
+          !pow2(rows_lanes(t)) || rows_lanes(t) > 64 || ((t.qh || t.kvh) && dt.bits != 16)) {
+        throw std::invalid_argument("[render] " + where +
+                                    ": bq must be a multiple of 4, tk a power of two up to 8, "
+                                    "bk / tk a power of two up to 64, qh and kvh 1 only for "
+                                    "16-bit dtypes.");
       }
-      if (shared_bytes(bq, d, dv) > static_cast<int64_t>(caps.max_shared_memory)) {
+      if (rows_invocations(t) > static_cast<int64_t>(caps.max_workgroup_invocations) ||
+          (sg && !rows_subgroup(t, caps))) {
+        throw std::invalid_argument("[render] " + where +
+                                    ": the workgroup or its subgroup use does not fit the device.");
+      }
+      if (rows_shared_bytes(t, d, dv, sg) > static_cast<int64_t>(caps.max_shared_memory)) {
         throw std::runtime_error("[vulkan] " + where +
                                  ": the tiles need more shared memory than the device allows.");
       }
+      wg = static_cast<uint32_t>(rows_invocations(t));
       defines.push_back("MODE MODE_ROWS");
-      defines.push_back("BQ " + std::to_string(bq));
-      defines.push_back("BK " + std::to_string(bq));
+      defines.push_back("BQ " + std::to_string(t.bq));
+      defines.push_back("BK " + std::to_string(t.bk));
+      defines.push_back("TK " + std::to_string(t.tk));
+      defines.push_back(std::string("QH ") + (t.qh ? "1" : "0"));
+      defines.push_back(std::string("KVH ") + (t.kvh ? "1" : "0"));
+      defines.push_back(std::string("SUBGROUP ") + (sg ? "1" : "0"));
+      defines.push_back(std::string("IN0_HALF ") + (dt.bits != 16                   ? "0"
+                                                    : std::string(dt.name) == "f16" ? "1"
+                                                                                    : "2"));
     } else {
       throw std::invalid_argument("[render] " + where + ": mode must be vector, rows or merge.");
     }

@@ -36,8 +36,10 @@ bool attention_supported(const AttentionGeometry& g);
 bool attention_vector(const AttentionGeometry& g);
 int64_t attention_splits(const AttentionGeometry& g);
 
-// "sdpa:d,dtype,dv,mask,mdtype,mode=vector|rows,rb|bq,sdtype,sg,split,tpr" for the main
-// launch; "sdpa:dtype,dv,mode=merge,sdtype" for the merge of a split decode.
+// "sdpa:d,dtype,dv,mask,mdtype,mode=vector,rb,sdtype,sg,split,tpr" (decode) or
+// "sdpa:bk,bq,d,dtype,dv,kvh,mask,mdtype,mode=rows,qh,sdtype,sg,tk" (prefill: the tiles,
+// chosen for the device's shared memory) for the main launch;
+// "sdpa:dtype,dv,mode=merge,sdtype" for the merge of a split decode.
 KernelKey attention_key(const std::string& dtype, const AttentionGeometry& g,
                         const DeviceCaps& caps);
 KernelKey attention_merge_key(const std::string& dtype, const AttentionGeometry& g);

@@ -13,19 +13,21 @@
 //   the teams' (m, l, acc) combine through shared memory. With SPLIT, workgroups along z
 //   each take a chunk of keys and write (m, l, acc) to an f32 scratch buffer; MODE_MERGE
 //   then combines the chunks, one invocation per output element.
-// MODE_ROWS (prefill): BQ rows per workgroup, keys in tiles of BK through shared memory: each
-//   invocation computes scores of (row, key) pairs from shared Q and K, BQ invocations
-//   update the rows' softmax state, and each invocation accumulates its (row, d) outputs
-//   from shared V. Causal tiles past the block's last visible key are never loaded.
+// MODE_ROWS (prefill): BQ rows per workgroup, keys in tiles of BK through shared memory,
+//   register-tiled: each invocation computes a 4 x TK block of scores and accumulates a
+//   4-row block of the output from P times the V tile (details at MODE_ROWS below).
+//   Causal tiles past the block's last visible key are never loaded; only tiles that some
+//   row does not fully see are masked per key.
 //
 // Masked positions (causal, or false in a bool mask) score LOWEST, the output dtype's
 // lowest finite value, so a row that sees no key at all averages V uniformly, as MLX's
 // composition (a where() with finfo.min, then softmax) does; keys past Lkv score -inf and never count. A sink (one
 // logit per query head, no value) starts each row's state at m = sink, l = 1.
 //
-// The engine defines MODE, D, DV, TPR, RB (vector), BQ and BK (rows), MASK (MASK_NONE,
-// MASK_CAUSAL, MASK_BOOL, MASK_ADD), SINKS, SPLIT, SUBGROUP, IN0_* (q, k, v), IN1_* (the
-// mask), IN2_* (the sinks) and OUT_*. codegen/attention.cpp packs the push constants.
+// The engine defines MODE, D, DV, TPR, RB (vector), BQ, BK, TK, QH, KVH and IN0_HALF (rows),
+// MASK (MASK_NONE, MASK_CAUSAL, MASK_BOOL, MASK_ADD), SINKS, SPLIT, SUBGROUP, IN0_* (q, k,
+// v), IN1_* (the mask), IN2_* (the sinks) and OUT_*. codegen/attention.cpp packs the push
+// constants.
 #define MODE_VECTOR 0
 #define MODE_ROWS 1
 #define MODE_MERGE 2
@@ -49,8 +51,8 @@
 #define RB 1
 #endif
 #ifndef BQ
-#define BQ 16
-#define BK 16
+#define BQ 64
+#define BK 32
 #endif
 #ifndef MASK
 #define MASK MASK_NONE
@@ -342,46 +344,222 @@ void main() {
 }
 
 #else  // MODE_ROWS
-shared float qs[BQ * D];
-shared float ks[BK * D];
-shared float vs[BK * DV];
-shared float ss[BQ * BK];
-shared float row_m[BQ];
-shared float row_l[BQ];
-shared float row_c[BQ];
+// Register-tiled flash attention. Each invocation owns TR = 4 query rows of the block (rows
+// rg + RG * i: a subgroup's row groups then read consecutive rows of the Q tile, in distinct
+// banks) and, per tile of BK keys, TK keys (lane + LPR * j: consecutive lanes read
+// consecutive K rows). LPR invocations share a row group: they agree on the rows' running
+// max through LPR-lane reductions (subgroup shuffles, or shared memory), each keeps its own
+// part of the rows' sum l (added up once at the end), and each owns NQ quads of the rows'
+// output columns (lane + LPR * q), accumulated in registers from P (shared memory) times
+// the V tile. Tiles are staged in shared memory as 4-element quads: Q once, K then V
+// through one buffer (prefetched into registers a phase ahead, so global latency hides
+// behind the arithmetic). QH / KVH keep Q / K and V as 16-bit bits there (converted at each
+// read) when f32 tiles would not fit; codegen/attention.cpp chooses the tiles.
+#ifndef TK
+#define TK 4
+#endif
+#ifndef QH
+#define QH 0
+#endif
+#ifndef KVH
+#define KVH 0
+#endif
+#ifndef IN0_HALF
+#define IN0_HALF 0  // 0: f32 operands, 1: f16, 2: bf16
+#endif
+#define TR 4
+#define LPR (BK / TK)
+#define RG (BQ / TR)
+#define RWG (RG * LPR)
+#define DM (D > DV ? D : DV)
+#define QS (D / 4 + 1)   // row stride of the Q tile in quads (+1: rows start in distinct banks)
+#define KS (DM / 4 + 1)  // of the K/V tile
+#define PS (BQ / 4 + 1)  // of the P tile: one row of BQ probabilities per key
+#define NQ ((DV / 4 + LPR - 1) / LPR)      // output quads per invocation and row
+#define KQ ((BK * D / 4 + RWG - 1) / RWG)   // K quads each invocation stages
+#define VQ ((BK * DV / 4 + RWG - 1) / RWG)  // V quads
 
-#define OPT ((BQ * DV + WGS - 1) / WGS)
-float o_reg[OPT];
+// A quad of operand elements as stored: packed 16-bit bits, or f32.
+#if IN0_HALF
+#define RAW4 uvec2
+#define RAW_ZERO uvec2(0u)
+vec4 unpack4(uvec2 w) {
+#if IN0_HALF == 1 && MLX_F16_HW
+  return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
+#elif IN0_HALF == 1
+  return vec4(f16_bits_to_f32(w.x & 0xffffu), f16_bits_to_f32(w.x >> 16),
+              f16_bits_to_f32(w.y & 0xffffu), f16_bits_to_f32(w.y >> 16));
+#else
+  return vec4(uintBitsToFloat(w.x << 16), uintBitsToFloat(w.x & 0xffff0000u),
+              uintBitsToFloat(w.y << 16), uintBitsToFloat(w.y & 0xffff0000u));
+#endif
+}
+#define LOAD4(buf, at)                                                             \
+  uvec2(uint(buf[uint(at)]) | (uint(buf[uint((at) + 1)]) << 16),                     \
+        uint(buf[uint((at) + 2)]) | (uint(buf[uint((at) + 3)]) << 16))
+#else
+#define RAW4 vec4
+#define RAW_ZERO vec4(0.0f)
+vec4 unpack4(vec4 w) {
+  return w;
+}
+#define LOAD4(buf, at) \
+  vec4(buf[uint(at)], buf[uint((at) + 1)], buf[uint((at) + 2)], buf[uint((at) + 3)])
+#endif
+
+#if QH
+shared uvec2 qs[BQ * QS];
+#define Q_STORE(w) (w)
+#define Q_READ(x) unpack4(x)
+#else
+shared vec4 qs[BQ * QS];
+#define Q_STORE(w) unpack4(w)
+#define Q_READ(x) (x)
+#endif
+#if KVH
+shared uvec2 kvs[BK * KS];
+#define KV_STORE(w) (w)
+#define KV_READ(x) unpack4(x)
+#else
+shared vec4 kvs[BK * KS];
+#define KV_STORE(w) unpack4(w)
+#define KV_READ(x) (x)
+#endif
+shared vec4 ps[BK * PS];
+#if !SUBGROUP
+shared float red[BQ * LPR];
+#endif
+
+uint rg;    // row group: rows rg + RG * i of the block
+uint lane;  // within the row group
+
+// Max (take_max) or sum of each row's value over the LPR invocations of its row group.
+// Every invocation must call it (the shared-memory version has barriers).
+void group_reduce(inout float v[TR], bool take_max) {
+#if SUBGROUP
+  for (uint i = 0; i < TR; ++i) {
+    for (uint o = 1; o < LPR; o *= 2) {
+      float w = subgroupShuffleXor(v[i], o);
+      v[i] = take_max ? max(v[i], w) : v[i] + w;
+    }
+  }
+#else
+  for (uint i = 0; i < TR; ++i) {
+    red[(rg * TR + i) * LPR + lane] = v[i];
+  }
+  barrier();
+  for (uint i = 0; i < TR; ++i) {
+    float a = red[(rg * TR + i) * LPR];
+    for (uint u = 1; u < LPR; ++u) {
+      float w = red[(rg * TR + i) * LPR + u];
+      a = take_max ? max(a, w) : a + w;
+    }
+    v[i] = a;
+  }
+  barrier();
+#endif
+}
+
+RAW4 kreg[KQ];
+RAW4 vreg[VQ];
+
+// Global -> registers: quads of the K (or V) rows k0 .. k0 + BK; rows past Lkv are 0 (their
+// probabilities are 0, and 0 * garbage could be NaN).
+void fetch_k(int base, int k0) {
+  for (uint u = 0; u < KQ; ++u) {
+    uint e = gl_LocalInvocationID.x + u * RWG;
+    int j = k0 + int(e / (D / 4));
+    kreg[u] = RAW_ZERO;
+    if ((KQ * RWG == BK * D / 4 || e < BK * D / 4) && j < pc.lkv) {
+      kreg[u] = LOAD4(kv, base + j * pc.k_sj + int(e % (D / 4)) * 4);
+    }
+  }
+}
+void fetch_v(int base, int k0) {
+  for (uint u = 0; u < VQ; ++u) {
+    uint e = gl_LocalInvocationID.x + u * RWG;
+    int j = k0 + int(e / (DV / 4));
+    vreg[u] = RAW_ZERO;
+    if ((VQ * RWG == BK * DV / 4 || e < BK * DV / 4) && j < pc.lkv) {
+      vreg[u] = LOAD4(vv, base + j * pc.v_sj + int(e % (DV / 4)) * 4);
+    }
+  }
+}
+void store_k() {
+  for (uint u = 0; u < KQ; ++u) {
+    uint e = gl_LocalInvocationID.x + u * RWG;
+    if (KQ * RWG == BK * D / 4 || e < BK * D / 4) {
+      kvs[(e / (D / 4)) * KS + e % (D / 4)] = KV_STORE(kreg[u]);
+    }
+  }
+}
+void store_v() {
+  for (uint u = 0; u < VQ; ++u) {
+    uint e = gl_LocalInvocationID.x + u * RWG;
+    if (VQ * RWG == BK * DV / 4 || e < BK * DV / 4) {
+      kvs[(e / (DV / 4)) * KS + e % (DV / 4)] = KV_STORE(vreg[u]);
+    }
+  }
+}
 
 void main() {
+  // With subgroups, row groups follow subgroup IDs so a group's lanes are one shuffle
+  // cluster (LPR divides the subgroup size). Staging uses the local ID.
+#if SUBGROUP
+  uint t = gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID;
+#else
   uint t = gl_LocalInvocationID.x;
+#endif
+  rg = t / LPR;
+  lane = t % LPR;
   int bk = int(gl_WorkGroupID.x);
   int b = bk / pc.hkv;
   int kvh = bk - b * pc.hkv;
   int rows = pc.groups * pc.lq;
   int r0 = int(gl_WorkGroupID.y) * BQ;
   float scale = uintBitsToFloat(uint(pc.scale_bits));
+  int kbase = pc.k_offset + b * pc.k_sb + kvh * pc.k_sh;
+  int vbase = pc.v_offset + b * pc.v_sb + kvh * pc.v_sh;
 
-  for (uint e = t; e < BQ * D; e += WGS) {
-    int rr = r0 + int(e / D);
+  for (uint e = gl_LocalInvocationID.x; e < BQ * D / 4; e += RWG) {
+    uint r = e / (D / 4);
+    uint dq = e % (D / 4);
+    int rr = r0 + int(r);
+    RAW4 w = RAW_ZERO;
+    if (rr < rows) {
+      int g = rr / pc.lq;
+      int i = rr - g * pc.lq;
+      w = LOAD4(qv, pc.q_offset + b * pc.q_sb + (kvh * pc.groups + g) * pc.q_sh + i * pc.q_si +
+                        int(dq) * 4);
+    }
+    qs[r * QS + dq] = Q_STORE(w);
+  }
+
+  // The rows' state: running max m (agreed by the row group), this invocation's part of
+  // the sum l, its output quads; where the row's mask starts and its last causal key.
+  float m[TR];
+  float l[TR];
+  vec4 o[TR][NQ];
+  int lim[TR];
+  int mrow[TR];
+  bool valid[TR];
+  for (uint i = 0; i < TR; ++i) {
+    int rr = r0 + int(rg + RG * i);
     int g = rr / pc.lq;
-    int i = rr - g * pc.lq;
+    int qi = rr - g * pc.lq;
     int h = kvh * pc.groups + g;
-    qs[e] = rr < rows ? scale * float(IN0_LOAD(qv[uint(pc.q_offset + b * pc.q_sb + h * pc.q_sh +
-                                                       i * pc.q_si + int(e % D))]))
-                      : 0.0f;
-  }
-  if (t < BQ) {
-    int rr = r0 + int(t);
-    int g = rr / pc.lq;
-    row_m[t] = SINKS == 1 && rr < rows ? sink_of(kvh * pc.groups + g) : NEG_INF;
-    row_l[t] = SINKS == 1 && rr < rows ? 1.0f : 0.0f;
-  }
-  for (uint u = 0; u < OPT; ++u) {
-    o_reg[u] = 0.0f;
+    valid[i] = rr < rows;
+    lim[i] = qi + pc.lkv - pc.lq;
+    mrow[i] = pc.m_offset + b * pc.m_sb + h * pc.m_sh + qi * pc.m_si;
+    m[i] = SINKS == 1 && valid[i] ? sink_of(h) : NEG_INF;
+    l[i] = SINKS == 1 && valid[i] && lane == 0 ? 1.0f : 0.0f;
+    for (uint q = 0; q < NQ; ++q) {
+      o[i][q] = vec4(0.0f);
+    }
   }
 
-  // Keys this block can see: a causal block stops after its last row's last key.
+  // Keys this block can see: a causal block stops after its last row's last key, and keys
+  // below `full` are visible to all its rows (only the tiles past it are masked per key).
   // A row that sees no key at all (causal with Lq > Lkv) averages every key, so a block
   // holding one reads them all.
   int last_row = min(r0 + BQ, rows) - 1;
@@ -389,89 +567,141 @@ void main() {
   int max_i = one_head ? last_row % pc.lq : pc.lq - 1;
   int min_i = one_head ? r0 % pc.lq : 0;
   int kmax = pc.lkv;
-  if (MASK == MASK_CAUSAL && min_i + pc.lkv - pc.lq >= 0) {
-    kmax = min(max_i + 1 + pc.lkv - pc.lq, pc.lkv);
+  int full = pc.lkv;
+  if (MASK == MASK_CAUSAL) {
+    full = clamp(min_i + 1 + pc.lkv - pc.lq, 0, pc.lkv);
+    if (min_i + pc.lkv - pc.lq >= 0) {
+      kmax = min(max_i + 1 + pc.lkv - pc.lq, pc.lkv);
+    }
   }
-  barrier();
+
+  fetch_k(kbase, 0);
   for (int k0 = 0; k0 < kmax; k0 += BK) {
-    for (uint e = t; e < BK * D; e += WGS) {
-      int j = k0 + int(e / D);
-      ks[e] = j < pc.lkv ? float(IN0_LOAD(kv[uint(pc.k_offset + b * pc.k_sb + kvh * pc.k_sh +
-                                                  j * pc.k_sj + int(e % D))]))
-                         : 0.0f;
+    store_k();
+    barrier();  // K (and, the first time, Q) visible
+    fetch_v(vbase, k0);
+
+    // S = Q K^T for the invocation's TR x TK block, over D in quads.
+    float s[TR][TK];
+    for (uint i = 0; i < TR; ++i) {
+      for (uint j = 0; j < TK; ++j) {
+        s[i][j] = 0.0f;
+      }
     }
-    for (uint e = t; e < BK * DV; e += WGS) {
-      int j = k0 + int(e / DV);
-      vs[e] = j < pc.lkv ? float(IN0_LOAD(vv[uint(pc.v_offset + b * pc.v_sb + kvh * pc.v_sh +
-                                                  j * pc.v_sj + int(e % DV))]))
-                         : 0.0f;
-    }
-    barrier();
-    for (uint e = t; e < BQ * BK; e += WGS) {
-      uint row = e / BK;
-      uint kk = e % BK;
-      int rr = r0 + int(row);
-      int j = k0 + int(kk);
-      float s = NEG_INF;
-      if (rr < rows && j < pc.lkv) {
-        s = 0.0f;
-        for (uint d = 0; d < D; ++d) {
-          s = fma(qs[row * D + d], ks[kk * D + d], s);
+    for (uint d4 = 0; d4 < D / 4; ++d4) {
+      vec4 qf[TR];
+      for (uint i = 0; i < TR; ++i) {
+        qf[i] = Q_READ(qs[(rg + RG * i) * QS + d4]);
+      }
+      for (uint j = 0; j < TK; ++j) {
+        vec4 kf = KV_READ(kvs[(lane + LPR * j) * KS + d4]);
+        for (uint i = 0; i < TR; ++i) {
+          float a = s[i][j];
+          a = fma(qf[i].x, kf.x, a);
+          a = fma(qf[i].y, kf.y, a);
+          a = fma(qf[i].z, kf.z, a);
+          a = fma(qf[i].w, kf.w, a);
+          s[i][j] = a;
         }
-        int g = rr / pc.lq;
-        s = masked(s, b, kvh * pc.groups + g, rr - g * pc.lq, j);
       }
-      ss[e] = s;
     }
-    barrier();
-    if (t < BQ) {
-      float m_old = row_m[t];
-      float m_new = m_old;
-      for (uint kk = 0; kk < BK; ++kk) {
-        m_new = max(m_new, ss[t * BK + kk]);
+
+    // Scale and mask; per key only on tiles some row does not fully see.
+    bool edge = MASK == MASK_BOOL || MASK == MASK_ADD || k0 + BK > full;
+    float mt[TR];
+    for (uint i = 0; i < TR; ++i) {
+      mt[i] = NEG_INF;
+      for (uint j = 0; j < TK; ++j) {
+        float x = s[i][j] * scale;
+        if (edge) {
+          int kj = k0 + int(lane + LPR * j);
+          if (kj >= pc.lkv) {
+            x = NEG_INF;
+          } else if (valid[i]) {
+#if MASK == MASK_CAUSAL
+            x = kj <= lim[i] ? x : LOWEST;
+#elif MASK == MASK_BOOL
+            x = uint(maskv[uint(mrow[i] + kj * pc.m_sj)]) != 0u ? x : LOWEST;
+#elif MASK == MASK_ADD
+            x += float(IN1_LOAD(maskv[uint(mrow[i] + kj * pc.m_sj)]));
+#endif
+          }
+        }
+        s[i][j] = x;
+        mt[i] = max(mt[i], x);
       }
+    }
+    group_reduce(mt, true);
+
+    // Online softmax: rescale the state to the new max, P to shared memory.
+    vec4 pq[TK];
+    for (uint i = 0; i < TR; ++i) {
+      float m_new = max(m[i], mt[i]);
       float c = 1.0f;
       float sum = 0.0f;
+      for (uint j = 0; j < TK; ++j) {
+        float p = 0.0f;
+        if (m_new != NEG_INF) {  // only -inf so far (an additive mask): nothing to weigh
+          p = exp(s[i][j] - m_new);
+        }
+        pq[j][i] = p;
+        sum += p;
+      }
       if (m_new != NEG_INF) {
-        c = exp(m_old - m_new);
-        for (uint kk = 0; kk < BK; ++kk) {
-          float p = exp(ss[t * BK + kk] - m_new);
-          ss[t * BK + kk] = p;
-          sum += p;
-        }
-      } else {
-        for (uint kk = 0; kk < BK; ++kk) {
-          ss[t * BK + kk] = 0.0f;
-        }
+        c = exp(m[i] - m_new);
       }
-      row_l[t] = row_l[t] * c + sum;
-      row_m[t] = m_new;
-      row_c[t] = c;
-    }
-    barrier();
-    for (uint u = 0; u < OPT; ++u) {
-      uint e = t + u * WGS;
-      if (e < BQ * DV) {
-        uint row = e / DV;
-        uint d = e % DV;
-        float o = o_reg[u] * row_c[row];
-        for (uint kk = 0; kk < BK; ++kk) {
-          o = fma(ss[row * BK + kk], vs[kk * DV + d], o);
-        }
-        o_reg[u] = o;
+      m[i] = m_new;
+      l[i] = l[i] * c + sum;
+      for (uint q = 0; q < NQ; ++q) {
+        o[i][q] *= c;
       }
     }
-    barrier();
+    for (uint j = 0; j < TK; ++j) {
+      ps[(lane + LPR * j) * PS + rg] = pq[j];
+    }
+    barrier();  // P visible, K no longer read
+    store_v();
+    barrier();  // V visible
+    if (k0 + BK < kmax) {
+      fetch_k(kbase, k0 + BK);
+    }
+
+    // O += P V for the invocation's rows and quads.
+    for (uint kk = 0; kk < BK; ++kk) {
+      vec4 p = ps[kk * PS + rg];
+      for (uint q = 0; q < NQ; ++q) {
+        uint dq = lane + LPR * q;
+        if (NQ * LPR == DV / 4 || dq < DV / 4) {
+          vec4 v = KV_READ(kvs[kk * KS + dq]);
+          o[0][q] = fma(vec4(p.x), v, o[0][q]);
+          o[1][q] = fma(vec4(p.y), v, o[1][q]);
+          o[2][q] = fma(vec4(p.z), v, o[2][q]);
+          o[3][q] = fma(vec4(p.w), v, o[3][q]);
+        }
+      }
+    }
+    barrier();  // V and P no longer read
   }
-  for (uint u = 0; u < OPT; ++u) {
-    uint e = t + u * WGS;
-    int rr = r0 + int(e / DV);
-    if (e < BQ * DV && rr < rows) {
-      int g = rr / pc.lq;
-      int i = rr - g * pc.lq;
-      int h = kvh * pc.groups + g;
-      int row = (b * pc.hkv * pc.groups + h) * pc.lq + i;
-      outv[uint(pc.out_offset + row * DV + int(e % DV))] = OUT_STORE(o_reg[u] / row_l[e / DV]);
+
+  group_reduce(l, false);
+  for (uint i = 0; i < TR; ++i) {
+    int rr = r0 + int(rg + RG * i);
+    if (!valid[i]) {
+      continue;
+    }
+    int g = rr / pc.lq;
+    int qi = rr - g * pc.lq;
+    int row = (b * pc.hkv * pc.groups + kvh * pc.groups + g) * pc.lq + qi;
+    for (uint q = 0; q < NQ; ++q) {
+      uint dq = lane + LPR * q;
+      if (NQ * LPR == DV / 4 || dq < DV / 4) {
+        int at = pc.out_offset + row * DV + int(dq) * 4;
+        vec4 r = o[i][q] / l[i];
+        outv[uint(at)] = OUT_STORE(r.x);
+        outv[uint(at + 1)] = OUT_STORE(r.y);
+        outv[uint(at + 2)] = OUT_STORE(r.z);
+        outv[uint(at + 3)] = OUT_STORE(r.w);
+      }
     }
   }
 }

@@ -31,7 +31,10 @@ mx::array uniform(const mx::Shape& shape, mx::Dtype dt, uint64_t seed, float lo 
 struct AttnCase {
   int d, dv, hq, hkv, lq, lkv;
   mx::Dtype dt = mx::float32;
-  std::string mask = "";  // "", "causal", "bool", "add", "add_bcast" (a [lq, lkv] mask)
+  // "", "causal", "bool", "add", "add_bcast" (a [lq, lkv] mask), "bool_rows" (bool with
+  // every 7th query row fully masked), "add_ninf" (additive with ~30% -inf, query row 5 all
+  // -inf: NaN without sinks, 0 with them)
+  std::string mask = "";
   bool sinks = false;
   int batch = 1;
   bool cache_view = false;  // k and v as slices of a longer, head-major cache
@@ -51,6 +54,19 @@ void check_attention(const AttnCase& c, uint64_t seed) {
     mask = uniform({c.batch, 1, c.lq, c.lkv}, c.dt, seed + 3, -2, 2);
   } else if (c.mask == "add_bcast") {
     mask = uniform({c.lq, c.lkv}, c.dt, seed + 3, -2, 2);
+  } else if (c.mask == "bool_rows") {
+    auto r = uniform({c.batch, c.hq, c.lq, c.lkv}, mx::float32, seed + 3);
+    auto row = mx::reshape(mx::arange(c.lq, mx::int32, cpu), {c.lq, 1}, cpu);
+    auto dead = mx::equal(mx::remainder(row, mx::array(7), cpu), mx::array(3), cpu);
+    mask = mx::logical_and(mx::greater(r, mx::array(-0.6f), cpu), mx::logical_not(dead, cpu), cpu);
+  } else if (c.mask == "add_ninf") {
+    auto r = uniform({c.batch, 1, c.lq, c.lkv}, mx::float32, seed + 3);
+    auto row = mx::reshape(mx::arange(c.lq, mx::int32, cpu), {c.lq, 1}, cpu);
+    auto ninf =
+        mx::logical_or(mx::less(r, mx::array(-0.4f), cpu), mx::equal(row, mx::array(5), cpu), cpu);
+    mask = mx::astype(
+        mx::where(ninf, mx::array(-INFINITY), mx::multiply(r, mx::array(2.0f), cpu), cpu), c.dt,
+        cpu);
   }
   std::optional<mx::array> sinks;
   if (c.sinks) {
@@ -121,6 +137,53 @@ TEST_CASE("attention prefill on the GPU matches the CPU: tiles, causal skips, ra
   check_attention({64, 64, 8, 1, 257, 128, mx::bfloat16, "bool"}, seed += 5);
   check_attention({256, 128, 2, 1, 33, 50, mx::float32, "add", false, 2, true}, seed += 5);
   check_attention({96, 96, 4, 4, 17, 1, mx::float16}, seed += 5);
+  auto counts = mx::vulkan::fallback_counts();
+  CHECK(counts["ScaledDotProductAttention"] == 0);
+}
+
+TEST_CASE("attention prefill tiles: ragged edges, head dims to 256, row blocks across heads") {
+  if (!gpu_present())
+    return;
+  mx::vulkan::reset_fallback_counts();
+  uint64_t seed = 400;
+  // Lq and Lkv off the tiles (row blocks of 16 to 64, key tiles of 8 to 32), one key past a
+  // tile, an exact tile.
+  check_attention({128, 128, 4, 2, 100, 77, mx::float16, "causal"}, seed += 5);
+  check_attention({128, 128, 2, 2, 65, 33, mx::bfloat16}, seed += 5);
+  check_attention({64, 64, 2, 1, 64, 32, mx::float32, "causal", true}, seed += 5);
+  check_attention({64, 64, 2, 2, 31, 31, mx::float16, "add"}, seed += 5);
+  // D = 256 with the tiles chosen for it, causal with sinks and a bool mask.
+  check_attention({256, 256, 4, 2, 70, 90, mx::float16, "causal", true}, seed += 5);
+  check_attention({256, 256, 2, 1, 65, 129, mx::bfloat16, "bool"}, seed += 5);
+  check_attention({256, 256, 2, 2, 20, 40, mx::float32, "causal"}, seed += 5);
+  // Output quads that do not divide among a row group's lanes, tiny and odd head dims.
+  check_attention({64, 40, 4, 2, 33, 50, mx::float16, "causal"}, seed += 5);
+  check_attention({8, 8, 2, 1, 40, 45, mx::float32, "causal", true}, seed += 5);
+  check_attention({24, 24, 2, 2, 19, 70, mx::bfloat16, "add_bcast"}, seed += 5);
+  check_attention({200, 72, 2, 1, 23, 41, mx::float16, "", true}, seed += 5);
+  check_attention({128, 256, 2, 1, 30, 30, mx::bfloat16, "causal"}, seed += 5);
+  // GQA: a row block holds several query heads' rows (causal limits differ per head row),
+  // with Lq < Lkv, Lq = Lkv and Lq > Lkv (rows that see no key average V).
+  check_attention({128, 128, 16, 2, 20, 50, mx::float16, "causal"}, seed += 5);
+  check_attention({64, 64, 8, 1, 37, 37, mx::bfloat16, "causal", true}, seed += 5);
+  check_attention({64, 64, 4, 1, 40, 25, mx::float32, "causal"}, seed += 5);
+  check_attention({80, 80, 8, 2, 12, 9, mx::float16, "causal", false, 2, true}, seed += 5);
+  // B = 2, K/V cache views.
+  check_attention({128, 128, 4, 2, 50, 60, mx::float16, "causal", false, 2, true}, seed += 5);
+  auto counts = mx::vulkan::fallback_counts();
+  CHECK(counts["ScaledDotProductAttention"] == 0);
+}
+
+TEST_CASE("attention prefill with fully masked rows and -inf masks matches the CPU") {
+  if (!gpu_present())
+    return;
+  mx::vulkan::reset_fallback_counts();
+  uint64_t seed = 500;
+  // Rows that see no key average V (0 with a sink); a row of -inf gives NaN (0 with a sink).
+  check_attention({64, 64, 4, 2, 40, 37, mx::float16, "bool_rows"}, seed += 5);
+  check_attention({128, 128, 2, 1, 30, 70, mx::float32, "bool_rows", true}, seed += 5);
+  check_attention({64, 64, 4, 2, 20, 50, mx::float32, "add_ninf"}, seed += 5);
+  check_attention({128, 128, 2, 2, 33, 40, mx::bfloat16, "add_ninf", true}, seed += 5);
   auto counts = mx::vulkan::fallback_counts();
   CHECK(counts["ScaledDotProductAttention"] == 0);
 }

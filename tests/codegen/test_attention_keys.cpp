@@ -1,0 +1,186 @@
+// The prefill (rows mode) tiles of the sdpa family: which tile each head dim and dtype gets
+// on an NVIDIA-like device (the numbers the GPU benchmark runs), and that every chosen tile,
+// for every head dim the kernels serve and on devices with 48, 32 and 16 KiB of shared
+// memory, renders, compiles, and declares no more shared memory and invocations than the
+// device allows (read back from the SPIR-V).
+#include <doctest/doctest.h>
+
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "codegen/attention.h"
+#include "codegen/codegen.h"
+
+namespace cg = mlx::core::vulkan::codegen;
+
+namespace {
+
+cg::DeviceCaps device(uint32_t shared, uint32_t subgroup, bool shuffle) {
+  cg::DeviceCaps caps;
+  caps.subgroup_size = subgroup;
+  caps.subgroup_shuffle = shuffle;
+  caps.shader_int16 = true;
+  caps.shader_int64 = true;
+  caps.storage_8bit = true;
+  caps.storage_16bit = true;
+  caps.f16_hw_convert = true;
+  caps.max_workgroup_invocations = shuffle ? 1024 : 128;
+  caps.max_shared_memory = shared;
+  return caps;
+}
+
+cg::AttentionGeometry prefill(int64_t d, int64_t dv, const std::string& mask = "causal") {
+  cg::AttentionGeometry g;
+  g.hkv = 8;
+  g.groups = 4;
+  g.lq = g.lkv = 512;
+  g.d = d;
+  g.dv = dv;
+  g.q_si = d, g.q_sh = 512 * d, g.q_sb = 32 * 512 * d;
+  g.k_sj = d, g.k_sh = 512 * d, g.k_sb = 8 * 512 * d;
+  g.v_sj = dv, g.v_sh = 512 * dv, g.v_sb = 8 * 512 * dv;
+  g.mask = mask;
+  return g;
+}
+
+// The tile parameters of a rows key, "bq=64,bk=32,...". (Appended: GCC 12 reports a false
+// -Wrestrict for "literal" + string.)
+std::string tiles(const cg::KernelKey& key) {
+  std::string out;
+  for (const char* n : {"bq", "bk", "tk", "qh", "kvh", "sg"}) {
+    out.append(out.empty() ? "" : ",").append(n).append("=").append(key.params.at(n));
+  }
+  return out;
+}
+
+// Bytes of Workgroup-storage variables in a SPIR-V module.
+uint32_t shared_bytes(const std::vector<uint32_t>& w) {
+  enum : uint32_t {
+    OpTypeInt = 21,
+    OpTypeFloat = 22,
+    OpTypeVector = 23,
+    OpTypeArray = 28,
+    OpTypePointer = 32,
+    OpConstant = 43,
+    OpVariable = 59,
+  };
+  constexpr uint32_t kWorkgroup = 4;
+  std::map<uint32_t, uint32_t> bytes, constants, pointee;
+  uint32_t total = 0;
+  for (size_t i = 5; i < w.size();) {
+    uint32_t op = w[i] & 0xffff, n = w[i] >> 16;
+    const uint32_t* a = &w[i + 1];
+    switch (op) {
+      case OpTypeInt:
+      case OpTypeFloat:
+        bytes[a[0]] = a[1] / 8;
+        break;
+      case OpTypeVector:
+        bytes[a[0]] = bytes[a[1]] * a[2];
+        break;
+      case OpTypeArray:
+        bytes[a[0]] = bytes[a[1]] * constants[a[2]];
+        break;
+      case OpTypePointer:
+        pointee[a[0]] = a[2];
+        break;
+      case OpConstant:
+        constants[a[1]] = a[2];
+        break;
+      case OpVariable:
+        if (a[2] == kWorkgroup) {
+          total += bytes[pointee[a[0]]];
+        }
+        break;
+      default:
+        break;
+    }
+    i += n;
+  }
+  return total;
+}
+
+}  // namespace
+
+TEST_CASE("sdpa prefill tiles on a 48 KiB, subgroup-32 device (the H100's numbers)") {
+  auto caps = device(49152, 32, true);
+  auto key = [&](const char* dt, int64_t d, int64_t dv) {
+    return tiles(cg::attention_key(dt, prefill(d, dv), caps));
+  };
+  // 64 rows x 32 keys on 128 invocations; f32 tiles where they fit, else Q (then K/V) as
+  // 16-bit bits; smaller row blocks for f32 d = 128 and d = 256.
+  CHECK(key("f16", 64, 64) == "bq=64,bk=32,tk=4,qh=0,kvh=0,sg=1");
+  CHECK(key("f16", 128, 128) == "bq=64,bk=32,tk=4,qh=1,kvh=0,sg=1");
+  CHECK(key("bf16", 128, 128) == "bq=64,bk=32,tk=4,qh=1,kvh=0,sg=1");
+  CHECK(key("f16", 256, 256) == "bq=32,bk=32,tk=2,qh=1,kvh=1,sg=1");
+  CHECK(key("f32", 64, 64) == "bq=64,bk=32,tk=4,qh=0,kvh=0,sg=1");
+  CHECK(key("f32", 128, 128) == "bq=32,bk=32,tk=4,qh=0,kvh=0,sg=1");
+  CHECK(key("f32", 256, 256) == "bq=16,bk=16,tk=1,qh=0,kvh=0,sg=1");
+  auto g = prefill(128, 128);
+  auto k = cg::attention_key("f16", g, caps);
+  auto src = cg::render_attention(k, caps);
+  CHECK(src.workgroup_size[0] == 128);
+  // Q as 16-bit quads 64 x 33, K/V as f32 32 x 33, P 32 x 17: 41.5 KiB.
+  CHECK(shared_bytes(cg::compile(k, src).words) == 64 * 33 * 8 + 32 * 33 * 16 + 32 * 17 * 16);
+  auto launch = cg::attention_launch(k, src, g);
+  CHECK(launch.groups[0] == 8);             // batch x KV heads
+  CHECK(launch.groups[1] == 4 * 512 / 64);  // G * Lq rows in blocks of 64
+}
+
+TEST_CASE("sdpa prefill tiles fit the device for every head dim: render, compile, shared bytes") {
+  struct Device {
+    const char* name;
+    cg::DeviceCaps caps;
+  };
+  const Device devices[] = {{"48 KiB sg 32", device(49152, 32, true)},
+                            {"32 KiB sg 8", device(32768, 8, true)},
+                            {"16 KiB, no shuffles", device(16384, 32, false)}};
+  int compiled = 0;
+  for (const auto& dev : devices) {
+    for (int64_t d = 8; d <= 256; d += 8) {
+      // dv = d, and a different dv on some dims (its own tile count and edge quads).
+      std::vector<int64_t> dvs{d};
+      if (d % 48 == 0) {
+        dvs.push_back(d == 48 ? 256 : 40);
+      }
+      for (int64_t dv : dvs) {
+        for (const char* dt : {"f16", "bf16", "f32"}) {
+          auto g = prefill(d, dv, d % 16 == 0 ? "causal" : "add");
+          g.mask_dtype = g.mask == "add" ? dt : "";
+          auto key = cg::attention_key(dt, g, dev.caps);
+          std::string what = std::string(dev.name).append(" ").append(key.canonical());
+          CAPTURE(what);
+          auto src = cg::render_attention(key, dev.caps);
+          auto mod = cg::compile(key, src);
+          CHECK(shared_bytes(mod.words) <= dev.caps.max_shared_memory);
+          CHECK(src.workgroup_size[0] <= dev.caps.max_workgroup_invocations);
+          ++compiled;
+        }
+      }
+    }
+  }
+  CHECK(compiled >= 3 * 32 * 3);
+}
+
+TEST_CASE("sdpa rows keys reject tiles the template or device cannot run") {
+  auto caps = device(32768, 8, true);
+  auto key = cg::attention_key("f16", prefill(128, 128), caps);
+  auto bad = [&](cg::KernelKey k, std::map<std::string, std::string> params) {
+    for (auto& [name, value] : params) {
+      k.params[name].swap(value);
+    }
+    return k;
+  };
+  CHECK_THROWS_AS(cg::render_attention(bad(key, {{"tk", "3"}}), caps), std::invalid_argument);
+  CHECK_THROWS_AS(cg::render_attention(bad(key, {{"bq", "30"}}), caps), std::invalid_argument);
+  CHECK_THROWS_AS(cg::render_attention(bad(key, {{"sg", "1"}}), device(32768, 4, true)),
+                  std::invalid_argument);
+  // 64 rows with f32 tiles of d = 128: 59 KiB.
+  CHECK_THROWS_AS(cg::render_attention(bad(key, {{"bq", "64"}, {"qh", "0"}}), caps),
+                  std::runtime_error);
+  // 16-bit staging of f32 operands would round them.
+  auto f32 = cg::attention_key("f32", prefill(128, 128), caps);
+  CHECK_THROWS_AS(cg::render_attention(bad(f32, {{"qh", "1"}}), caps), std::invalid_argument);
+}
