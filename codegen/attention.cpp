@@ -127,6 +127,17 @@ RowsTile rows_tile(const std::string& dtype, const AttentionGeometry& g, const D
   return RowsTile{4, 8, 1, half, half};
 }
 
+// Whether every 4-element quad of q, k and v starts at a multiple of 4 elements (strides of
+// dims of size 1 never move), so the rows mode loads each as one vector.
+bool rows_vector_loads(const AttentionGeometry& g) {
+  auto quad = [](int64_t n, int64_t stride) { return n == 1 || stride % 4 == 0; };
+  int64_t heads = g.hkv * g.groups;
+  return g.q_offset % 4 == 0 && g.k_offset % 4 == 0 && g.v_offset % 4 == 0 &&
+         quad(g.batch, g.q_sb) && quad(heads, g.q_sh) && quad(g.lq, g.q_si) &&
+         quad(g.batch, g.k_sb) && quad(g.hkv, g.k_sh) && quad(g.lkv, g.k_sj) &&
+         quad(g.batch, g.v_sb) && quad(g.hkv, g.v_sh) && quad(g.lkv, g.v_sj);
+}
+
 int64_t span(int64_t off, std::initializer_list<std::pair<int64_t, int64_t>> dims) {
   int64_t hi = off;
   for (auto [n, s] : dims) {
@@ -210,6 +221,7 @@ KernelKey attention_key(const std::string& dtype, const AttentionGeometry& g,
     key.params["qh"] = t.qh ? "1" : "0";
     key.params["kvh"] = t.kvh ? "1" : "0";
     key.params["sg"] = rows_subgroup(t, caps) ? "1" : "0";
+    key.params["vec"] = rows_vector_loads(g) ? "1" : "0";
   }
   return key;
 }
@@ -297,7 +309,7 @@ KernelSource render_attention(const KernelKey& key, const DeviceCaps& caps) {
     } else if (mode == "rows") {
       check_params(key,
                    {"bk", "bq", "d", "dtype", "dv", "kvh", "mask", "mdtype", "mode", "qh", "sdtype",
-                    "sg", "tk"},
+                    "sg", "tk", "vec"},
                    where);
       RowsTile t{std::atoi(key_param(key, "bq", where).c_str()),
                  std::atoi(key_param(key, "bk", where).c_str()),
@@ -329,6 +341,7 @@ KernelSource render_attention(const KernelKey& key, const DeviceCaps& caps) {
       defines.push_back(std::string("QH ") + (t.qh ? "1" : "0"));
       defines.push_back(std::string("KVH ") + (t.kvh ? "1" : "0"));
       defines.push_back(std::string("SUBGROUP ") + (sg ? "1" : "0"));
+      defines.push_back(std::string("VEC ") + (key_param(key, "vec", where) == "1" ? "1" : "0"));
       defines.push_back(std::string("IN0_HALF ") + (dt.bits != 16                   ? "0"
                                                     : std::string(dt.name) == "f16" ? "1"
                                                                                     : "2"));

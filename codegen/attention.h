@@ -37,8 +37,9 @@ bool attention_vector(const AttentionGeometry& g);
 int64_t attention_splits(const AttentionGeometry& g);
 
 // "sdpa:d,dtype,dv,mask,mdtype,mode=vector,rb,sdtype,sg,split,tpr" (decode) or
-// "sdpa:bk,bq,d,dtype,dv,kvh,mask,mdtype,mode=rows,qh,sdtype,sg,tk" (prefill: the tiles,
-// chosen for the device's shared memory) for the main launch;
+// "sdpa:bk,bq,d,dtype,dv,kvh,mask,mdtype,mode=rows,qh,sdtype,sg,tk,vec" (prefill: the
+// tiles, chosen for the device's shared memory; vec: quads of q, k, v load as vectors) for
+// the main launch;
 // "sdpa:dtype,dv,mode=merge,sdtype" for the merge of a split decode.
 KernelKey attention_key(const std::string& dtype, const AttentionGeometry& g,
                         const DeviceCaps& caps);

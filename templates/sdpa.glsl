@@ -1,5 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 // Scaled dot-product attention (fast::scaled_dot_product_attention), the "sdpa" family:
 //   out[b, h, i] = sum_j softmax_j(scale * q[b, h, i] . k[b, h / G, j] + mask) v[b, h / G, j]
 // with G query heads per KV head (GQA). A workgroup serves one (batch, KV head) and a
@@ -406,6 +407,29 @@ vec4 unpack4(vec4 w) {
 #define LOAD4(buf, at) \
   vec4(buf[uint(at)], buf[uint((at) + 1)], buf[uint((at) + 2)], buf[uint((at) + 3)])
 #endif
+// VEC: every quad of q, k and v starts at a multiple of 4 elements (offsets and strides
+// are), so it is one 8- or 16-byte load through a second view of the binding.
+#ifndef VEC
+#define VEC 0
+#endif
+#if VEC
+layout(std430, set = 0, binding = 0) readonly buffer Q4 {
+  RAW4 qv4[];
+};
+layout(std430, set = 0, binding = 1) readonly buffer K4 {
+  RAW4 kv4[];
+};
+layout(std430, set = 0, binding = 2) readonly buffer V4 {
+  RAW4 vv4[];
+};
+#define LOAD_Q(at) qv4[uint(at) >> 2]
+#define LOAD_K(at) kv4[uint(at) >> 2]
+#define LOAD_V(at) vv4[uint(at) >> 2]
+#else
+#define LOAD_Q(at) LOAD4(qv, at)
+#define LOAD_K(at) LOAD4(kv, at)
+#define LOAD_V(at) LOAD4(vv, at)
+#endif
 
 #if QH
 shared uvec2 qs[BQ * QS];
@@ -437,18 +461,18 @@ uint lane;  // within the row group
 // Every invocation must call it (the shared-memory version has barriers).
 void group_reduce(inout float v[TR], bool take_max) {
 #if SUBGROUP
-  for (uint i = 0; i < TR; ++i) {
-    for (uint o = 1; o < LPR; o *= 2) {
+  [[unroll]] for (uint i = 0; i < TR; ++i) {
+    [[unroll]] for (uint o = 1; o < LPR; o *= 2) {
       float w = subgroupShuffleXor(v[i], o);
       v[i] = take_max ? max(v[i], w) : v[i] + w;
     }
   }
 #else
-  for (uint i = 0; i < TR; ++i) {
+  [[unroll]] for (uint i = 0; i < TR; ++i) {
     red[(rg * TR + i) * LPR + lane] = v[i];
   }
   barrier();
-  for (uint i = 0; i < TR; ++i) {
+  [[unroll]] for (uint i = 0; i < TR; ++i) {
     float a = red[(rg * TR + i) * LPR];
     for (uint u = 1; u < LPR; ++u) {
       float w = red[(rg * TR + i) * LPR + u];
@@ -466,27 +490,27 @@ RAW4 vreg[VQ];
 // Global -> registers: quads of the K (or V) rows k0 .. k0 + BK; rows past Lkv are 0 (their
 // probabilities are 0, and 0 * garbage could be NaN).
 void fetch_k(int base, int k0) {
-  for (uint u = 0; u < KQ; ++u) {
+  [[unroll]] for (uint u = 0; u < KQ; ++u) {
     uint e = gl_LocalInvocationID.x + u * RWG;
     int j = k0 + int(e / (D / 4));
     kreg[u] = RAW_ZERO;
     if ((KQ * RWG == BK * D / 4 || e < BK * D / 4) && j < pc.lkv) {
-      kreg[u] = LOAD4(kv, base + j * pc.k_sj + int(e % (D / 4)) * 4);
+      kreg[u] = LOAD_K(base + j * pc.k_sj + int(e % (D / 4)) * 4);
     }
   }
 }
 void fetch_v(int base, int k0) {
-  for (uint u = 0; u < VQ; ++u) {
+  [[unroll]] for (uint u = 0; u < VQ; ++u) {
     uint e = gl_LocalInvocationID.x + u * RWG;
     int j = k0 + int(e / (DV / 4));
     vreg[u] = RAW_ZERO;
     if ((VQ * RWG == BK * DV / 4 || e < BK * DV / 4) && j < pc.lkv) {
-      vreg[u] = LOAD4(vv, base + j * pc.v_sj + int(e % (DV / 4)) * 4);
+      vreg[u] = LOAD_V(base + j * pc.v_sj + int(e % (DV / 4)) * 4);
     }
   }
 }
 void store_k() {
-  for (uint u = 0; u < KQ; ++u) {
+  [[unroll]] for (uint u = 0; u < KQ; ++u) {
     uint e = gl_LocalInvocationID.x + u * RWG;
     if (KQ * RWG == BK * D / 4 || e < BK * D / 4) {
       kvs[(e / (D / 4)) * KS + e % (D / 4)] = KV_STORE(kreg[u]);
@@ -494,7 +518,7 @@ void store_k() {
   }
 }
 void store_v() {
-  for (uint u = 0; u < VQ; ++u) {
+  [[unroll]] for (uint u = 0; u < VQ; ++u) {
     uint e = gl_LocalInvocationID.x + u * RWG;
     if (VQ * RWG == BK * DV / 4 || e < BK * DV / 4) {
       kvs[(e / (DV / 4)) * KS + e % (DV / 4)] = KV_STORE(vreg[u]);
@@ -529,7 +553,7 @@ void main() {
     if (rr < rows) {
       int g = rr / pc.lq;
       int i = rr - g * pc.lq;
-      w = LOAD4(qv, pc.q_offset + b * pc.q_sb + (kvh * pc.groups + g) * pc.q_sh + i * pc.q_si +
+      w = LOAD_Q(pc.q_offset + b * pc.q_sb + (kvh * pc.groups + g) * pc.q_sh + i * pc.q_si +
                         int(dq) * 4);
     }
     qs[r * QS + dq] = Q_STORE(w);
@@ -543,7 +567,7 @@ void main() {
   int lim[TR];
   int mrow[TR];
   bool valid[TR];
-  for (uint i = 0; i < TR; ++i) {
+  [[unroll]] for (uint i = 0; i < TR; ++i) {
     int rr = r0 + int(rg + RG * i);
     int g = rr / pc.lq;
     int qi = rr - g * pc.lq;
@@ -553,7 +577,7 @@ void main() {
     mrow[i] = pc.m_offset + b * pc.m_sb + h * pc.m_sh + qi * pc.m_si;
     m[i] = SINKS == 1 && valid[i] ? sink_of(h) : NEG_INF;
     l[i] = SINKS == 1 && valid[i] && lane == 0 ? 1.0f : 0.0f;
-    for (uint q = 0; q < NQ; ++q) {
+    [[unroll]] for (uint q = 0; q < NQ; ++q) {
       o[i][q] = vec4(0.0f);
     }
   }
@@ -583,19 +607,19 @@ void main() {
 
     // S = Q K^T for the invocation's TR x TK block, over D in quads.
     float s[TR][TK];
-    for (uint i = 0; i < TR; ++i) {
-      for (uint j = 0; j < TK; ++j) {
+    [[unroll]] for (uint i = 0; i < TR; ++i) {
+      [[unroll]] for (uint j = 0; j < TK; ++j) {
         s[i][j] = 0.0f;
       }
     }
     for (uint d4 = 0; d4 < D / 4; ++d4) {
       vec4 qf[TR];
-      for (uint i = 0; i < TR; ++i) {
+      [[unroll]] for (uint i = 0; i < TR; ++i) {
         qf[i] = Q_READ(qs[(rg + RG * i) * QS + d4]);
       }
-      for (uint j = 0; j < TK; ++j) {
+      [[unroll]] for (uint j = 0; j < TK; ++j) {
         vec4 kf = KV_READ(kvs[(lane + LPR * j) * KS + d4]);
-        for (uint i = 0; i < TR; ++i) {
+        [[unroll]] for (uint i = 0; i < TR; ++i) {
           float a = s[i][j];
           a = fma(qf[i].x, kf.x, a);
           a = fma(qf[i].y, kf.y, a);
@@ -609,9 +633,9 @@ void main() {
     // Scale and mask; per key only on tiles some row does not fully see.
     bool edge = MASK == MASK_BOOL || MASK == MASK_ADD || k0 + BK > full;
     float mt[TR];
-    for (uint i = 0; i < TR; ++i) {
+    [[unroll]] for (uint i = 0; i < TR; ++i) {
       mt[i] = NEG_INF;
-      for (uint j = 0; j < TK; ++j) {
+      [[unroll]] for (uint j = 0; j < TK; ++j) {
         float x = s[i][j] * scale;
         if (edge) {
           int kj = k0 + int(lane + LPR * j);
@@ -633,30 +657,28 @@ void main() {
     }
     group_reduce(mt, true);
 
-    // Online softmax: rescale the state to the new max, P to shared memory.
+    // Online softmax: rescale the state to the new max, P to shared memory. While a row has
+    // seen only -inf (an additive mask), its state stays 0: exp(-inf - 0) = 0.
     vec4 pq[TK];
-    for (uint i = 0; i < TR; ++i) {
+    [[unroll]] for (uint i = 0; i < TR; ++i) {
       float m_new = max(m[i], mt[i]);
-      float c = 1.0f;
+      float base = m_new == NEG_INF ? 0.0f : m_new;
       float sum = 0.0f;
-      for (uint j = 0; j < TK; ++j) {
-        float p = 0.0f;
-        if (m_new != NEG_INF) {  // only -inf so far (an additive mask): nothing to weigh
-          p = exp(s[i][j] - m_new);
-        }
+      [[unroll]] for (uint j = 0; j < TK; ++j) {
+        float p = exp(s[i][j] - base);
         pq[j][i] = p;
         sum += p;
       }
-      if (m_new != NEG_INF) {
-        c = exp(m[i] - m_new);
-      }
+      float c = exp(m[i] - base);
       m[i] = m_new;
       l[i] = l[i] * c + sum;
-      for (uint q = 0; q < NQ; ++q) {
-        o[i][q] *= c;
+      if (c != 1.0f) {  // the max has moved (rarely, once the rows have seen a few tiles)
+        [[unroll]] for (uint q = 0; q < NQ; ++q) {
+          o[i][q] *= c;
+        }
       }
     }
-    for (uint j = 0; j < TK; ++j) {
+    [[unroll]] for (uint j = 0; j < TK; ++j) {
       ps[(lane + LPR * j) * PS + rg] = pq[j];
     }
     barrier();  // P visible, K no longer read
@@ -669,7 +691,7 @@ void main() {
     // O += P V for the invocation's rows and quads.
     for (uint kk = 0; kk < BK; ++kk) {
       vec4 p = ps[kk * PS + rg];
-      for (uint q = 0; q < NQ; ++q) {
+      [[unroll]] for (uint q = 0; q < NQ; ++q) {
         uint dq = lane + LPR * q;
         if (NQ * LPR == DV / 4 || dq < DV / 4) {
           vec4 v = KV_READ(kvs[kk * KS + dq]);
@@ -684,7 +706,7 @@ void main() {
   }
 
   group_reduce(l, false);
-  for (uint i = 0; i < TR; ++i) {
+  [[unroll]] for (uint i = 0; i < TR; ++i) {
     int rr = r0 + int(rg + RG * i);
     if (!valid[i]) {
       continue;
@@ -692,7 +714,7 @@ void main() {
     int g = rr / pc.lq;
     int qi = rr - g * pc.lq;
     int row = (b * pc.hkv * pc.groups + kvh * pc.groups + g) * pc.lq + qi;
-    for (uint q = 0; q < NQ; ++q) {
+    [[unroll]] for (uint q = 0; q < NQ; ++q) {
       uint dq = lane + LPR * q;
       if (NQ * LPR == DV / 4 || dq < DV / 4) {
         int at = pc.out_offset + row * DV + int(dq) * 4;

@@ -49,7 +49,7 @@ cg::AttentionGeometry prefill(int64_t d, int64_t dv, const std::string& mask = "
 // -Wrestrict for "literal" + string.)
 std::string tiles(const cg::KernelKey& key) {
   std::string out;
-  for (const char* n : {"bq", "bk", "tk", "qh", "kvh", "sg"}) {
+  for (const char* n : {"bq", "bk", "tk", "qh", "kvh", "sg", "vec"}) {
     out.append(out.empty() ? "" : ",").append(n).append("=").append(key.params.at(n));
   }
   return out;
@@ -111,13 +111,13 @@ TEST_CASE("sdpa prefill tiles on a 48 KiB, subgroup-32 device (the H100's number
   };
   // 64 rows x 32 keys on 128 invocations; f32 tiles where they fit, else Q (then K/V) as
   // 16-bit bits; smaller row blocks for f32 d = 128 and d = 256.
-  CHECK(key("f16", 64, 64) == "bq=64,bk=32,tk=4,qh=0,kvh=0,sg=1");
-  CHECK(key("f16", 128, 128) == "bq=64,bk=32,tk=4,qh=1,kvh=0,sg=1");
-  CHECK(key("bf16", 128, 128) == "bq=64,bk=32,tk=4,qh=1,kvh=0,sg=1");
-  CHECK(key("f16", 256, 256) == "bq=32,bk=32,tk=2,qh=1,kvh=1,sg=1");
-  CHECK(key("f32", 64, 64) == "bq=64,bk=32,tk=4,qh=0,kvh=0,sg=1");
-  CHECK(key("f32", 128, 128) == "bq=32,bk=32,tk=4,qh=0,kvh=0,sg=1");
-  CHECK(key("f32", 256, 256) == "bq=16,bk=16,tk=1,qh=0,kvh=0,sg=1");
+  CHECK(key("f16", 64, 64) == "bq=64,bk=32,tk=4,qh=0,kvh=0,sg=1,vec=1");
+  CHECK(key("f16", 128, 128) == "bq=64,bk=32,tk=4,qh=1,kvh=0,sg=1,vec=1");
+  CHECK(key("bf16", 128, 128) == "bq=64,bk=32,tk=4,qh=1,kvh=0,sg=1,vec=1");
+  CHECK(key("f16", 256, 256) == "bq=32,bk=32,tk=2,qh=1,kvh=1,sg=1,vec=1");
+  CHECK(key("f32", 64, 64) == "bq=64,bk=32,tk=4,qh=0,kvh=0,sg=1,vec=1");
+  CHECK(key("f32", 128, 128) == "bq=32,bk=32,tk=4,qh=0,kvh=0,sg=1,vec=1");
+  CHECK(key("f32", 256, 256) == "bq=16,bk=16,tk=1,qh=0,kvh=0,sg=1,vec=1");
   auto g = prefill(128, 128);
   auto k = cg::attention_key("f16", g, caps);
   auto src = cg::render_attention(k, caps);
@@ -149,6 +149,7 @@ TEST_CASE("sdpa prefill tiles fit the device for every head dim: render, compile
         for (const char* dt : {"f16", "bf16", "f32"}) {
           auto g = prefill(d, dv, d % 16 == 0 ? "causal" : "add");
           g.mask_dtype = g.mask == "add" ? dt : "";
+          g.k_offset = d % 32 == 8 ? 3 : 0;  // scalar loads (vec=0)
           auto key = cg::attention_key(dt, g, dev.caps);
           std::string what = std::string(dev.name).append(" ").append(key.canonical());
           CAPTURE(what);

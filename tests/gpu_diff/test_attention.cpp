@@ -38,7 +38,17 @@ struct AttnCase {
   bool sinks = false;
   int batch = 1;
   bool cache_view = false;  // k and v as slices of a longer, head-major cache
+  bool misaligned = false;  // q, k and v as views starting 1 element into a GPU buffer
 };
+
+// `a` on the GPU as a view at element offset 1 of a buffer (no quad of it is aligned).
+mx::array misaligned_view(const mx::array& a) {
+  auto gpu = mx::Device::gpu;
+  auto flat = mx::concatenate({mx::zeros({1}, a.dtype(), gpu), mx::flatten(a, gpu)}, 0, gpu);
+  auto v = mx::reshape(mx::slice(flat, {1}, {1 + static_cast<int>(a.size())}, gpu), a.shape(), gpu);
+  v.eval();
+  return v;
+}
 
 void check_attention(const AttnCase& c, uint64_t seed) {
   auto cpu = mx::Device::cpu, gpu = mx::Device::gpu;
@@ -91,12 +101,16 @@ void check_attention(const AttnCase& c, uint64_t seed) {
     sinks_g = on_device(*sinks, gpu);
   }
   auto qg = on_device(q, gpu), kg = on_device(kfull, gpu), vg = on_device(vfull, gpu);
+  if (c.misaligned) {
+    qg = misaligned_view(qg), kg = misaligned_view(kg), vg = misaligned_view(vg);
+  }
   std::string what = "sdpa d=" + std::to_string(c.d) + " dv=" + std::to_string(c.dv) +
                      " heads=" + std::to_string(c.hq) + "/" + std::to_string(c.hkv) +
                      " lq=" + std::to_string(c.lq) + " lkv=" + std::to_string(c.lkv) + " " +
                      mx::dtype_to_string(c.dt) + " mask=" + (c.mask.empty() ? "none" : c.mask) +
                      (c.sinks ? " sinks" : "") + " B=" + std::to_string(c.batch) +
-                     (c.cache_view ? " cache view" : "") + " seed=" + std::to_string(seed);
+                     (c.cache_view ? " cache view" : "") + (c.misaligned ? " misaligned" : "") +
+                     " seed=" + std::to_string(seed);
   auto got = gpu_eval_checked(
       [&] { return std::vector<mx::array>{run(qg, kg, vg, mask_g, sinks_g, gpu)}; }, what)[0];
   Tolerance tol = c.dt == mx::float32 ? Tolerance{1e-4, 1e-5} : default_tolerance(c.dt);
@@ -168,8 +182,10 @@ TEST_CASE("attention prefill tiles: ragged edges, head dims to 256, row blocks a
   check_attention({64, 64, 8, 1, 37, 37, mx::bfloat16, "causal", true}, seed += 5);
   check_attention({64, 64, 4, 1, 40, 25, mx::float32, "causal"}, seed += 5);
   check_attention({80, 80, 8, 2, 12, 9, mx::float16, "causal", false, 2, true}, seed += 5);
-  // B = 2, K/V cache views.
+  // B = 2, K/V cache views; views whose quads are not 4-element aligned (scalar loads).
   check_attention({128, 128, 4, 2, 50, 60, mx::float16, "causal", false, 2, true}, seed += 5);
+  check_attention({64, 64, 4, 2, 45, 40, mx::bfloat16, "causal", true, 2, false, true}, seed += 5);
+  check_attention({128, 128, 2, 1, 20, 33, mx::float32, "add", false, 1, true, true}, seed += 5);
   auto counts = mx::vulkan::fallback_counts();
   CHECK(counts["ScaledDotProductAttention"] == 0);
 }
