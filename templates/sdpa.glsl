@@ -540,7 +540,15 @@ void main() {
   int b = bk / pc.hkv;
   int kvh = bk - b * pc.hkv;
   int rows = pc.groups * pc.lq;
-  int r0 = int(gl_WorkGroupID.y) * BQ;
+  // Causal blocks late in a head see the most keys: where blocks do not span heads, they
+  // are numbered so the longest start first (the GPU hands out workgroups in order, and
+  // the short ones then fill the tail).
+  int blk = int(gl_WorkGroupID.y);
+  if (MASK == MASK_CAUSAL && pc.lq % BQ == 0) {
+    int per_head = pc.lq / BQ;
+    blk = (blk % pc.groups) * per_head + per_head - 1 - blk / pc.groups;
+  }
+  int r0 = blk * BQ;
   float scale = uintBitsToFloat(uint(pc.scale_bits));
   int kbase = pc.k_offset + b * pc.k_sb + kvh * pc.k_sh;
   int vbase = pc.v_offset + b * pc.v_sb + kvh * pc.v_sh;

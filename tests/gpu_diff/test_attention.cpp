@@ -182,6 +182,9 @@ TEST_CASE("attention prefill tiles: ragged edges, head dims to 256, row blocks a
   check_attention({64, 64, 8, 1, 37, 37, mx::bfloat16, "causal", true}, seed += 5);
   check_attention({64, 64, 4, 1, 40, 25, mx::float32, "causal"}, seed += 5);
   check_attention({80, 80, 8, 2, 12, 9, mx::float16, "causal", false, 2, true}, seed += 5);
+  // Lq a multiple of the row block: causal blocks run longest first, across G heads.
+  check_attention({128, 128, 8, 2, 128, 128, mx::float16, "causal"}, seed += 5);
+  check_attention({64, 64, 4, 1, 128, 200, mx::bfloat16, "causal", true, 2}, seed += 5);
   // B = 2, K/V cache views; views whose quads are not 4-element aligned (scalar loads).
   check_attention({128, 128, 4, 2, 50, 60, mx::float16, "causal", false, 2, true}, seed += 5);
   check_attention({64, 64, 4, 2, 45, 40, mx::bfloat16, "causal", true, 2, false, true}, seed += 5);
