@@ -286,8 +286,8 @@ uint64_t dispatch_count() {
   return dispatches.load(std::memory_order_relaxed);
 }
 
-void CommandEncoder::dispatch(const Kernel& k, const std::vector<Binding>& bindings,
-                              const std::vector<uint8_t>& push, std::array<uint32_t, 3> groups) {
+void CommandEncoder::dispatch(const Kernel& k, std::span<const Binding> bindings,
+                              std::span<const uint8_t> push, std::array<uint32_t, 3> groups) {
   dispatches.fetch_add(1, std::memory_order_relaxed);
   if (bindings.size() != k.num_buffers) {
     throw std::runtime_error("[vulkan] kernel " + k.key.canonical() + " takes " +
@@ -312,12 +312,11 @@ void CommandEncoder::dispatch(const Kernel& k, const std::vector<Binding>& bindi
   auto& b = open_locked();
   prepare_locked(b, bindings.data(), bindings.size());
   // Kernels bind at most a handful of buffers: stack arrays keep the hot path allocation-free.
-  constexpr size_t max_bindings = 16;
-  if (bindings.size() > max_bindings) {
+  if (bindings.size() > kMaxBindings) {
     throw std::runtime_error("[vulkan] a dispatch binds more than 16 buffers.");
   }
-  std::array<VkDescriptorBufferInfo, max_bindings> infos;
-  std::array<VkWriteDescriptorSet, max_bindings> writes;
+  std::array<VkDescriptorBufferInfo, kMaxBindings> infos;
+  std::array<VkWriteDescriptorSet, kMaxBindings> writes;
   const size_t nb = bindings.size();
   for (size_t i = 0; i < nb; ++i) {
     infos[i] = {bindings[i].alloc->buffer, bindings[i].alloc->offset + bindings[i].offset,

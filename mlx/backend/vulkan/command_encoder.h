@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -49,9 +50,12 @@ class CommandEncoder {
     return index_;
   }
 
+  // Kernels bind at most this many buffers (descriptor writes live on the stack).
+  static constexpr size_t kMaxBindings = 16;
+
   // Records a dispatch: bindings go to slots 0..n-1 of set 0 (n == kernel.num_buffers).
-  void dispatch(const Kernel& kernel, const std::vector<Binding>& bindings,
-                const std::vector<uint8_t>& push_constants, std::array<uint32_t, 3> groups);
+  void dispatch(const Kernel& kernel, std::span<const Binding> bindings,
+                std::span<const uint8_t> push_constants, std::array<uint32_t, 3> groups);
   // Fills `dst` with a repeated 32-bit value (offset and range multiples of 4).
   void fill(const Binding& dst, uint32_t value);
   // Copies src.range bytes from src to dst.

@@ -1,6 +1,8 @@
 #include "mlx/backend/vulkan/kernels.h"
 
 #include <algorithm>
+#include <array>
+#include <stdexcept>
 
 #include "mlx/backend/vulkan/allocator.h"
 #include "mlx/backend/vulkan/device.h"
@@ -92,15 +94,23 @@ BoundOperand bind_operand(const Device& dev, const OperandSpan& span, bool is_ou
 }
 
 void record_launch(CommandEncoder& enc, const Kernel& kernel, const codegen::Launch& launch,
-                   std::vector<Binding>& bindings) {
-  if (!launch.meta.empty()) {
-    auto meta = allocator::malloc(launch.meta.size());
-    Binding mb{allocation(meta), 0, (launch.meta.size() + 3) / 4 * 4, false};
-    enc.write(mb, launch.meta.data(), launch.meta.size());
-    enc.add_temporary(meta);
-    bindings.push_back(mb);
+                   std::span<const Binding> bindings) {
+  if (launch.meta.empty()) {
+    enc.dispatch(kernel, bindings, launch.push_constants, launch.groups);
+    return;
   }
-  enc.dispatch(kernel, bindings, launch.push_constants, launch.groups);
+  std::array<Binding, CommandEncoder::kMaxBindings> all;
+  if (bindings.size() >= all.size()) {
+    throw std::runtime_error("[vulkan] a dispatch binds more than 16 buffers.");
+  }
+  std::copy(bindings.begin(), bindings.end(), all.begin());
+  auto meta = allocator::malloc(launch.meta.size());
+  Binding mb{allocation(meta), 0, (launch.meta.size() + 3) / 4 * 4, false};
+  enc.write(mb, launch.meta.data(), launch.meta.size());
+  enc.add_temporary(meta);
+  all[bindings.size()] = mb;
+  enc.dispatch(kernel, std::span(all.data(), bindings.size() + 1), launch.push_constants,
+               launch.groups);
 }
 
 }  // namespace mlx::core::vulkan

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "codegen/codegen.h"
@@ -71,8 +72,9 @@ struct BoundOperand {
 BoundOperand bind_operand(const Device& dev, const OperandSpan& span, bool is_output);
 
 // Uploads launch.meta (if any) as the last binding and records the dispatch on `enc`.
-// `bindings` holds the operands in binding order; the meta binding is appended to it.
+// `bindings` holds the operands in binding order (a stack array will do); the meta binding
+// goes after them.
 void record_launch(CommandEncoder& enc, const Kernel& kernel, const codegen::Launch& launch,
-                   std::vector<Binding>& bindings);
+                   std::span<const Binding> bindings);
 
 }  // namespace mlx::core::vulkan

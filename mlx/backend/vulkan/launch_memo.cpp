@@ -1,8 +1,10 @@
 #include "mlx/backend/vulkan/launch_memo.h"
 
+#include <algorithm>
+
 namespace mlx::core::vulkan {
 
-uint64_t LaunchMemo::hash_words(const std::vector<int64_t>& words) {
+uint64_t LaunchMemo::hash_words(std::span<const int64_t> words) {
   // FNV-1a over 64-bit words with a final avalanche; the map only needs a good spread.
   uint64_t h = 1469598103934665603ULL;
   for (int64_t w : words) {
@@ -14,22 +16,23 @@ uint64_t LaunchMemo::hash_words(const std::vector<int64_t>& words) {
   return h;
 }
 
-const MemoEntry* LaunchMemo::find(const std::vector<int64_t>& signature, uint64_t hash) const {
+const MemoEntry* LaunchMemo::find(std::span<const int64_t> signature, uint64_t hash) const {
   auto [begin, end] = slots_.equal_range(hash);
   for (auto it = begin; it != end; ++it) {
-    if (it->second.signature == signature) {
+    if (std::ranges::equal(it->second.signature, signature)) {
       return &it->second.entry;
     }
   }
   return nullptr;
 }
 
-const MemoEntry& LaunchMemo::insert(const std::vector<int64_t>& signature, uint64_t hash,
+const MemoEntry& LaunchMemo::insert(std::span<const int64_t> signature, uint64_t hash,
                                     MemoEntry entry) {
   if (slots_.size() >= max_entries) {
     slots_.clear();
   }
-  auto it = slots_.emplace(hash, Slot{signature, std::move(entry)});
+  auto it = slots_.emplace(
+      hash, Slot{std::vector<int64_t>(signature.begin(), signature.end()), std::move(entry)});
   return it->second.entry;
 }
 
@@ -47,4 +50,4 @@ int64_t family_word(const char* name) {
   return static_cast<int64_t>(h);
 }
 
-} // namespace mlx::core::vulkan
+}  // namespace mlx::core::vulkan

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -24,10 +25,10 @@ class LaunchMemo {
  public:
   // The signature is compared word for word, so a hash collision can never pick a wrong
   // kernel. Returns nullptr on a miss.
-  const MemoEntry* find(const std::vector<int64_t>& signature, uint64_t hash) const;
-  const MemoEntry& insert(const std::vector<int64_t>& signature, uint64_t hash, MemoEntry entry);
+  const MemoEntry* find(std::span<const int64_t> signature, uint64_t hash) const;
+  const MemoEntry& insert(std::span<const int64_t> signature, uint64_t hash, MemoEntry entry);
 
-  static uint64_t hash_words(const std::vector<int64_t>& words);
+  static uint64_t hash_words(std::span<const int64_t> words);
 
  private:
   struct Slot {
@@ -44,9 +45,10 @@ LaunchMemo& launch_memo();
 
 // The memo's entry for `signature`, built by `plan` on a miss. The signature must hold
 // every input of the family's key and launch numbers, starting with a word naming the
-// family (family_word), so two families never share an entry.
+// family (family_word), so two families never share an entry. A signature of fixed length
+// can live on the stack (an array), so a hit allocates nothing.
 template <typename Plan>
-const MemoEntry& memoized(const std::vector<int64_t>& signature, Plan&& plan) {
+const MemoEntry& memoized(std::span<const int64_t> signature, Plan&& plan) {
   auto& memo = launch_memo();
   uint64_t hash = LaunchMemo::hash_words(signature);
   if (const MemoEntry* e = memo.find(signature, hash)) {

@@ -129,8 +129,7 @@ int64_t operand_span(int64_t rows, int64_t cols, bool transposed, int64_t ld, in
 
 }  // namespace
 
-std::vector<int64_t> matmul_signature(const char* family, const char* dtype,
-                                      const MatmulGeometry& g) {
+MatmulSignature matmul_signature(const char* family, const char* dtype, const MatmulGeometry& g) {
   float numbers[2] = {g.alpha, g.beta};
   int64_t bits = 0;
   std::memcpy(&bits, numbers, 8);
@@ -235,7 +234,7 @@ void matmul_gpu(int stream, const array& a_in, const array& b_in, array& out, bo
   g.a_bs1 = batch.a_bs1;
   g.b_bs0 = batch.b_bs0;
   g.b_bs1 = batch.b_bs1;
-  std::vector<Binding> bindings{ba.binding, bb.binding, by.binding};
+  std::array<Binding, 3> bindings{ba.binding, bb.binding, by.binding};
 
   // One column: out^T = B^T x A^T has the same memory, and is a matrix-vector product
   // when B's column is contiguous.
@@ -291,7 +290,7 @@ void matmul_gpu(int stream, const array& a_in, const array& b_in, array& out, bo
       const auto& kernel = kernel_library().get(key);
       return MemoEntry{&kernel, codegen::gemv_launch(key, kernel.source, fg)};
     });
-    std::vector<Binding> finish_bindings{partial.binding, by.binding};
+    const Binding finish_bindings[] = {partial.binding, by.binding};
     record_launch(enc, *finish.kernel, finish.launch, finish_bindings);
   }
 }

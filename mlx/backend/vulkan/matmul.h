@@ -3,6 +3,7 @@
 // records. docs/matmul.md.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -25,7 +26,8 @@ void matmul_gpu(int stream, const array& a, const array& b, array& out, bool add
 
 // The launch-memo signature of a product's launch: every field of the geometry that its
 // key and numbers depend on.
-std::vector<int64_t> matmul_signature(const char* family, const char* dtype,
-                                      const codegen::MatmulGeometry& g);
+using MatmulSignature = std::array<int64_t, 21>;
+MatmulSignature matmul_signature(const char* family, const char* dtype,
+                                 const codegen::MatmulGeometry& g);
 
 }  // namespace mlx::core::vulkan

@@ -51,6 +51,8 @@ void eval_norm(Primitive& p, const std::string& op, float eps, const std::vector
   Buf y = vulkan::buf_of(out, dtype);
   int64_t count = static_cast<int64_t>(out.size()) / len;
   int64_t per = std::max<int64_t>(1, max_elems / len);
+  static const int64_t family = vulkan::family_word("norm");
+  const int64_t op_word = vulkan::family_word(op.c_str());
   for (int64_t r0 = 0; r0 < count; r0 += per) {
     codegen::NormGeometry g;
     g.count = std::min(per, count - r0);
@@ -70,18 +72,18 @@ void eval_norm(Primitive& p, const std::string& op, float eps, const std::vector
     // decode step) skip planning.
     uint32_t eps_bits;
     std::memcpy(&eps_bits, &g.eps, 4);
-    std::vector<int64_t> sig{vulkan::family_word("norm"),
-                             vulkan::family_word(op.c_str()),
-                             static_cast<int64_t>(reinterpret_cast<uintptr_t>(dtype)),
-                             g.count,
-                             g.len,
-                             static_cast<int64_t>(g.in_offset),
-                             static_cast<int64_t>(g.w_offset),
-                             static_cast<int64_t>(g.b_offset),
-                             static_cast<int64_t>(g.out_offset),
-                             g.w_stride,
-                             g.b_stride,
-                             eps_bits};
+    const int64_t sig[] = {family,
+                           op_word,
+                           static_cast<int64_t>(reinterpret_cast<uintptr_t>(dtype)),
+                           g.count,
+                           g.len,
+                           static_cast<int64_t>(g.in_offset),
+                           static_cast<int64_t>(g.w_offset),
+                           static_cast<int64_t>(g.b_offset),
+                           static_cast<int64_t>(g.out_offset),
+                           g.w_stride,
+                           g.b_stride,
+                           eps_bits};
     const auto& planned = vulkan::memoized(sig, [&] {
       auto key = codegen::norm_key(op, dtype, g, dev.caps());
       const auto& kernel = vulkan::kernel_library().get(key);
@@ -89,15 +91,16 @@ void eval_norm(Primitive& p, const std::string& op, float eps, const std::vector
     });
     const auto& kernel = *planned.kernel;
     const auto& launch = planned.launch;
-    std::vector<vulkan::Binding> bindings{bx.binding};
+    vulkan::Binding bindings[4] = {bx.binding};
+    size_t n = 1;
     if (affine) {
-      bindings.push_back(bw.binding);
+      bindings[n++] = bw.binding;
     }
     if (layer) {
-      bindings.push_back(bb.binding);
+      bindings[n++] = bb.binding;
     }
-    bindings.push_back(by.binding);
-    vulkan::record_launch(enc, kernel, launch, bindings);
+    bindings[n++] = by.binding;
+    vulkan::record_launch(enc, kernel, launch, std::span(bindings, n));
   }
 }
 

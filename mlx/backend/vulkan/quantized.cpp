@@ -123,8 +123,8 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
   g.scales_offset = bs.elem_offset;
   g.biases_offset = bbias.elem_offset;
   g.out_offset = by.elem_offset;
-  std::vector<vulkan::Binding> bindings{bx.binding, bw.binding, bs.binding, bbias.binding,
-                                        by.binding};
+  const vulkan::Binding bindings[] = {bx.binding, bw.binding, bs.binding, bbias.binding,
+                                      by.binding};
   bool qmv = codegen::qmv_applies(g);
   const auto& planned =
       vulkan::memoized(vulkan::matmul_signature(qmv ? "qmv" : "qmm", dtype, g), [&] {

@@ -30,15 +30,20 @@ void launch(vulkan::CommandEncoder& enc, const vulkan::BoundOperand& bk, const B
   auto bo = vulkan::bind_run(dev, out_words.at(g.first_word), words, true);
   g.key_offset = bk.elem_offset;
   g.out_offset = bo.elem_offset;
-  const auto& planned = vulkan::memoized(
-      {vulkan::family_word("random"), g.pairs ? 1 : 0, g.num_keys, g.bytes_per_key, g.first_word,
-       g.words, static_cast<int64_t>(g.key_offset), static_cast<int64_t>(g.out_offset)},
-      [&] {
-        auto key = codegen::random_bits_key();
-        const auto& kernel = vulkan::kernel_library().get(key);
-        return vulkan::MemoEntry{&kernel, codegen::random_bits_launch(key, kernel.source, g)};
-      });
-  std::vector<vulkan::Binding> bindings{bk.binding, bo.binding};
+  const int64_t sig[] = {vulkan::family_word("random"),
+                         g.pairs ? 1 : 0,
+                         g.num_keys,
+                         g.bytes_per_key,
+                         g.first_word,
+                         g.words,
+                         static_cast<int64_t>(g.key_offset),
+                         static_cast<int64_t>(g.out_offset)};
+  const auto& planned = vulkan::memoized(sig, [&] {
+    auto key = codegen::random_bits_key();
+    const auto& kernel = vulkan::kernel_library().get(key);
+    return vulkan::MemoEntry{&kernel, codegen::random_bits_launch(key, kernel.source, g)};
+  });
+  const vulkan::Binding bindings[] = {bk.binding, bo.binding};
   vulkan::record_launch(enc, *planned.kernel, planned.launch, bindings);
 }
 

@@ -72,8 +72,9 @@ void RoPE::eval_gpu(const std::vector<array>& inputs, array& out) {
     float numbers[2] = {g.base, g.scale};
     int64_t bits = 0;
     std::memcpy(&bits, numbers, 8);
-    std::vector<int64_t> sig{
-        vulkan::family_word("rope"),
+    static const int64_t family = vulkan::family_word("rope");
+    const int64_t sig[] = {
+        family,
         static_cast<int64_t>(reinterpret_cast<uintptr_t>(dtype)),
         g.row0,
         g.count,
@@ -94,12 +95,13 @@ void RoPE::eval_gpu(const std::vector<array>& inputs, array& out) {
     });
     const auto& kernel = *planned.kernel;
     const auto& launch = planned.launch;
-    std::vector<vulkan::Binding> bindings{bx.binding, bo.binding};
+    vulkan::Binding bindings[4] = {bx.binding, bo.binding};
+    size_t n = 2;
     if (has_freqs) {
-      bindings.push_back(bf.binding);
+      bindings[n++] = bf.binding;
     }
-    bindings.push_back(by.binding);
-    vulkan::record_launch(enc, kernel, launch, bindings);
+    bindings[n++] = by.binding;
+    vulkan::record_launch(enc, kernel, launch, std::span(bindings, n));
   }
 }
 
