@@ -9,6 +9,7 @@
 #include "mlx/backend/vulkan/cpu_fallback.h"
 #include "mlx/backend/vulkan/kernel_library.h"
 #include "mlx/backend/vulkan/kernels.h"
+#include "mlx/backend/vulkan/launch_memo.h"
 #include "mlx/backend/vulkan/reduce_plan.h"
 #include "mlx/primitives.h"
 
@@ -33,17 +34,22 @@ void launch(const std::string& op, const Buf& in, const Buf& out, codegen::Reduc
   auto bo = vulkan::bind_run(dev, out, outs, true);
   g.in_offset = bi.elem_offset;
   g.out_offset = bo.elem_offset;
-  std::vector<vulkan::Binding> bindings{bi.binding, bo.binding};
+  vulkan::Binding bindings[3] = {bi.binding, bo.binding};
+  size_t n = 2;
   if (aux) {
     bool write = stage == codegen::ArgStage::Split;
     auto ba = vulkan::bind_run(dev, *aux, write ? outs : g.count * g.len, write);
     g.aux_offset = ba.elem_offset;
-    bindings.push_back(ba.binding);
+    bindings[n++] = ba.binding;
   }
-  auto key = codegen::arg_reduce_key(op, in.dtype, g, stage);
-  const auto& kernel = vulkan::kernel_library().get(key);
-  auto numbers = codegen::arg_reduce_launch(key, kernel.source, g);
-  vulkan::record_launch(enc, kernel, numbers, bindings);
+  auto sig =
+      vulkan::reduce_signature("arg_reduce", op, in.dtype, "", static_cast<int64_t>(stage), g);
+  const auto& planned = vulkan::memoized(sig, [&] {
+    auto key = codegen::arg_reduce_key(op, in.dtype, g, stage);
+    const auto& kernel = vulkan::kernel_library().get(key);
+    return vulkan::MemoEntry{&kernel, codegen::arg_reduce_launch(key, kernel.source, g)};
+  });
+  vulkan::record_launch(enc, *planned.kernel, planned.launch, std::span(bindings, n));
 }
 
 // Rows of `len` in groups that fit one binding; false when one row alone does not. Few

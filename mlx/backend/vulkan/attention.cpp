@@ -4,6 +4,7 @@
 // strides. Decode (Lq <= 8) takes the vector mode, split along the keys when the grid would
 // be small (a merge launch combines the chunks); prefill takes the rows mode.
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "codegen/attention.h"
@@ -50,6 +51,50 @@ Strided strided(vulkan::CommandEncoder& enc, int stream, const array& a, const c
     s.elems += (int64_t{a.shape(static_cast<int>(d))} - 1) * s.strides[d];
   }
   return s;
+}
+
+// The launch-memo signature of a main or merge launch: every field of the geometry. A new
+// field of codegen::AttentionGeometry must join it (the size check trips when one is added).
+static_assert(sizeof(codegen::AttentionGeometry) == 26 * sizeof(int64_t) +
+                                                        sizeof(int64_t) /* scale, padded */ +
+                                                        3 * sizeof(std::string),
+              "AttentionGeometry changed: update attention_signature");
+std::array<int64_t, 32> attention_signature(const char* family, const char* dtype,
+                                            const codegen::AttentionGeometry& g) {
+  uint32_t scale_bits;
+  std::memcpy(&scale_bits, &g.scale, 4);
+  return {vulkan::family_word(family),
+          static_cast<int64_t>(reinterpret_cast<uintptr_t>(dtype)),
+          g.batch,
+          g.hkv,
+          g.groups,
+          g.lq,
+          g.lkv,
+          g.d,
+          g.dv,
+          g.q_offset,
+          g.k_offset,
+          g.v_offset,
+          g.m_offset,
+          g.s_offset,
+          g.out_offset,
+          g.q_sb,
+          g.q_sh,
+          g.q_si,
+          g.k_sb,
+          g.k_sh,
+          g.k_sj,
+          g.v_sb,
+          g.v_sh,
+          g.v_sj,
+          g.m_sb,
+          g.m_sh,
+          g.m_si,
+          g.m_sj,
+          scale_bits,
+          vulkan::family_word(g.mask.c_str()),
+          vulkan::family_word(g.mask_dtype.c_str()),
+          vulkan::family_word(g.sinks_dtype.c_str())};
 }
 
 }  // namespace
@@ -148,8 +193,8 @@ void ScaledDotProductAttention::eval_gpu(const std::vector<array>& inputs, array
   vulkan::BoundOperand scratch;
   Buf scratch_buf;
   int64_t scratch_elems = 0;
-  std::vector<vulkan::Binding> bindings{bq.binding,   bk.binding,    bv.binding,
-                                        mask_binding, sinks_binding, by.binding};
+  vulkan::Binding bindings[] = {bq.binding,   bk.binding,    bv.binding,
+                                mask_binding, sinks_binding, by.binding};
   if (splits > 1) {
     int64_t n = g.batch * g.hkv * g.groups * g.lq * splits * (g.dv + 2);
     scratch_buf = vulkan::temporary(enc, n, "f32");
@@ -158,18 +203,25 @@ void ScaledDotProductAttention::eval_gpu(const std::vector<array>& inputs, array
     main.out_offset = static_cast<int64_t>(scratch.elem_offset);
     bindings[5] = scratch.binding;
   }
-  auto key = codegen::attention_key(dtype, main, dev.caps());
-  const auto& kernel = vulkan::kernel_library().get(key);
-  vulkan::record_launch(enc, kernel, codegen::attention_launch(key, kernel.source, main), bindings);
+  // Every layer of a decode step repeats the geometry: planned once per step, not per layer.
+  const auto& planned = vulkan::memoized(attention_signature("sdpa", dtype, main), [&] {
+    auto key = codegen::attention_key(dtype, main, dev.caps());
+    const auto& kernel = vulkan::kernel_library().get(key);
+    return vulkan::MemoEntry{&kernel, codegen::attention_launch(key, kernel.source, main)};
+  });
+  vulkan::record_launch(enc, *planned.kernel, planned.launch, bindings);
   if (splits > 1) {
     codegen::AttentionGeometry merge = g;
     merge.q_offset = static_cast<int64_t>(scratch.elem_offset);
-    auto mkey = codegen::attention_merge_key(dtype, merge);
-    const auto& mkernel = vulkan::kernel_library().get(mkey);
+    const auto& mplanned = vulkan::memoized(attention_signature("sdpa_merge", dtype, merge), [&] {
+      auto key = codegen::attention_merge_key(dtype, merge);
+      const auto& kernel = vulkan::kernel_library().get(key);
+      return vulkan::MemoEntry{&kernel, codegen::attention_launch(key, kernel.source, merge)};
+    });
     auto partial = bind_run(dev, scratch_buf, scratch_elems, false);
-    std::vector<vulkan::Binding> mb{partial.binding, partial.binding, partial.binding,
-                                    partial.binding, sinks_binding,   by.binding};
-    vulkan::record_launch(enc, mkernel, codegen::attention_launch(mkey, mkernel.source, merge), mb);
+    const vulkan::Binding mb[] = {partial.binding, partial.binding, partial.binding,
+                                  partial.binding, sinks_binding,   by.binding};
+    vulkan::record_launch(enc, *mplanned.kernel, mplanned.launch, mb);
   }
 }
 

@@ -17,6 +17,7 @@
 #include "mlx/backend/vulkan/device.h"
 #include "mlx/backend/vulkan/elementwise.h"
 #include "mlx/backend/vulkan/kernel_library.h"
+#include "mlx/backend/vulkan/launch_memo.h"
 #include "mlx/backend/vulkan/reduce_plan.h"
 #include "mlx/primitives.h"
 
@@ -55,7 +56,7 @@ struct Context {
   std::string op;
 };
 
-// Records one kernel: plan (key, pipeline, numbers), bind, record.
+// Records one kernel: plan (key, pipeline, numbers; memoized), bind, record.
 void launch(Context& c, const Buf& in, const Buf& out, codegen::ReduceGeometry g) {
   int64_t in_elems = g.count * g.len;
   int64_t out_elems = g.count * g.splits;
@@ -65,11 +66,14 @@ void launch(Context& c, const Buf& in, const Buf& out, codegen::ReduceGeometry g
       c.dev, {out.alloc, out.offset, out.itemsize, 0, std::max<int64_t>(out_elems - 1, 0)}, true);
   g.in_offset = bi.elem_offset;
   g.out_offset = bo.elem_offset;
-  auto key = codegen::reduce_key(c.op, in.dtype, out.dtype, g, c.dev.caps());
-  const auto& kernel = vulkan::kernel_library().get(key);
-  auto numbers = codegen::reduce_launch(key, kernel.source, g);
-  std::vector<vulkan::Binding> bindings{bi.binding, bo.binding};
-  vulkan::record_launch(c.enc, kernel, numbers, bindings);
+  const auto& planned =
+      vulkan::memoized(vulkan::reduce_signature("reduce", c.op, in.dtype, out.dtype, 0, g), [&] {
+        auto key = codegen::reduce_key(c.op, in.dtype, out.dtype, g, c.dev.caps());
+        const auto& kernel = vulkan::kernel_library().get(key);
+        return vulkan::MemoEntry{&kernel, codegen::reduce_launch(key, kernel.source, g)};
+      });
+  const vulkan::Binding bindings[] = {bi.binding, bo.binding};
+  vulkan::record_launch(c.enc, *planned.kernel, planned.launch, bindings);
 }
 
 bool reduce_columns(Context& c, const Buf& in, int64_t outer, int64_t len, int64_t inner,

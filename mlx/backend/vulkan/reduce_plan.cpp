@@ -4,6 +4,7 @@
 
 #include "mlx/backend/vulkan/allocator.h"
 #include "mlx/backend/vulkan/elementwise.h"
+#include "mlx/backend/vulkan/launch_memo.h"
 
 namespace mlx::core::vulkan {
 
@@ -86,6 +87,24 @@ bool copies_fit(const std::vector<array>& inputs) {
 BoundOperand bind_run(const Device& dev, const Buf& b, int64_t elems, bool output) {
   return bind_operand(dev, {b.alloc, b.offset, b.itemsize, 0, std::max<int64_t>(elems - 1, 0)},
                       output);
+}
+
+ReduceSignature reduce_signature(const char* family, const std::string& op,
+                                 const std::string& in_dtype, const std::string& out_dtype,
+                                 int64_t stage, const codegen::ReduceGeometry& g) {
+  return {family_word(family),
+          family_word(op.c_str()),
+          family_word(in_dtype.c_str()),
+          family_word(out_dtype.c_str()),
+          stage,
+          g.columns ? 1 : 0,
+          g.count,
+          g.len,
+          g.inner,
+          g.splits,
+          static_cast<int64_t>(g.in_offset),
+          static_cast<int64_t>(g.out_offset),
+          static_cast<int64_t>(g.aux_offset)};
 }
 
 const char* float_kernel_unsupported(const array& out) {

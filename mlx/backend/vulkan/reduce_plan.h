@@ -3,9 +3,12 @@
 // that moves chosen axes last.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <string>
 #include <vector>
 
+#include "codegen/reduce.h"
 #include "mlx/array.h"
 #include "mlx/backend/vulkan/command_encoder.h"
 #include "mlx/backend/vulkan/device.h"
@@ -51,6 +54,13 @@ bool copies_fit(const std::vector<array>& inputs);
 
 // Binds `elems` elements of a run (at least one) for a launch.
 BoundOperand bind_run(const Device& dev, const Buf& b, int64_t elems, bool output);
+
+// The launch-memo signature of a reduce or arg_reduce launch: the family, the op, the
+// dtypes' key names, the stage (arg_reduce's split/finish) and every field of the geometry.
+using ReduceSignature = std::array<int64_t, 13>;
+ReduceSignature reduce_signature(const char* family, const std::string& op,
+                                 const std::string& in_dtype, const std::string& out_dtype,
+                                 int64_t stage, const codegen::ReduceGeometry& g);
 
 // Why a float-only kernel (norms, softmax, rope) cannot produce `out` on the GPU, or
 // nullptr when it can.
