@@ -1,6 +1,7 @@
 #include "mlx/backend/vulkan/kernel_library.h"
 
 #include <chrono>
+#include <optional>
 #include <vector>
 
 #include "cache/hash.h"
@@ -55,7 +56,7 @@ bool KernelLibrary::save_pipeline_cache() {
 const Kernel& KernelLibrary::get(const codegen::KernelKey& key) {
   std::string name = key.canonical();
   std::shared_future<std::shared_ptr<Kernel>> fut;
-  std::promise<std::shared_ptr<Kernel>> promise;
+  std::optional<std::promise<std::shared_ptr<Kernel>>> promise;  // made by the builder only
   bool builder = false;
   {
     std::lock_guard lk(mtx_);
@@ -64,17 +65,18 @@ const Kernel& KernelLibrary::get(const codegen::KernelKey& key) {
       fut = it->second;
       count_memory_hit();
     } else {
-      fut = promise.get_future().share();
+      promise.emplace();
+      fut = promise->get_future().share();
       kernels_.emplace(name, fut);
       builder = true;
     }
   }
   if (builder) {
     try {
-      promise.set_value(build(key));
+      promise->set_value(build(key));
     } catch (...) {
       // Waiters see the same error; the entry goes so a later call tries again.
-      promise.set_exception(std::current_exception());
+      promise->set_exception(std::current_exception());
       std::lock_guard lk(mtx_);
       kernels_.erase(name);
     }
