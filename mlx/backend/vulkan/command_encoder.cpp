@@ -87,17 +87,19 @@ CommandEncoder::~CommandEncoder() {
   if (open_) {
     // Recorded but never submitted (synchronize failed): drop it.
     end_serial(open_->serial);
-    spare_.emplace_back(open_->cb, open_->fence);
+    open_->retained.clear();
     for (auto p : open_->pools) {
       spare_pools_.push_back(p);
     }
+    open_->pools.clear();
     for (auto q : open_->query_pools) {
       spare_query_pools_.push_back(q);
     }
-    open_.reset();
+    open_->query_pools.clear();
+    spare_.push_back(std::move(open_));
   }
-  for (auto& [cb, fence] : spare_) {
-    vkDestroyFence(d, fence, nullptr);
+  for (auto& b : spare_) {
+    vkDestroyFence(d, b->fence, nullptr);
   }
   for (auto p : spare_pools_) {
     vkDestroyDescriptorPool(d, p, nullptr);
@@ -112,13 +114,14 @@ CommandEncoder::Batch& CommandEncoder::open_locked() {
   if (open_) {
     return *open_;
   }
-  auto b = std::make_unique<Batch>();
+  std::unique_ptr<Batch> b;
   VkDevice d = dev_.handle();
   if (!spare_.empty()) {
-    std::tie(b->cb, b->fence) = spare_.back();
+    b = std::move(spare_.back());
     spare_.pop_back();
     check(vkResetCommandBuffer(b->cb, 0), "vkResetCommandBuffer");
   } else {
+    b = std::make_unique<Batch>();
     auto ai =
         make_info<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
     ai.commandPool = pool_;
@@ -132,8 +135,9 @@ CommandEncoder::Batch& CommandEncoder::open_locked() {
   bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   check(vkBeginCommandBuffer(b->cb, &bi), "vkBeginCommandBuffer");
   full_barrier(b->cb);
-  if (profiling_active(dev_)) {
-    b->profiled = true;
+  b->bound = VK_NULL_HANDLE;
+  b->profiled = profiling_active(dev_);
+  if (b->profiled) {
     add_query_pool_locked(*b);
   }
   b->serial = begin_serial();
@@ -327,7 +331,11 @@ void CommandEncoder::dispatch(const Kernel& k, std::span<const Binding> bindings
     writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     writes[i].pBufferInfo = &infos[i];
   }
-  vkCmdBindPipeline(b.cb, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline);
+  // A chain of one op (a decode step's layers) binds the same pipeline again and again.
+  if (b.bound != k.pipeline) {
+    vkCmdBindPipeline(b.cb, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline);
+    b.bound = k.pipeline;
+  }
   if (dev_.has_push_descriptors()) {
     dev_.push_descriptor_fn()(b.cb, VK_PIPELINE_BIND_POINT_COMPUTE, k.layout, 0,
                               static_cast<uint32_t>(nb), writes.data());
@@ -413,13 +421,27 @@ void CommandEncoder::add_temporary(allocator::Buffer buffer) {
   open_locked().temporaries.push_back(buffer);
 }
 
-void CommandEncoder::end_op(size_t bytes_written) {
+void CommandEncoder::end_op(const std::vector<array>& inputs, const std::vector<array>& outputs) {
   std::lock_guard lk(mtx_);
   if (!open_) {
-    return;
+    return;  // a batch that recorded nothing has nothing to protect
+  }
+  for (const auto& in : inputs) {
+    if (!in.has_data()) {
+      continue;
+    }
+    // Same Data object: the output took over the input's buffer.
+    bool donated = std::any_of(outputs.begin(), outputs.end(), [&](const array& o) {
+      return o.has_data() && &o.buffer() == &in.buffer();
+    });
+    if (!donated) {
+      open_->retained.push_back(in.data_shared_ptr());
+    }
+  }
+  for (const auto& o : outputs) {
+    bytes_ += o.nbytes();
   }
   ops_++;
-  bytes_ += bytes_written;
   if (ops_ >= max_ops_ || bytes_ >= max_bytes_) {
     commit_locked();
   }
@@ -452,22 +474,22 @@ void CommandEncoder::commit_locked() {
     check(vkQueueSubmit(dev_.queue(), 1, &si, b->fence), "vkQueueSubmit");
   } catch (...) {
     // Never submitted: release what it held so memory is not pinned forever.
-    finish_batch(*b);
+    finish_batch(std::move(b));
     throw;
   }
   g_submissions++;
   submitted_serial(b->serial, dev_.handle(), b->fence);
-  in_flight_.push_back(std::move(*b));
+  in_flight_.push_back(std::move(b));
   // Bounded run-ahead: a host that records faster than the device runs would otherwise
   // pile up batches and the memory they retain.
   if (in_flight_.size() > max_in_flight_) {
-    auto& oldest = in_flight_.front();
-    wait_fence(dev_.handle(), oldest.fence);
+    wait_fence(dev_.handle(), in_flight_.front()->fence);
   }
   poll_locked(false);
 }
 
-void CommandEncoder::finish_batch(Batch& b) {
+void CommandEncoder::finish_batch(std::unique_ptr<Batch> batch) {
+  Batch& b = *batch;
   // The serial ends first so that frees triggered below go straight back to the cache.
   end_serial(b.serial);
   b.retained.clear();
@@ -485,29 +507,29 @@ void CommandEncoder::finish_batch(Batch& b) {
   }
   b.query_pools.clear();
   b.timed.clear();
-  spare_.emplace_back(b.cb, b.fence);
+  spare_.push_back(std::move(batch));
 }
 
 void CommandEncoder::poll_locked(bool wait_all) {
   VkDevice d = dev_.handle();
   bool any = false;
   while (!in_flight_.empty()) {
-    auto& b = in_flight_.front();
+    VkFence fence = in_flight_.front()->fence;
     if (wait_all) {
-      wait_fence(d, b.fence);
+      wait_fence(d, fence);
     } else {
-      VkResult r = vkGetFenceStatus(d, b.fence);
+      VkResult r = vkGetFenceStatus(d, fence);
       if (r == VK_NOT_READY) {
         break;
       }
       check(r, "vkGetFenceStatus");
     }
-    Batch done = std::move(b);
+    auto done = std::move(in_flight_.front());
     in_flight_.pop_front();
-    if (done.profiled) {
-      read_times(done);
+    if (done->profiled) {
+      read_times(*done);
     }
-    finish_batch(done);
+    finish_batch(std::move(done));
     any = true;
   }
   if (any) {
@@ -533,18 +555,24 @@ void CommandEncoder::wait_for(uint64_t serial) {
   if (open_ && open_->serial <= serial) {
     commit_locked();
   }
-  while (!in_flight_.empty() && in_flight_.front().serial <= serial) {
-    wait_fence(dev_.handle(), in_flight_.front().fence);
+  while (!in_flight_.empty() && in_flight_.front()->serial <= serial) {
+    wait_fence(dev_.handle(), in_flight_.front()->fence);
     poll_locked(false);  // retires the batch just waited for (and any other finished one)
   }
 }
 
 namespace {
 
+// Stream indices below this are looked up without the registry lock (every op looks up
+// its stream's encoder, several times).
+constexpr int kFastStreams = 64;
+
 struct Streams {
   std::mutex mtx;
   std::map<int, std::unique_ptr<CommandEncoder>> encoders;
   bool torn_down = false;
+  // Set once an encoder exists, cleared at teardown; encoders live until then.
+  std::array<std::atomic<CommandEncoder*>, kFastStreams> fast{};
 };
 
 Streams& streams() {
@@ -563,7 +591,11 @@ void create_encoder(int stream_index) {
   }
   bool first = s.encoders.empty();
   if (!s.encoders.count(stream_index)) {
-    s.encoders.emplace(stream_index, std::make_unique<CommandEncoder>(d, stream_index));
+    auto it =
+        s.encoders.emplace(stream_index, std::make_unique<CommandEncoder>(d, stream_index)).first;
+    if (stream_index >= 0 && stream_index < kFastStreams) {
+      s.fast[stream_index].store(it->second.get(), std::memory_order_release);
+    }
   }
   if (first) {
     // Streams go before the allocator and kernels they use (teardown runs in reverse).
@@ -574,6 +606,9 @@ void create_encoder(int stream_index) {
         std::lock_guard lk2(ss.mtx);
         gone.swap(ss.encoders);
         ss.torn_down = true;
+        for (auto& f : ss.fast) {
+          f.store(nullptr, std::memory_order_release);
+        }
       }
       gone.clear();
     });
@@ -582,6 +617,11 @@ void create_encoder(int stream_index) {
 
 CommandEncoder& encoder(int stream_index) {
   auto& s = streams();
+  if (stream_index >= 0 && stream_index < kFastStreams) {
+    if (auto* e = s.fast[stream_index].load(std::memory_order_acquire)) {
+      return *e;
+    }
+  }
   std::lock_guard lk(s.mtx);
   auto it = s.encoders.find(stream_index);
   if (it == s.encoders.end()) {

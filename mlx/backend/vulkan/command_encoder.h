@@ -67,8 +67,11 @@ class CommandEncoder {
   void retain(std::shared_ptr<array::Data> data);
   // Frees a buffer when this batch completes.
   void add_temporary(allocator::Buffer buffer);
-  // Ends one op: counts it toward the batch limits and commits when a limit is reached.
-  void end_op(size_t bytes_written);
+  // Ends one op, under one lock: if the op recorded work, its inputs' data stay alive until
+  // the batch completes (except a buffer donated to an output: the output owns it, and
+  // retaining it would make it undonatable for the next op; the allocator defers its reuse
+  // anyway), and the op counts toward the batch limits; commits when a limit is reached.
+  void end_op(const std::vector<array>& inputs, const std::vector<array>& outputs);
 
   // Submits the open batch (no wait).
   void commit();
@@ -82,10 +85,13 @@ class CommandEncoder {
   bool has_open_work();
 
  private:
+  // Batches are recycled (spare_), so their lists keep their capacity and a warm batch
+  // allocates nothing per op.
   struct Batch {
     VkCommandBuffer cb = VK_NULL_HANDLE;
     VkFence fence = VK_NULL_HANDLE;
     uint64_t serial = 0;
+    VkPipeline bound = VK_NULL_HANDLE;  // the pipeline bound last (rebinding it is skipped)
     std::vector<std::shared_ptr<array::Data>> retained;
     std::vector<allocator::Buffer> temporaries;
     std::vector<VkDescriptorPool> pools;
@@ -104,7 +110,9 @@ class CommandEncoder {
   VkDescriptorSet allocate_set_locked(Batch& b, VkDescriptorSetLayout layout);
   void commit_locked();
   void poll_locked(bool wait_all);
-  void finish_batch(Batch& b);
+  // Releases what the batch held and keeps it (command buffer, fence, list capacity) for
+  // reuse.
+  void finish_batch(std::unique_ptr<Batch> b);
   void add_query_pool_locked(Batch& b);
   // Writes the start timestamp of a dispatch; returns the query its end goes to.
   uint32_t start_timing_locked(Batch& b, const Kernel& k);
@@ -139,8 +147,8 @@ class CommandEncoder {
     std::vector<Allocation*> items_;
   };
   BufferSet read_, written_;
-  std::deque<Batch> in_flight_;
-  std::vector<std::pair<VkCommandBuffer, VkFence>> spare_;
+  std::deque<std::unique_ptr<Batch>> in_flight_;
+  std::vector<std::unique_ptr<Batch>> spare_;
   std::vector<VkDescriptorPool> spare_pools_;
   std::vector<VkQueryPool> spare_query_pools_;
   size_t max_ops_;

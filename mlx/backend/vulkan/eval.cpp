@@ -80,28 +80,9 @@ void eval(array& arr) {
     throw;
   }
 
-  size_t bytes = 0;
-  for (auto& o : outputs) {
-    bytes += o.nbytes();
-  }
-  // Inputs stay alive until the batch that reads them completes (a batch that recorded
-  // nothing has nothing to protect). A buffer donated to an output is not retained: the
-  // output owns it, retaining it would make it undonatable for the next op, and the
-  // allocator defers its reuse until the batch completes anyway.
-  if (enc.has_open_work()) {
-    for (auto& in : arr.inputs()) {
-      if (!in.has_data()) {
-        continue;
-      }
-      bool donated = std::any_of(outputs.begin(), outputs.end(), [&](const array& o) {
-        return o.has_data() && o.data_shared_ptr() == in.data_shared_ptr();
-      });
-      if (!donated) {
-        enc.retain(in.data_shared_ptr());
-      }
-    }
-  }
-  enc.end_op(bytes);
+  // Inputs stay alive until the batch that reads them completes (not a buffer donated to
+  // an output); the op counts toward the batch limits.
+  enc.end_op(arr.inputs(), outputs);
 }
 
 void finalize(Stream s) {
