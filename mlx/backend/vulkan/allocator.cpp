@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -219,7 +220,9 @@ VulkanAllocator::~VulkanAllocator() {
   // Teardown at exit: the device is going away, so every block goes, live arrays' too
   // (their later frees find no allocator and do nothing).
   std::lock_guard lk(mtx_);
-  for (auto& [size, a] : cache_) {
+  while (!lru_.empty()) {
+    Allocation* a = lru_.front();
+    lru_.erase(a);
     delete a->shadow;
     delete a;
   }
@@ -258,10 +261,10 @@ allocator::Buffer VulkanAllocator::malloc(size_t size) {
   }
   Allocation* a = nullptr;
   auto it = cache_.find(cap);
-  if (it != cache_.end()) {
-    a = it->second;
-    lru_.erase(a->lru_it);
-    cache_.erase(it);
+  if (it != cache_.end() && !it->second.empty()) {
+    a = it->second.front();
+    it->second.erase(a);
+    lru_.erase(a);
     cached_ -= cap;
     a->host_dirty = false;
     a->device_newer = false;
@@ -306,7 +309,9 @@ void VulkanAllocator::free(allocator::Buffer buffer) {
     return;
   }
   std::lock_guard lk(mtx_);
-  poisoned_.erase(a);
+  if (!poisoned_.empty()) {
+    poisoned_.erase(a);
+  }
   if (a->last_use > completed_watermark()) {
     // A command buffer that uses it may still run: reuse only after it completes.
     deferred_.push_back(a);
@@ -327,8 +332,8 @@ void VulkanAllocator::release_locked(Allocation* a) {
     destroy_locked(a);
     return;
   }
-  a->cache_it = cache_.emplace(a->capacity, a);
-  a->lru_it = lru_.insert(lru_.end(), a);
+  cache_[a->capacity].push_back(a);
+  lru_.push_back(a);
   cached_ += a->capacity;
   if (cached_ > cache_limit_) {
     evict_locked(cache_limit_);
@@ -338,8 +343,8 @@ void VulkanAllocator::release_locked(Allocation* a) {
 void VulkanAllocator::evict_locked(size_t target) {
   while (cached_ > target && !lru_.empty()) {
     Allocation* a = lru_.front();
-    lru_.pop_front();
-    cache_.erase(a->cache_it);
+    lru_.erase(a);
+    cache_[a->capacity].erase(a);
     cached_ -= a->capacity;
     destroy_locked(a);
   }
@@ -414,8 +419,8 @@ void VulkanAllocator::download(Allocation* a) {
       [&](VkCommandBuffer cb) { vkCmdCopyBuffer(cb, a->buffer, a->shadow->buffer, 1, &region); });
 }
 
-bool VulkanAllocator::prepare_gpu_use(Allocation* a, uint64_t serial, bool write, Upload& upload) {
-  std::lock_guard lk(mtx_);
+bool VulkanAllocator::prepare_gpu_use_locked(Allocation* a, uint64_t serial, bool write,
+                                             Upload& upload) {
   a->last_use = std::max(a->last_use, serial);
   bool need = false;
   bool pending_elsewhere =
@@ -515,7 +520,9 @@ namespace {
 
 struct AllocatorHolder {
   std::mutex mtx;
-  VulkanAllocator* alloc = nullptr;
+  // Read without the lock once set (every malloc, free and dispatch asks for it); written
+  // under the lock at creation and teardown.
+  std::atomic<VulkanAllocator*> alloc{nullptr};
   bool torn_down = false;
 };
 
@@ -539,6 +546,9 @@ bool gpu_mode() {
 
 VulkanAllocator* vulkan_allocator() {
   auto& h = holder();
+  if (auto* a = h.alloc.load(std::memory_order_acquire)) {
+    return a;
+  }
   std::lock_guard lk(h.mtx);
   if (h.alloc || h.torn_down) {
     return h.alloc;

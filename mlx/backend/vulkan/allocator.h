@@ -10,10 +10,9 @@
 
 #include <atomic>
 #include <cstdint>
-#include <list>
-#include <map>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -50,9 +49,44 @@ struct Allocation {
   // another stream can submit that stream's open batch first.
   std::atomic<int> writer_stream{-1};
 
-  // Cache bookkeeping (valid only while cached).
-  std::multimap<size_t, Allocation*>::iterator cache_it;
-  std::list<Allocation*>::iterator lru_it;
+  // Cache bookkeeping (valid only while cached): the links of its size class's list and
+  // of the least-recently-freed list.
+  Allocation* class_prev = nullptr;
+  Allocation* class_next = nullptr;
+  Allocation* lru_prev = nullptr;
+  Allocation* lru_next = nullptr;
+};
+
+// A list threaded through two link members of Allocation: a cached buffer sits on its size
+// class's list and on the LRU list at once, and caching or reusing it allocates nothing
+// (per-node containers allocated twice per free and freed twice per malloc).
+template <Allocation* Allocation::*Prev, Allocation* Allocation::*Next>
+class AllocationList {
+ public:
+  bool empty() const {
+    return head_ == nullptr;
+  }
+  Allocation* front() const {
+    return head_;
+  }
+  void push_back(Allocation* a) {
+    a->*Prev = tail_;
+    a->*Next = nullptr;
+    (tail_ ? tail_->*Next : head_) = a;
+    tail_ = a;
+  }
+  void erase(Allocation* a) {
+    Allocation* prev = a->*Prev;
+    Allocation* next = a->*Next;
+    (prev ? prev->*Next : head_) = next;
+    (next ? next->*Prev : tail_) = prev;
+    a->*Prev = nullptr;
+    a->*Next = nullptr;
+  }
+
+ private:
+  Allocation* head_ = nullptr;
+  Allocation* tail_ = nullptr;
 };
 
 // A copy the encoder records before a dispatch: the host shadow into the device buffer.
@@ -76,10 +110,13 @@ class VulkanAllocator : public allocator::Allocator {
   // A CPU pointer to the buffer's bytes (maps or stages; see the file comment).
   void* host_ptr(Allocation* a);
 
-  // The encoder calls this for every buffer a command buffer touches: stamps its serial
-  // (so it is not reused before that command buffer completes) and returns the upload to
-  // record first when the host copy is newer.
-  bool prepare_gpu_use(Allocation* a, uint64_t serial, bool write, Upload& upload);
+  // The encoder calls this for every buffer a command buffer touches, holding lock() across
+  // the buffers of one command: stamps its serial (so it is not reused before that command
+  // buffer completes) and returns the upload to record first when the host copy is newer.
+  std::unique_lock<std::mutex> lock() {
+    return std::unique_lock(mtx_);
+  }
+  bool prepare_gpu_use_locked(Allocation* a, uint64_t serial, bool write, Upload& upload);
 
   // Releases deferred frees whose command buffers have completed.
   void collect();
@@ -126,8 +163,10 @@ class VulkanAllocator : public allocator::Allocator {
   std::unique_ptr<Pool> pool_;     // array memory
   std::unique_ptr<Pool> staging_;  // shadows (staged path only)
   std::mutex mtx_;
-  std::multimap<size_t, Allocation*> cache_;
-  std::list<Allocation*> lru_;  // front: least recently freed
+  // Cached buffers by size class (each list oldest first), and all of them by age.
+  std::unordered_map<size_t, AllocationList<&Allocation::class_prev, &Allocation::class_next>>
+      cache_;
+  AllocationList<&Allocation::lru_prev, &Allocation::lru_next> lru_;  // front: least recently freed
   std::vector<Allocation*> deferred_;
   bool poison_ = false;
   std::unordered_set<Allocation*> poisoned_;

@@ -214,9 +214,10 @@ void CommandEncoder::prepare_locked(Batch& b, const Binding* bindings, size_t n)
   }
   // Staged path: newer host copies go up first (transfer writes the device buffers).
   bool uploaded = false;
+  auto alloc_lock = alloc->lock();  // once for all the command's buffers
   for (size_t i = 0; i < n; ++i) {
     Upload up;
-    if (alloc->prepare_gpu_use(bindings[i].alloc, b.serial, bindings[i].write, up)) {
+    if (alloc->prepare_gpu_use_locked(bindings[i].alloc, b.serial, bindings[i].write, up)) {
       if (!uploaded &&
           (written_.contains(bindings[i].alloc) || read_.contains(bindings[i].alloc))) {
         barrier_locked(b.cb);
@@ -226,6 +227,7 @@ void CommandEncoder::prepare_locked(Batch& b, const Binding* bindings, size_t n)
       uploaded = true;
     }
   }
+  alloc_lock.unlock();
   bool hazard = false;
   for (size_t i = 0; i < n && !hazard; ++i) {
     auto* a = bindings[i].alloc;
