@@ -1,8 +1,8 @@
 #include "mlx/transforms.h"
 
+#include <algorithm>
 #include <atomic>
-#include <set>
-#include <unordered_set>
+#include <cstdint>
 
 #include "mlx/backend/gpu/eval.h"
 #include "mlx/primitives.h"
@@ -31,34 +31,84 @@ InTracing::~InTracing() {
 
 namespace {
 
+// The ids of the nodes a graph walk has reached: open addressing in a power-of-two table
+// that is reused from one walk to the next (only the slots a walk filled are cleared), so
+// marking a node allocates nothing, where a hash set allocated a node per insert.
+class IdSet {
+ public:
+  // Whether `id` (never 0) was absent; it is present afterwards.
+  bool insert(std::uintptr_t id) {
+    if ((filled_.size() + 1) * 2 > slots_.size()) {
+      grow();
+    }
+    size_t mask = slots_.size() - 1;
+    for (size_t i = slot(id, mask);; i = (i + 1) & mask) {
+      if (slots_[i] == id) {
+        return false;
+      }
+      if (slots_[i] == 0) {
+        slots_[i] = id;
+        filled_.push_back(i);
+        return true;
+      }
+    }
+  }
+  void clear() {
+    for (size_t i : filled_) {
+      slots_[i] = 0;
+    }
+    filled_.clear();
+  }
+
+ private:
+  static size_t slot(std::uintptr_t id, size_t mask) {
+    // Ids are heap addresses: drop the alignment bits, then mix.
+    return static_cast<size_t>(((id >> 4) * 0x9E3779B97F4A7C15ull) >> 20) & mask;
+  }
+  void grow() {
+    std::vector<std::uintptr_t> old;
+    old.reserve(filled_.size());
+    for (size_t i : filled_) {
+      old.push_back(slots_[i]);
+    }
+    slots_.assign(std::max<size_t>(64, slots_.size() * 2), 0);
+    filled_.clear();
+    for (auto id : old) {
+      insert(id);
+    }
+  }
+  std::vector<std::uintptr_t> slots_;
+  std::vector<size_t> filled_;
+};
+
 // Orders the unevaluated part of the graph so that every array comes after its inputs.
 // Iterative depth-first search: a 100k-node chain must not overflow the stack.
 std::vector<array> build_tape(const std::vector<array>& outputs) {
   std::vector<array> tape;
-  std::unordered_set<std::uintptr_t> visited;
+  // Per thread and reused; the walk calls nothing that could walk again.
+  thread_local IdSet visited;
+  visited.clear();
   struct Frame {
     array node;
     size_t next_input;
   };
   std::vector<Frame> stack;
   for (auto& out : outputs) {
-    if (out.status() != array::Status::unscheduled || visited.count(out.id())) {
+    if (out.status() != array::Status::unscheduled || !visited.insert(out.id())) {
       continue;
     }
-    visited.insert(out.id());
     stack.push_back({out, 0});
     while (!stack.empty()) {
       auto& top = stack.back();
       auto& inputs = top.node.inputs();
       if (top.next_input < inputs.size()) {
-        array in = inputs[top.next_input++];
-        if (in.status() == array::Status::unscheduled && !visited.count(in.id())) {
-          visited.insert(in.id());
+        const array& in = inputs[top.next_input++];
+        if (in.status() == array::Status::unscheduled && visited.insert(in.id())) {
           // Siblings are produced by the same primitive: mark them visited too.
           for (auto& s : in.siblings()) {
             visited.insert(s.id());
           }
-          stack.push_back({std::move(in), 0});
+          stack.push_back({in, 0});  // `in` lives in a node the stack holds
         }
         continue;
       }
@@ -76,7 +126,7 @@ void eval_impl(std::vector<array> outputs, bool wait) {
   // Each entry is moved out of the tape when it runs, so the tape never keeps a finished
   // node (and the memory behind it) alive.
   auto tape = build_tape(outputs);
-  std::set<int> gpu_streams;
+  std::vector<int> gpu_streams;
   for (auto& slot : tape) {
     array arr = std::move(slot);
     if (arr.status() != array::Status::unscheduled) {
@@ -100,15 +150,22 @@ void eval_impl(std::vector<array> outputs, bool wait) {
         in.wait();
       }
     }
-    auto outs = arr.outputs();
     if (stream.device == Device::gpu) {
       gpu::eval(arr);
-      gpu_streams.insert(stream.index);
-      for (auto& o : outs) {
+      if (std::find(gpu_streams.begin(), gpu_streams.end(), stream.index) == gpu_streams.end()) {
+        gpu_streams.push_back(stream.index);
+      }
+      // This array and its siblings (no outputs() list: that allocates per node).
+      auto mark = [&](const array& o) {
         o.set_pending_stream(stream.index);
         o.set_status(array::Status::evaluated);
+      };
+      mark(arr);
+      for (auto& o : arr.siblings()) {
+        mark(o);
       }
     } else {
+      auto outs = arr.outputs();
       arr.primitive().eval_cpu(arr.inputs(), outs);
       for (auto& o : outs) {
         o.set_status(array::Status::available);
