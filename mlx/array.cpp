@@ -44,13 +44,23 @@ size_t shape_size(const Shape& shape, Dtype dtype, const char* who) {
 
 }  // namespace
 
-Strides row_major_strides(const Shape& shape) {
-  Strides strides(shape.size(), 1);
+namespace {
+
+// Row-major strides of `shape` into `strides`, reusing its storage.
+void assign_row_major(const Shape& shape, Strides& strides) {
+  strides.assign(shape.size(), 1);
   for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) {
     // Unsigned so an oversized shape wraps instead of overflowing; ArrayDesc rejects it.
     strides[i] = static_cast<int64_t>(static_cast<uint64_t>(strides[i + 1]) *
                                       std::max<uint64_t>(shape[i + 1], 1));
   }
+}
+
+}  // namespace
+
+Strides row_major_strides(const Shape& shape) {
+  Strides strides;
+  assign_row_major(shape, strides);
   return strides;
 }
 
@@ -217,7 +227,7 @@ void array::set_data(allocator::Buffer buffer, Deleter d) {
   desc_->data = std::make_shared<Data>(buffer, std::move(d));
   desc_->offset = 0;
   desc_->data_size = size();
-  desc_->strides = row_major_strides(shape());
+  assign_row_major(shape(), desc_->strides);  // every output gets one: no new vector
   desc_->flags = Flags{true, true, ndim() <= 1 || size() <= 1};
   if (!desc_->flags.col_contiguous) {
     // A row-major array is also column-major when at most one dimension exceeds 1.
