@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "codegen/indexing.h"
 #include "mlx/backend/common/utils.h"
@@ -137,6 +138,14 @@ int64_t floor_to(int64_t v, int64_t m) {
   return v >= 0 ? v / m * m : -((-v + m - 1) / m) * m;
 }
 
+// The signature words of the launch being planned: per thread and reused, so a memo hit
+// allocates nothing (a signature's length varies with the rank).
+std::vector<int64_t>& signature_scratch() {
+  thread_local std::vector<int64_t> sig;
+  sig.clear();
+  return sig;
+}
+
 void add_words(std::vector<int64_t>& sig, const std::vector<int64_t>& v) {
   sig.push_back(static_cast<int64_t>(v.size()));
   sig.insert(sig.end(), v.begin(), v.end());
@@ -193,9 +202,10 @@ void run_gather(int stream, const array& src, const Operand& index, GatherSpec s
     g.win_lo = w0;
     g.win_hi = w0 + win;
     g.fill = w0 == first;
-    std::vector<int64_t> sig{vulkan::family_word("gather"), g.itemsize,
-                             static_cast<int64_t>(reinterpret_cast<uintptr_t>(index_dtype)),
-                             spec.clamp ? 1 : 0};
+    auto& sig = signature_scratch();
+    sig.insert(sig.end(), {vulkan::family_word("gather"), g.itemsize,
+                           static_cast<int64_t>(reinterpret_cast<uintptr_t>(index_dtype)),
+                           spec.clamp ? 1 : 0});
     add_words(sig, g.shape);
     add_words(sig, g.src_strides);
     add_words(sig, g.idx_strides);
@@ -207,7 +217,7 @@ void run_gather(int stream, const array& src, const Operand& index, GatherSpec s
       const auto& kernel = vulkan::kernel_library().get(key);
       return vulkan::MemoEntry{&kernel, codegen::gather_launch(key, kernel.source, g)};
     });
-    std::vector<Binding> bindings{bs.binding, bi.binding, bo.binding};
+    const Binding bindings[] = {bs.binding, bi.binding, bo.binding};
     vulkan::record_launch(enc, *planned.kernel, planned.launch, bindings);
   }
 }
@@ -246,12 +256,11 @@ void run_scatter(int stream, const Operand& index, const Operand& updates, Scatt
   g.upd_offset = bu.elem_offset;
   g.out_offset = bo.elem_offset;
   const char* dtype = vulkan::gpu_dtype_name(out.dtype());
-  std::vector<int64_t> sig{vulkan::family_word("scatter"),
-                           vulkan::family_word(spec.op.c_str()),
-                           static_cast<int64_t>(reinterpret_cast<uintptr_t>(dtype)),
-                           static_cast<int64_t>(reinterpret_cast<uintptr_t>(index.dtype)),
-                           spec.clamp ? 1 : 0,
-                           g.n};
+  auto& sig = signature_scratch();
+  sig.insert(sig.end(), {vulkan::family_word("scatter"), vulkan::family_word(spec.op.c_str()),
+                         static_cast<int64_t>(reinterpret_cast<uintptr_t>(dtype)),
+                         static_cast<int64_t>(reinterpret_cast<uintptr_t>(index.dtype)),
+                         spec.clamp ? 1 : 0, g.n});
   for (const auto* dims : {&g.outer, &g.inner}) {
     add_words(sig, dims->shape);
     add_words(sig, dims->out_strides);
@@ -266,7 +275,7 @@ void run_scatter(int stream, const Operand& index, const Operand& updates, Scatt
     const auto& kernel = vulkan::kernel_library().get(key);
     return vulkan::MemoEntry{&kernel, codegen::scatter_launch(key, kernel.source, g)};
   });
-  std::vector<Binding> bindings{bo.binding, bi.binding, bu.binding};
+  const Binding bindings[] = {bo.binding, bi.binding, bu.binding};
   vulkan::record_launch(enc, *planned.kernel, planned.launch, bindings);
 }
 
@@ -326,7 +335,7 @@ void Take::eval_gpu(const std::vector<array>& inputs, array& out) {
     }
   }
   spec.axes = {{0, a.strides(axis_), a.shape(axis_), int64_t{a.shape(axis_)} - 1}};
-  run_gather(stream().index, a, operand_of(idx), spec, out);
+  run_gather(stream().index, a, operand_of(idx), std::move(spec), out);
 }
 
 void TakeAlongAxis::eval_gpu(const std::vector<array>& inputs, array& out) {
@@ -346,7 +355,7 @@ void TakeAlongAxis::eval_gpu(const std::vector<array>& inputs, array& out) {
   spec.src_strides[axis_] = 0;
   spec.idx_strides = idx.strides();
   spec.axes = {{0, a.strides(axis_), a.shape(axis_), int64_t{a.shape(axis_)} - 1}};
-  run_gather(stream().index, a, operand_of(idx), spec, out);
+  run_gather(stream().index, a, operand_of(idx), std::move(spec), out);
 }
 
 void Gather::eval_gpu(const std::vector<array>& inputs, array& out) {
@@ -390,7 +399,7 @@ void Gather::eval_gpu(const std::vector<array>& inputs, array& out) {
     spec.axes.push_back(
         {offset, a.strides(ax), a.shape(ax), int64_t{a.shape(ax)} - slice_sizes_[ax]});
   }
-  run_gather(stream, a, index, spec, out);
+  run_gather(stream, a, index, std::move(spec), out);
 }
 
 void DynamicSlice::eval_gpu(const std::vector<array>& inputs, array& out) {
@@ -415,7 +424,7 @@ void DynamicSlice::eval_gpu(const std::vector<array>& inputs, array& out) {
     spec.axes.push_back({static_cast<int64_t>(k) * step, a.strides(ax), a.shape(ax),
                          int64_t{a.shape(ax)} - slice_size_[ax]});
   }
-  run_gather(stream().index, a, operand_of(start), spec, out);
+  run_gather(stream().index, a, operand_of(start), std::move(spec), out);
 }
 
 void Scatter::eval_gpu(const std::vector<array>& inputs, array& out) {
@@ -475,7 +484,7 @@ void Scatter::eval_gpu(const std::vector<array>& inputs, array& out) {
     g.axes.push_back({static_cast<int64_t>(k) * n, out_strides[ax], out.shape(ax),
                       int64_t{out.shape(ax)} - window[ax]});
   }
-  run_scatter(stream, index, upd, spec, out);
+  run_scatter(stream, index, upd, std::move(spec), out);
 }
 
 void ScatterAxis::eval_gpu(const std::vector<array>& inputs, array& out) {
@@ -504,7 +513,7 @@ void ScatterAxis::eval_gpu(const std::vector<array>& inputs, array& out) {
   g.idx_mul_i = idx.strides(axis_);
   g.upd_mul_i = values.strides(axis_);
   g.axes = {{0, out_strides[axis_], out.shape(axis_), int64_t{out.shape(axis_)} - 1}};
-  run_scatter(stream, operand_of(idx), operand_of(values), spec, out);
+  run_scatter(stream, operand_of(idx), operand_of(values), std::move(spec), out);
 }
 
 void DynamicSliceUpdate::eval_gpu(const std::vector<array>& inputs, array& out) {
@@ -536,7 +545,7 @@ void DynamicSliceUpdate::eval_gpu(const std::vector<array>& inputs, array& out) 
     g.axes.push_back({static_cast<int64_t>(k) * step, out_strides[ax], out.shape(ax),
                       int64_t{out.shape(ax)} - upd.shape(ax)});
   }
-  run_scatter(stream, operand_of(start), operand_of(upd), spec, out);
+  run_scatter(stream, operand_of(start), operand_of(upd), std::move(spec), out);
 }
 
 }  // namespace mlx::core
