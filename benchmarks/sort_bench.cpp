@@ -1,7 +1,9 @@
 // Sorting (the sort family) on the issue's rows against the bandwidth peak measured in the
-// same run: argsort f32 of 1x151936 and 64x151936 and topk (k = 50) of 1x151936. Bytes
-// moved: the input read and the output written once (the chain itself moves more: the
-// ratio says how far the network is from a single pass). docs/sort.md.
+// same run: argsort f32 of 1x151936 and 64x151936, topk (k = 50) of 1x151936, and
+// categorical sampling of 1x151936 logits (issue 14's sampling row: Gumbel-max, a random
+// draw, the arithmetic and an argmax). Bytes moved: the input read and the output written
+// once (the chain itself moves more: the ratio says how far the network is from a single
+// pass). docs/sort.md, docs/random.md.
 #include "bench_util.h"
 #include "mlx/backend/gpu/available.h"
 #include "mlx/backend/gpu/device_info.h"
@@ -34,6 +36,10 @@ int main() {
                  measure_op([&] { return mx::argsort(rows, -1); }, batch, reps)});
   out.push_back({"topk 50 f32 1x151936", 4.0 * 151936,
                  measure_op([&] { return mx::topk(row, 50, -1); }, batch, reps)});
+  auto key = mx::random::key(7);
+  key.eval();
+  out.push_back({"categorical 1x151936", 4.0 * 151936,
+                 measure_op([&] { return mx::random::categorical(row, -1, key); }, batch, reps)});
   bench::print_timed_table(out, peak);
   return 0;
 }
