@@ -316,6 +316,7 @@ void CommandEncoder::dispatch(const Kernel& k, std::span<const Binding> bindings
   }
   std::lock_guard lk(mtx_);
   auto& b = open_locked();
+  op_recorded_ = true;
   prepare_locked(b, bindings.data(), bindings.size());
   // Kernels bind at most a handful of buffers: stack arrays keep the hot path allocation-free.
   if (bindings.size() > kMaxBindings) {
@@ -366,6 +367,7 @@ void CommandEncoder::dispatch(const Kernel& k, std::span<const Binding> bindings
 void CommandEncoder::fill(const Binding& dst, uint32_t value) {
   std::lock_guard lk(mtx_);
   auto& b = open_locked();
+  op_recorded_ = true;
   Binding w = dst;
   w.write = true;
   prepare_locked(b, &w, 1);
@@ -375,6 +377,7 @@ void CommandEncoder::fill(const Binding& dst, uint32_t value) {
 void CommandEncoder::copy(const Binding& src, const Binding& dst) {
   std::lock_guard lk(mtx_);
   auto& b = open_locked();
+  op_recorded_ = true;
   Binding bs[2] = {src, dst};
   bs[0].write = false;
   bs[1].write = true;
@@ -396,6 +399,7 @@ void CommandEncoder::write(const Binding& dst, const void* data, size_t bytes) {
     return;
   }
   auto& b = open_locked();
+  op_recorded_ = true;
   Binding w = dst;
   w.write = true;
   prepare_locked(b, &w, 1);
@@ -440,6 +444,10 @@ void CommandEncoder::end_op(const std::vector<array>& inputs, const std::vector<
       open_->retained.push_back(in.data_shared_ptr());
     }
   }
+  if (!op_recorded_) {
+    return;
+  }
+  op_recorded_ = false;
   for (const auto& o : outputs) {
     bytes_ += o.nbytes();
   }

@@ -67,10 +67,10 @@ class CommandEncoder {
   void retain(std::shared_ptr<array::Data> data);
   // Frees a buffer when this batch completes.
   void add_temporary(allocator::Buffer buffer);
-  // Ends one op, under one lock: if the op recorded work, its inputs' data stay alive until
-  // the batch completes (except a buffer donated to an output: the output owns it, and
-  // retaining it would make it undonatable for the next op; the allocator defers its reuse
-  // anyway), and the op counts toward the batch limits; commits when a limit is reached.
+  // Ends one op, under one lock: if the batch is open, the op's inputs' data stay alive until
+  // it completes (except a buffer donated to an output: the output owns it, and retaining it
+  // would make it undonatable for the next op; the allocator defers its reuse anyway); an op
+  // that recorded commands counts toward the batch limits. Commits when a limit is reached.
   void end_op(const std::vector<array>& inputs, const std::vector<array>& outputs);
 
   // Submits the open batch (no wait).
@@ -126,6 +126,9 @@ class CommandEncoder {
   std::unique_ptr<Batch> open_;
   size_t ops_ = 0;
   size_t bytes_ = 0;
+  // Whether the op being evaluated recorded a command: only those count toward the batch
+  // limits (a view records none), as MLX counts the ops that encode a kernel.
+  bool op_recorded_ = false;
   // Buffers read / written since the last barrier. A flat vector: a batch touches a few
   // dozen buffers at most and clear() keeps the capacity, where a hash set allocated a node
   // per insert on every dispatch.
