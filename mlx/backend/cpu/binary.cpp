@@ -2,6 +2,7 @@
 // accepts.
 #include <string>
 
+#include "mlx/backend/cpu/elementwise_dispatch.h"
 #include "mlx/backend/cpu/elementwise_loops.h"
 #include "mlx/backend/cpu/elementwise_ops.h"
 #include "mlx/primitives.h"
@@ -12,62 +13,6 @@ namespace {
 
 namespace ew = cpu::elementwise;
 
-template <typename F>
-void dispatch_binary_op(BinaryOp op, F&& f) {
-  switch (op) {
-    case BinaryOp::Add:
-      return f(ew::Add{});
-    case BinaryOp::Subtract:
-      return f(ew::Subtract{});
-    case BinaryOp::Multiply:
-      return f(ew::Multiply{});
-    case BinaryOp::Divide:
-      return f(ew::Divide{});
-    case BinaryOp::FloorDivide:
-      return f(ew::FloorDivide{});
-    case BinaryOp::Remainder:
-      return f(ew::Remainder{});
-    case BinaryOp::Power:
-      return f(ew::Power{});
-    case BinaryOp::Maximum:
-      return f(ew::Maximum{});
-    case BinaryOp::Minimum:
-      return f(ew::Minimum{});
-    case BinaryOp::Equal:
-      return f(ew::Equal{});
-    case BinaryOp::NotEqual:
-      return f(ew::NotEqual{});
-    case BinaryOp::Less:
-      return f(ew::Less{});
-    case BinaryOp::LessEqual:
-      return f(ew::LessEqual{});
-    case BinaryOp::Greater:
-      return f(ew::Greater{});
-    case BinaryOp::GreaterEqual:
-      return f(ew::GreaterEqual{});
-    case BinaryOp::LogicalAnd:
-      return f(ew::LogicalAnd{});
-    case BinaryOp::LogicalOr:
-      return f(ew::LogicalOr{});
-    case BinaryOp::LogAddExp:
-      return f(ew::LogAddExp{});
-    case BinaryOp::ArcTan2:
-      return f(ew::ArcTan2{});
-    case BinaryOp::BitwiseAnd:
-      return f(ew::BitwiseAnd{});
-    case BinaryOp::BitwiseOr:
-      return f(ew::BitwiseOr{});
-    case BinaryOp::BitwiseXor:
-      return f(ew::BitwiseXor{});
-    case BinaryOp::LeftShift:
-      return f(ew::LeftShift{});
-    case BinaryOp::RightShift:
-      return f(ew::RightShift{});
-    case BinaryOp::NaNEqual:
-      return f(ew::NaNEqual{});
-  }
-  throw std::invalid_argument("[Binary] unknown op.");
-}
 
 std::string dtype_mismatch(const char* name, const array& in, const array& out) {
   return std::string("[") + name + "] output dtype " + dtype_to_string(out.dtype()) +
@@ -136,7 +81,7 @@ void Binary::eval_cpu(const std::vector<array>& inputs, array& out) {
   check_input_dtypes(name(), a, b);
   dispatch_dtype(a.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    dispatch_binary_op(op_, [&](auto op) {
+    ew::dispatch_binary_op(op_, "Binary", [&](auto op) {
       using Op = decltype(op);
       if constexpr (Op::template accepts<compute_type_t<T>>) {
         binary_typed<T>(name(), a, b, out, op);

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "mlx/backend/common/utils.h"
+#include "mlx/backend/cpu/elementwise_dispatch.h"
 #include "mlx/backend/cpu/elementwise_loops.h"
 #include "mlx/backend/cpu/elementwise_ops.h"
 #include "mlx/primitives.h"
@@ -32,137 +33,7 @@ struct Operand {
 
 using NodeFn = void (*)(const Operand* args, char* out, size_t n);
 
-template <typename F>
-void dispatch_unary_op(UnaryOp op, F&& f) {
-  switch (op) {
-    case UnaryOp::Abs:
-      return f(ew::Abs{});
-    case UnaryOp::Negative:
-      return f(ew::Negative{});
-    case UnaryOp::Sign:
-      return f(ew::Sign{});
-    case UnaryOp::Sqrt:
-      return f(ew::Sqrt{});
-    case UnaryOp::Rsqrt:
-      return f(ew::Rsqrt{});
-    case UnaryOp::Square:
-      return f(ew::Square{});
-    case UnaryOp::Exp:
-      return f(ew::Exp{});
-    case UnaryOp::Expm1:
-      return f(ew::Expm1{});
-    case UnaryOp::Log:
-      return f(ew::Log{});
-    case UnaryOp::Log1p:
-      return f(ew::Log1p{});
-    case UnaryOp::Log2:
-      return f(ew::Log2{});
-    case UnaryOp::Log10:
-      return f(ew::Log10{});
-    case UnaryOp::Sin:
-      return f(ew::Sin{});
-    case UnaryOp::Cos:
-      return f(ew::Cos{});
-    case UnaryOp::Tan:
-      return f(ew::Tan{});
-    case UnaryOp::ArcSin:
-      return f(ew::ArcSin{});
-    case UnaryOp::ArcCos:
-      return f(ew::ArcCos{});
-    case UnaryOp::ArcTan:
-      return f(ew::ArcTan{});
-    case UnaryOp::Sinh:
-      return f(ew::Sinh{});
-    case UnaryOp::Cosh:
-      return f(ew::Cosh{});
-    case UnaryOp::Tanh:
-      return f(ew::Tanh{});
-    case UnaryOp::ArcSinh:
-      return f(ew::ArcSinh{});
-    case UnaryOp::ArcCosh:
-      return f(ew::ArcCosh{});
-    case UnaryOp::ArcTanh:
-      return f(ew::ArcTanh{});
-    case UnaryOp::Sigmoid:
-      return f(ew::Sigmoid{});
-    case UnaryOp::Erf:
-      return f(ew::Erf{});
-    case UnaryOp::ErfInv:
-      return f(ew::ErfInv{});
-    case UnaryOp::Floor:
-      return f(ew::Floor{});
-    case UnaryOp::Ceil:
-      return f(ew::Ceil{});
-    case UnaryOp::Round:
-      return f(ew::Round{});
-    case UnaryOp::LogicalNot:
-      return f(ew::LogicalNot{});
-    case UnaryOp::BitwiseInvert:
-      return f(ew::BitwiseInvert{});
-    case UnaryOp::IsNan:
-      return f(ew::IsNan{});
-    case UnaryOp::IsInf:
-      return f(ew::IsInf{});
-  }
-  throw std::invalid_argument("[Compiled] unknown unary op.");
-}
 
-template <typename F>
-void dispatch_binary_op(BinaryOp op, F&& f) {
-  switch (op) {
-    case BinaryOp::Add:
-      return f(ew::Add{});
-    case BinaryOp::Subtract:
-      return f(ew::Subtract{});
-    case BinaryOp::Multiply:
-      return f(ew::Multiply{});
-    case BinaryOp::Divide:
-      return f(ew::Divide{});
-    case BinaryOp::FloorDivide:
-      return f(ew::FloorDivide{});
-    case BinaryOp::Remainder:
-      return f(ew::Remainder{});
-    case BinaryOp::Power:
-      return f(ew::Power{});
-    case BinaryOp::Maximum:
-      return f(ew::Maximum{});
-    case BinaryOp::Minimum:
-      return f(ew::Minimum{});
-    case BinaryOp::Equal:
-      return f(ew::Equal{});
-    case BinaryOp::NotEqual:
-      return f(ew::NotEqual{});
-    case BinaryOp::Less:
-      return f(ew::Less{});
-    case BinaryOp::LessEqual:
-      return f(ew::LessEqual{});
-    case BinaryOp::Greater:
-      return f(ew::Greater{});
-    case BinaryOp::GreaterEqual:
-      return f(ew::GreaterEqual{});
-    case BinaryOp::LogicalAnd:
-      return f(ew::LogicalAnd{});
-    case BinaryOp::LogicalOr:
-      return f(ew::LogicalOr{});
-    case BinaryOp::LogAddExp:
-      return f(ew::LogAddExp{});
-    case BinaryOp::ArcTan2:
-      return f(ew::ArcTan2{});
-    case BinaryOp::BitwiseAnd:
-      return f(ew::BitwiseAnd{});
-    case BinaryOp::BitwiseOr:
-      return f(ew::BitwiseOr{});
-    case BinaryOp::BitwiseXor:
-      return f(ew::BitwiseXor{});
-    case BinaryOp::LeftShift:
-      return f(ew::LeftShift{});
-    case BinaryOp::RightShift:
-      return f(ew::RightShift{});
-    case BinaryOp::NaNEqual:
-      return f(ew::NaNEqual{});
-  }
-  throw std::invalid_argument("[Compiled] unknown binary op.");
-}
 
 // The per-node loops: the separate ops' expressions (cpu/unary.cpp, binary.cpp, select.cpp,
 // copy.cpp), writing the node's storage type.
@@ -249,7 +120,7 @@ NodeFn node_fn(const array& node) {
   if (auto* u = dynamic_cast<Unary*>(&p)) {
     dispatch_dtype(ins[0].dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      dispatch_unary_op(u->op(), [&](auto op) {
+      ew::dispatch_unary_op(u->op(), "Compiled", [&](auto op) {
         using Op = decltype(op);
         if constexpr (Op::template accepts<compute_type_t<T>>) {
           bool pred = std::is_same_v<decltype(op(compute_type_t<T>{})), bool>;
@@ -264,7 +135,7 @@ NodeFn node_fn(const array& node) {
     }
     dispatch_dtype(ins[0].dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      dispatch_binary_op(b->op(), [&](auto op) {
+      ew::dispatch_binary_op(b->op(), "Compiled", [&](auto op) {
         using Op = decltype(op);
         using C = compute_type_t<T>;
         if constexpr (Op::template accepts<C>) {
