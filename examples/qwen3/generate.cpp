@@ -45,6 +45,14 @@ std::vector<int> generate(const Model& model, const std::vector<int>& prompt,
     key = a;
     return b;
   };
+  auto cache_arrays = [&] {
+    std::vector<mx::array> arrays;
+    for (auto& c : cache) {
+      arrays.push_back(c.keys);
+      arrays.push_back(c.values);
+    }
+    return arrays;
+  };
   // Builds one step's graph and starts it on the device without waiting, so the host
   // builds step t + 1 while the device runs step t (as MLX-LM's generate_step does).
   auto step = [&](const mx::array& tokens) {
@@ -52,11 +60,8 @@ std::vector<int> generate(const Model& model, const std::vector<int>& prompt,
     auto last = mx::reshape(logits, {logits.shape(0), logits.shape(-1)});
     auto token = sample(last, o.sampler, next_key());
     // The caches go with the token so every node of the step runs in one graph.
-    std::vector<mx::array> outputs{token};
-    for (auto& c : cache) {
-      outputs.push_back(c.keys);
-      outputs.push_back(c.values);
-    }
+    auto outputs = cache_arrays();
+    outputs.push_back(token);
     mx::async_eval(outputs);
     return token;
   };
@@ -71,12 +76,7 @@ std::vector<int> generate(const Model& model, const std::vector<int>& prompt,
   for (; n - start > chunk; start += chunk) {
     mx::array part(prompt.begin() + start, {1, chunk}, mx::int32);
     model(part, cache, true);
-    std::vector<mx::array> filled;
-    for (auto& c : cache) {
-      filled.push_back(c.keys);
-      filled.push_back(c.values);
-    }
-    mx::eval(filled);
+    mx::eval(cache_arrays());
   }
   auto y = step(mx::array(prompt.begin() + start, {1, n - start}, mx::int32));
   while (true) {
