@@ -286,14 +286,20 @@ void add_vector_operand_defines(const std::string& p, const DtypeInfo& dt, uint3
   if (output && dt.bits == 64) {
     defines.push_back(p + "VSET(w, j, v) w[j] = uint64_t(" + p + "STORE(v))");
   } else if (output) {
+    // 16-bit lanes through the cheaper helpers of lanes.glsl.
+    std::string set = dt.bits == 16 ? std::string("mlx_set_lane16(w, j, ")
+                                    : std::string("mlx_set_lane(w, j, ").append(bits).append("u, ");
     defines.push_back(p + "TO_BITS(v) " + dt.to_bits);
-    defines.push_back(p + "VSET(w, j, v) w = mlx_set_lane(w, j, " + bits + "u, " + p +
-                      "TO_BITS(v))");
+    defines.push_back(p + "VSET(w, j, v) w = " + set + p + "TO_BITS(v))");
   } else if (dt.bits == 64) {
     defines.push_back(p + "VLANE(w, j) " + p + "LOAD(" + p + "ST(w[j]))");
   } else {
     defines.push_back(p + "FROM_BITS(b) " + dt.from_bits);
-    defines.push_back(p + "VLANE(w, j) " + p + "FROM_BITS(mlx_lane(w, j, " + bits + "u))");
+    if (std::string(dt.name) == "bf16") {
+      defines.push_back(p + "VLANE(w, j) uintBitsToFloat(mlx_lane16_hi(w, j))");
+    } else {
+      defines.push_back(p + "VLANE(w, j) " + p + "FROM_BITS(mlx_lane(w, j, " + bits + "u))");
+    }
   }
 }
 

@@ -109,6 +109,45 @@ void consider_vector(inout V_T v, inout uint idx, IN0_VT w, uint first) {
     consider(v, idx, V_T(IN0_VLANE(w, j)), first + j);
   }
 }
+
+// Whether b, later in index order than a, replaces a: strictly more extreme, or a NaN
+// when a is not one (the first NaN stays). Cheaper than better(): no index comparison.
+bool later_wins(V_T a, V_T b) {
+#if ARGMAX
+  return !(a >= b) && !IS_NAN(a);
+#else
+  return !(a <= b) && !IS_NAN(a);
+#endif
+}
+
+// The first extreme of the 4 * VEC elements of four vectors (w[k] lane j is element
+// k * stride + j, in index order), folded into (v, idx). A tree of pairwise picks: the
+// comparisons form a chain of depth log2(4 * VEC) instead of 4 * VEC, and need no index
+// comparison; only the tree's winner meets the running pair through better(). On an H100
+// the chain made argmax f32 512x32000 bound by issue, not by memory.
+void consider_four(inout V_T v, inout uint idx, IN0_VT w0, IN0_VT w1, IN0_VT w2, IN0_VT w3,
+                   uint first, uint stride) {
+  V_T tv[4 * VEC];
+  uint ti[4 * VEC];
+  for (uint j = 0u; j < VEC; ++j) {
+    tv[j] = V_T(IN0_VLANE(w0, j));
+    tv[VEC + j] = V_T(IN0_VLANE(w1, j));
+    tv[2u * VEC + j] = V_T(IN0_VLANE(w2, j));
+    tv[3u * VEC + j] = V_T(IN0_VLANE(w3, j));
+    ti[j] = j;
+    ti[VEC + j] = stride + j;
+    ti[2u * VEC + j] = 2u * stride + j;
+    ti[3u * VEC + j] = 3u * stride + j;
+  }
+  for (uint s = 1u; s < 4u * VEC; s <<= 1u) {
+    for (uint e = 0u; e < 4u * VEC; e += 2u * s) {
+      bool take = later_wins(tv[e], tv[e + s]);
+      tv[e] = take ? tv[e + s] : tv[e];
+      ti[e] = take ? ti[e + s] : ti[e];
+    }
+  }
+  consider(v, idx, tv[0], first + ti[0]);
+}
 #endif
 
 #if MODE_COL == 0
@@ -163,10 +202,7 @@ void main() {
     IN0_VT w1 = in0v[uint(vbase + q + wg)];
     IN0_VT w2 = in0v[uint(vbase + q + 2 * wg)];
     IN0_VT w3 = in0v[uint(vbase + q + 3 * wg)];
-    consider_vector(v, idx, w0, uint(q * VEC));
-    consider_vector(v, idx, w1, uint((q + wg) * VEC));
-    consider_vector(v, idx, w2, uint((q + 2 * wg) * VEC));
-    consider_vector(v, idx, w3, uint((q + 3 * wg) * VEC));
+    consider_four(v, idx, w0, w1, w2, w3, uint(q * VEC), uint(wg * VEC));
   }
   for (; q < q_end; q += wg) {
     consider_vector(v, idx, in0v[uint(vbase + q)], uint(q * VEC));
