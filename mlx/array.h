@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -113,6 +114,12 @@ class array {
   struct Data {
     allocator::Buffer buffer;
     Deleter d;
+    // GPU backends: how many in-flight or open command batches keep this Data alive, and
+    // the stream whose batches do (-1 none yet, -2 several). A batch's hold is the only
+    // use beside the graph's that a later GPU op of the same stream may ignore when it
+    // donates: that stream orders its commands (vulkan::gpu_donatable).
+    std::atomic<int32_t> batch_holds{0};
+    std::atomic<int32_t> hold_stream{-1};
     Data(allocator::Buffer buffer, Deleter d = allocator::free) : buffer(buffer), d(std::move(d)) {}
     Data(const Data&) = delete;
     Data& operator=(const Data&) = delete;
@@ -149,6 +156,19 @@ class array {
   // its output into this array's buffer.
   bool is_donatable() const {
     return desc_.use_count() == 1 && desc_->data && desc_->data.use_count() == 1;
+  }
+  // As is_donatable, for an op that runs in the order of GPU stream `stream`: the holds of
+  // that stream's command batches do not count (vulkan::gpu_donatable says why). The holds
+  // are read before the count: a finishing batch drops its hold first and its reference
+  // after, so a stale pair only says no.
+  bool is_donatable_in_stream(int stream) const {
+    if (desc_.use_count() != 1 || !desc_->data) {
+      return false;
+    }
+    const auto& d = desc_->data;
+    int32_t holds = d->batch_holds.load();
+    int32_t by = d->hold_stream.load();
+    return d.use_count() == 1 + holds && (holds == 0 || by == stream);
   }
 
   const std::vector<array>& siblings() const {

@@ -176,6 +176,39 @@ TEST_CASE("donation reuses a dead intermediate's buffer") {
   CHECK(mlx_test::to_doubles(y)[10] == doctest::Approx(11 * 1.0 + 7.0));
 }
 
+// A KV cache's update while the previous step's reader is still queued: the update writes
+// into the cache's own buffer (no copy of the cache), and the queued reader still sees the
+// values from before the update. Both forms: static start (SliceUpdate) and an array start
+// (the dynamic form a decode loop uses).
+TEST_CASE("an update donates a buffer that only queued batches of its stream still read") {
+  VK_REQUIRE_DEVICE();
+  for (bool dynamic : {false, true}) {
+    CAPTURE(dynamic);
+    auto cache = mx::add(iota_f32({4, 64}), mx::array(0.0f), gpu);
+    cache.eval();
+    auto data_of = [](const mx::array& a) {
+      return reinterpret_cast<std::uintptr_t>(a.data_shared_ptr().get());
+    };
+    const auto before = data_of(cache);
+    auto reader = mx::add(cache, cache, gpu);
+    mx::async_eval({reader});  // recorded (and maybe submitted), not waited for
+    auto update = mx::full({4, 1}, -1.0f, gpu);
+    cache = dynamic ? mx::slice_update(cache, update, mx::array(5), {1}, gpu)
+                    : mx::slice_update(cache, update, {0, 5}, {4, 6}, gpu);
+    cache.eval();
+    CHECK(data_of(cache) == before);
+    auto got = mlx_test::to_doubles(cache);
+    auto read = mlx_test::to_doubles(reader);
+    for (int r = 0; r < 4; ++r) {
+      for (int c = 0; c < 64; ++c) {
+        double old = r * 64 + c - 3;  // iota_f32
+        CHECK(got[r * 64 + c] == (c == 5 ? -1.0 : old));
+        CHECK(read[r * 64 + c] == 2 * old);
+      }
+    }
+  }
+}
+
 TEST_CASE("async_eval returns and reading the result waits for it") {
   VK_REQUIRE_DEVICE();
   auto a = iota_f32({1000});

@@ -65,6 +65,31 @@ void wait_fence(VkDevice d, VkFence f) {
 
 }  // namespace
 
+namespace {
+
+// Keeps `data` alive in `list` until the batch finishes, counted in the Data's holds
+// (array::is_donatable_in_stream): the reference first, then the hold.
+void hold(std::vector<std::shared_ptr<array::Data>>& list, std::shared_ptr<array::Data> data,
+          int stream) {
+  array::Data& d = *data;
+  list.push_back(std::move(data));
+  int32_t none = -1;
+  if (!d.hold_stream.compare_exchange_strong(none, stream) && none != stream) {
+    d.hold_stream.store(-2);  // held by several streams: never donated while held
+  }
+  d.batch_holds.fetch_add(1);
+}
+
+// Drops what `list` holds: each hold first, then the reference.
+void release(std::vector<std::shared_ptr<array::Data>>& list) {
+  for (auto& d : list) {
+    d->batch_holds.fetch_sub(1);
+  }
+  list.clear();
+}
+
+}  // namespace
+
 CommandEncoder::CommandEncoder(Device& d, int stream_index)
     : dev_(d),
       index_(stream_index),
@@ -87,7 +112,7 @@ CommandEncoder::~CommandEncoder() {
   if (open_) {
     // Recorded but never submitted (synchronize failed): drop it.
     end_serial(open_->serial);
-    open_->retained.clear();
+    release(open_->retained);
     for (auto p : open_->pools) {
       spare_pools_.push_back(p);
     }
@@ -419,7 +444,7 @@ void CommandEncoder::write(const Binding& dst, const void* data, size_t bytes) {
 
 void CommandEncoder::retain(std::shared_ptr<array::Data> data) {
   std::lock_guard lk(mtx_);
-  open_locked().retained.push_back(std::move(data));
+  hold(open_locked().retained, std::move(data), index_);
 }
 
 void CommandEncoder::add_temporary(allocator::Buffer buffer) {
@@ -441,7 +466,7 @@ void CommandEncoder::end_op(const std::vector<array>& inputs, const std::vector<
       return o.has_data() && &o.buffer() == &in.buffer();
     });
     if (!donated) {
-      open_->retained.push_back(in.data_shared_ptr());
+      hold(open_->retained, in.data_shared_ptr(), index_);
     }
   }
   if (!op_recorded_) {
@@ -502,7 +527,7 @@ void CommandEncoder::finish_batch(std::unique_ptr<Batch> batch) {
   Batch& b = *batch;
   // The serial ends first so that frees triggered below go straight back to the cache.
   end_serial(b.serial);
-  b.retained.clear();
+  release(b.retained);
   for (auto& t : b.temporaries) {
     allocator::free(t);
   }

@@ -232,7 +232,8 @@ struct ScatterSpec {
 
 // out takes src's buffer when nothing else can see it, else a row-contiguous copy of it.
 void copy_or_donate(int stream, const array& src, array& out) {
-  if (src.is_donatable() && src.flags().row_contiguous && src.data_size() == src.size()) {
+  if (vulkan::gpu_donatable(src, stream) && src.flags().row_contiguous &&
+      src.data_size() == src.size()) {
     out.copy_shared_buffer(src);
   } else {
     out.set_data(allocator::malloc(out.nbytes()));

@@ -6,6 +6,7 @@
 
 #include "mlx/backend/vulkan/allocator.h"
 #include "mlx/backend/vulkan/device.h"
+#include "mlx/primitives.h"
 
 namespace mlx::core::vulkan {
 
@@ -50,10 +51,15 @@ bool gpu_supports(const std::vector<array>& arrays) {
                      [](const array& a) { return gpu_supports(a.dtype()); });
 }
 
+bool gpu_donatable(const array& a, int stream) {
+  return a.is_donatable_in_stream(stream);
+}
+
 void allocate_or_donate(const std::vector<array>& inputs, array& out, bool allow_donation) {
   if (allow_donation) {
+    int stream = out.primitive().stream().index;
     for (auto& in : inputs) {
-      if (in.has_data() && in.is_donatable() && in.flags().row_contiguous &&
+      if (in.has_data() && gpu_donatable(in, stream) && in.flags().row_contiguous &&
           in.data_size() == in.size() && in.size() == out.size() &&
           in.itemsize() == out.itemsize()) {
         out.copy_shared_buffer(in);

@@ -28,8 +28,19 @@ const char* gpu_dtype_name(Dtype dt);
 bool gpu_supports(Dtype dt);
 bool gpu_supports(const std::vector<array>& arrays);
 
+// Whether a GPU op of `stream` may write its output into a's buffer: nothing but the graph
+// and command batches of that same stream hold a or its data. Those batches read it
+// before the op writes: the stream's commands run in submission order behind barriers
+// (a hazard barrier within a batch, a full one at the start of each). Freed buffers are
+// not reused before their batches complete either way (the allocator defers them). A CPU
+// op must still see a batch's hold as a use (array::is_donatable): it runs now, not in
+// the stream's order. This lets a decode step update its KV cache in place while the
+// previous step's attention, still queued, reads it.
+bool gpu_donatable(const array& a, int stream);
+
 // Gives `out` a row-contiguous buffer: an input's buffer when donation is safe (the input
-// is row-contiguous, dense, the same item size, and nothing else holds it), else new memory.
+// is row-contiguous, dense, the same item size, and gpu_donatable for out's stream), else
+// new memory.
 void allocate_or_donate(const std::vector<array>& inputs, array& out, bool allow_donation);
 
 // A strided view of a buffer: one operand of a launch.

@@ -116,7 +116,8 @@ void SliceUpdate::eval_gpu(const std::vector<array>& inputs, array& out) {
                          "the update window needs more than MLX_VK_MAX_COPY_PIECES copies");
     return;
   }
-  if (src.is_donatable() && src.flags().row_contiguous && src.data_size() == src.size()) {
+  if (vulkan::gpu_donatable(src, stream().index) && src.flags().row_contiguous &&
+      src.data_size() == src.size()) {
     out.copy_shared_buffer(src);  // update in place
   } else {
     out.set_data(allocator::malloc(out.nbytes()));
