@@ -205,11 +205,17 @@ class Compiled : public Primitive {
   using RunNode = void (*)(Primitive&, const std::vector<array>&, std::vector<array>&);
   std::vector<array> run_tape(const std::vector<array>& inputs, std::vector<array>& outputs,
                               RunNode run) const;
+  // What a backend derived from the tape once (a compiled function's replays share this
+  // primitive, so the derivation is not redone per call); opaque to the core.
+  std::shared_ptr<void>& backend_cache() const {
+    return backend_cache_;
+  }
 
  private:
   std::vector<array> inner_inputs_;
   std::vector<array> inner_outputs_;
   std::vector<array> tape_;
+  mutable std::shared_ptr<void> backend_cache_;
 };
 
 // Two outputs: floor_divide and remainder, computed together.

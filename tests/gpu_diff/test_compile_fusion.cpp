@@ -128,6 +128,33 @@ TEST_CASE("a compiled SwiGLU is one fused dispatch and equals the unfused kernel
   mx::set_default_device(saved);
 }
 
+// Replays of one compiled function share its Compiled primitive, and the GPU memoizes the
+// launch per (tape, shape, offsets, strides): each layout must get its own launch and come
+// back to the right one, whatever the order.
+TEST_CASE("replays of a compiled function with changing layouts each get their own launch") {
+  if (!gpu_present())
+    return;
+  auto saved = mx::default_device();
+  mx::set_default_device(mx::Device::gpu);
+  auto cfun = mx::compile(swiglu);
+  auto big = mx::random::normal({16, 16});
+  auto up = mx::random::normal({8, 8});
+  mx::eval({big, up});
+  std::vector<std::pair<const char*, mx::array>> gates{
+      {"contiguous", mx::add(up, mx::array(0.5f))},
+      {"row stride 16", mx::slice(big, {0, 0}, {8, 8})},
+      {"transposed", mx::transpose(mx::slice(big, {0, 0}, {8, 8}))},
+      {"offset", mx::slice(big, {8, 8}, {16, 16})},
+      {"every other row", mx::slice(big, {0, 3}, {16, 11}, {2, 1})}};
+  for (int round = 0; round < 2; ++round) {
+    for (auto& [name, g] : gates) {
+      CAPTURE(name);
+      CHECK(all_close(cfun({g, up})[0], swiglu({g, up})[0], Tolerance{2.4e-7, 1e-30}, name));
+    }
+  }
+  mx::set_default_device(saved);
+}
+
 TEST_CASE("fused groups with broadcast and strided inputs, predicates and several outputs") {
   if (!gpu_present())
     return;

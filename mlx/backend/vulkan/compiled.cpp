@@ -4,12 +4,15 @@
 // after another with their own kernels. The key's layout variant (any strides, contiguous
 // or scalar inputs, and vectors where aligned) comes from the launch's geometry.
 #include <algorithm>
+#include <array>
+#include <atomic>
 
 #include "codegen/fused.h"
 #include "mlx/backend/vulkan/allocator.h"
 #include "mlx/backend/vulkan/command_encoder.h"
 #include "mlx/backend/vulkan/kernel_library.h"
 #include "mlx/backend/vulkan/kernels.h"
+#include "mlx/backend/vulkan/launch_memo.h"
 #include "mlx/backend/vulkan/reduce_plan.h"
 #include "mlx/primitives.h"
 
@@ -74,16 +77,37 @@ bool fused_tape(const std::vector<array>& inner_inputs, const std::vector<array>
   return true;
 }
 
+// The tape as the emitter sees it, derived once per Compiled primitive (its replays share
+// it): `fusable` says whether the emitter takes it; `id` names it in launch-memo
+// signatures (a counter, never reused, unlike the primitive's address).
+struct FusedPlan {
+  bool fusable = false;
+  codegen::FusedTape tape;
+  int64_t id = 0;
+};
+
+const FusedPlan& fused_plan(const Compiled& c, const std::vector<array>& inner_inputs,
+                            const std::vector<array>& tape, const std::vector<array>& inner_outputs) {
+  auto& slot = c.backend_cache();
+  if (!slot) {
+    static std::atomic<int64_t> next_id{1};
+    auto plan = std::make_shared<FusedPlan>();
+    plan->fusable = fused_tape(inner_inputs, tape, inner_outputs, plan->tape);
+    plan->id = next_id++;
+    slot = plan;
+  }
+  return *static_cast<const FusedPlan*>(slot.get());
+}
+
 }  // namespace
 
 void Compiled::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
   auto& dev = vulkan::device("Compiled");
   auto& enc = vulkan::encoder(stream().index);
-  codegen::FusedTape t;
+  const FusedPlan& plan = fused_plan(*this, inner_inputs_, tape_, inner_outputs_);
   const Shape& shape = outputs[0].shape();
   int64_t size = static_cast<int64_t>(outputs[0].size());
-  bool fused = fused_tape(inner_inputs_, tape_, inner_outputs_, t) &&
-               shape.size() <= static_cast<size_t>(codegen::kFusedMaxRank) &&
+  bool fused = plan.fusable && shape.size() <= static_cast<size_t>(codegen::kFusedMaxRank) &&
                size < (int64_t{1} << 30);
   std::vector<vulkan::OperandSpan> spans;
   if (fused) {
@@ -114,30 +138,52 @@ void Compiled::eval_gpu(const std::vector<array>& inputs, std::vector<array>& ou
     }
     return;
   }
-  codegen::FusedGeometry g;
-  g.shape.assign(shape.begin(), shape.end());
-  g.binding_alignment = static_cast<uint32_t>(vulkan::kBindAlignment);
-  std::vector<vulkan::Binding> bindings;
+  // The launch depends on the tape and on exactly these words: shape, and per operand its
+  // element offset in its binding (and strides for inputs). Replays of a decode step hit
+  // the memo and skip classifying, keying and packing (~12k instructions a call).
+  static thread_local std::vector<int64_t> sig;
+  static const int64_t family = vulkan::family_word("fused");
+  sig.assign({family, plan.id, static_cast<int64_t>(shape.size())});
+  sig.insert(sig.end(), shape.begin(), shape.end());
+  std::array<vulkan::Binding, codegen::kFusedMaxInputs + codegen::kFusedMaxOutputs> bindings;
+  size_t n = 0;
   for (size_t k = 0; k < inputs.size(); ++k) {
     auto b = vulkan::bind_operand(dev, spans[k], false);
-    bindings.push_back(b.binding);
-    g.in_offsets.push_back(static_cast<int64_t>(b.elem_offset));
-    g.in_strides.emplace_back(inputs[k].strides().begin(), inputs[k].strides().end());
+    bindings[n++] = b.binding;
+    sig.push_back(static_cast<int64_t>(b.elem_offset));
+    sig.insert(sig.end(), inputs[k].strides().begin(), inputs[k].strides().end());
   }
   for (auto& o : outputs) {
     o.set_data(allocator::malloc(o.nbytes()));
     auto b = vulkan::bind_run(dev, vulkan::buf_of(o, vulkan::gpu_dtype_name(o.dtype())),
                               static_cast<int64_t>(o.size()), true);
-    bindings.push_back(b.binding);
-    g.out_offsets.push_back(static_cast<int64_t>(b.elem_offset));
+    bindings[n++] = b.binding;
+    sig.push_back(static_cast<int64_t>(b.elem_offset));
   }
   if (size == 0) {
     return;
   }
-  codegen::classify_fused(t, g);
-  auto key = codegen::fused_key(t);
-  const auto& kernel = vulkan::kernel_library().get(key);
-  vulkan::record_launch(enc, kernel, codegen::fused_launch(key, kernel.source, g), bindings);
+  const auto& planned = vulkan::memoized(sig, [&] {
+    codegen::FusedGeometry g;
+    g.shape.assign(shape.begin(), shape.end());
+    g.binding_alignment = static_cast<uint32_t>(vulkan::kBindAlignment);
+    size_t w = 3 + shape.size();
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      g.in_offsets.push_back(sig[w]);
+      g.in_strides.emplace_back(sig.begin() + static_cast<std::ptrdiff_t>(w + 1),
+                                sig.begin() + static_cast<std::ptrdiff_t>(w + 1 + shape.size()));
+      w += 1 + shape.size();
+    }
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      g.out_offsets.push_back(sig[w++]);
+    }
+    codegen::FusedTape t = plan.tape;
+    codegen::classify_fused(t, g);
+    auto key = codegen::fused_key(t);
+    const auto& kernel = vulkan::kernel_library().get(key);
+    return vulkan::MemoEntry{&kernel, codegen::fused_launch(key, kernel.source, g)};
+  });
+  vulkan::record_launch(enc, *planned.kernel, planned.launch, std::span(bindings.data(), n));
 }
 
 }  // namespace mlx::core
