@@ -92,7 +92,9 @@ class Model {
                        bool last_only = false) const;
 
  private:
-  mx::array attention(const Layer& layer, const mx::array& x, KVCache& cache) const;
+  // `offset`: cache.offset as an int32 scalar array, made once per step for every layer.
+  mx::array attention(const Layer& layer, const mx::array& x, KVCache& cache,
+                      const mx::array& offset) const;
   mx::array mlp(const Layer& layer, const mx::array& x) const;
 
   Config config_;
