@@ -238,16 +238,16 @@ void main() {
     // store, as vectors when dense (holding them too took the kernel to 48-64 registers on
     // an H200, half the workgroups per SM).
     RAW_T xr[MAX_STEPS];
-#if VEC > 1 && NORM_OP != OP_SOFTMAX
-    // Dense, aligned weight and bias are read as vectors, issued with x's loads: read after
-    // the statistics they were a second memory round trip on the critical path, most of
-    // a decode-sized norm's time (rms_norm of one 1024-row: 7.1 us per call in a Qwen3
-    // decode step on an H100). The branches are uniform.
+#if VEC > 1
+    // Dense, aligned weight and bias are read as vectors (uniform branches). rms_norm's
+    // weight is loaded with x: read after the statistics it was a second memory round
+    // trip on the critical path of a decode-sized norm (one 1024-row in a Qwen3 decode
+    // step on an H100: 7.1 -> 6.3 us per call). layer_norm reads its weight and bias at the
+    // store: holding both beside x cost it 10% on 4096^2 (38.4 -> 42.4 us).
     bool wvec = pc.w_stride == 1 && pc.w_offset % VEC == 0;
     bool bvec = pc.b_stride == 1 && pc.b_offset % VEC == 0;
+#if NORM_OP == OP_RMS
     IN0_VT wr[MAX_STEPS];
-#if LAYER
-    IN0_VT br[MAX_STEPS];
 #endif
 #endif
     float s = 0.0f;
@@ -256,11 +256,8 @@ void main() {
       bool in_row = live && q < nv;
 #if VEC > 1
       xr[k] = in_row ? in0v[uint(base / VEC + q)] : IN0_VT(0);
-#if NORM_OP != OP_SOFTMAX
+#if NORM_OP == OP_RMS
       wr[k] = in_row && wvec ? weightv[uint(pc.w_offset / VEC + q)] : IN0_VT(0);
-#endif
-#if LAYER
-      br[k] = in_row && bvec ? biasv[uint(pc.b_offset / VEC + q)] : IN0_VT(0);
 #endif
 #else
       xr[k] = in_row ? load_x(base + q) : 0.0f;
@@ -312,16 +309,22 @@ void main() {
         break;
       }
 #if VEC > 1
+#if LAYER
+      IN0_VT wl = wvec ? weightv[uint(pc.w_offset / VEC + q)] : IN0_VT(0);
+      IN0_VT bl = bvec ? biasv[uint(pc.b_offset / VEC + q)] : IN0_VT(0);
+#endif
       OUT_VT o = OUT_VT(0);
       for (uint j = 0u; j < VEC; ++j) {
         IDX_T el = q * VEC + IDX_T(j);
-#if NORM_OP != OP_SOFTMAX
+#if NORM_OP == OP_RMS
         float w = wvec ? IN0_VLANE(wr[k], j) : load_w(el);
+#elif LAYER
+        float w = wvec ? IN0_VLANE(wl, j) : load_w(el);
 #else
         float w = 1.0f;
 #endif
 #if LAYER
-        float b = bvec ? IN0_VLANE(br[k], j) : load_b(el);
+        float b = bvec ? IN0_VLANE(bl, j) : load_b(el);
 #else
         float b = 0.0f;
 #endif
