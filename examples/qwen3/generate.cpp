@@ -99,4 +99,22 @@ std::vector<int> generate(const Model& model, const std::vector<int>& prompt,
   return out;
 }
 
+bool parse_generate_flag(const std::string& arg, const std::function<std::string()>& value,
+                         GenerateOptions& options) {
+  if (arg == "--max-tokens") {
+    options.max_tokens = std::stoi(value());
+  } else if (arg == "--temp") {
+    options.sampler.temperature = std::stof(value());
+  } else if (arg == "--top-k") {
+    options.sampler.top_k = std::stoi(value());
+  } else if (arg == "--top-p") {
+    options.sampler.top_p = std::stof(value());
+  } else if (arg == "--seed") {
+    options.sampler.seed = std::stoull(value());
+  } else {
+    return false;
+  }
+  return true;
+}
+
 }  // namespace qwen3

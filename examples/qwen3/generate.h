@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "model.h"
@@ -32,6 +33,12 @@ struct GenerateOptions {
   // Called with each new token as soon as it is known; return false to stop.
   std::function<bool(int)> on_token;
 };
+
+// The generation flags both CLIs share: --max-tokens, --temp, --top-k, --top-p, --seed.
+// Sets the option when `arg` is one of them (reading its value with `value`) and returns
+// true; false for any other argument.
+bool parse_generate_flag(const std::string& arg, const std::function<std::string()>& value,
+                         GenerateOptions& options);
 
 // Prefills `prompt` (one sequence) and decodes up to max_tokens tokens (the first comes from
 // the prefill's logits). Returns the generated tokens.

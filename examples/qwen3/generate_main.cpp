@@ -38,22 +38,15 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
+    if (qwen3::parse_generate_flag(arg, value, options)) {
+      continue;
+    }
     if (arg == "--model") {
       model_dir = value();
     } else if (arg == "--tokens") {
       prompt = parse_ids(value());
-    } else if (arg == "--max-tokens") {
-      options.max_tokens = std::stoi(value());
     } else if (arg == "--device") {
       device = value();
-    } else if (arg == "--temp") {
-      options.sampler.temperature = std::stof(value());
-    } else if (arg == "--top-k") {
-      options.sampler.top_k = std::stoi(value());
-    } else if (arg == "--top-p") {
-      options.sampler.top_p = std::stof(value());
-    } else if (arg == "--seed") {
-      options.sampler.seed = std::stoull(value());
     } else {
       std::cerr << "usage: " << argv[0]
                 << " --model DIR [--tokens 1,2,3] [--max-tokens N] [--device cpu|gpu]"

@@ -63,26 +63,19 @@ int main(int argc, char** argv) {
         }
         return argv[++i];
       };
+      if (qwen3::parse_generate_flag(arg, value, options)) {
+        continue;
+      }
       if (arg == "--model") {
         model_dir = value();
       } else if (arg == "--prompt") {
         prompt = value();
-      } else if (arg == "--max-tokens") {
-        options.max_tokens = std::stoi(value());
       } else if (arg == "--chat") {
         chat = true;
       } else if (arg == "--no-think") {
         thinking = false;
       } else if (arg == "--device") {
         device = value();
-      } else if (arg == "--temp") {
-        options.sampler.temperature = std::stof(value());
-      } else if (arg == "--top-k") {
-        options.sampler.top_k = std::stoi(value());
-      } else if (arg == "--top-p") {
-        options.sampler.top_p = std::stof(value());
-      } else if (arg == "--seed") {
-        options.sampler.seed = std::stoull(value());
       } else {
         throw std::invalid_argument("unknown argument " + arg);
       }
