@@ -96,7 +96,10 @@ void check_norm(const NormGeometry& g, const std::string& where) {
 
 bool rope_idx64(const RopeGeometry& g) {
   uint64_t span = static_cast<uint64_t>(g.count) * static_cast<uint64_t>(g.d);
-  return reach_needs_64(std::max({g.in_offset, g.out_offset, static_cast<uint64_t>(g.row0)}) + span);
+  uint64_t norm_reach = g.prenorm ? g.norm_w_offset + static_cast<uint64_t>(g.d) : 0;
+  return reach_needs_64(
+      std::max(std::max({g.in_offset, g.out_offset, static_cast<uint64_t>(g.row0)}) + span,
+               norm_reach));
 }
 
 uint32_t rope_vec(const RopeGeometry& g, const DtypeInfo& dt) {
@@ -196,21 +199,36 @@ KernelKey rope_key(const std::string& dtype, const RopeGeometry& g) {
   key.params = {{"dtype", dtype},
                 {"trad", g.traditional ? "1" : "0"},
                 {"freqs", g.freqs ? "1" : "0"},
+                {"norm", g.prenorm ? "1" : "0"},
                 {"vec", std::to_string(rope_vec(g, float_dtype(dtype, "rope")))},
                 {"idx", rope_idx64(g) ? "64" : "32"}};
   return key;
 }
 
+bool rope_prenorm_fits(const std::string& dtype, const RopeGeometry& g, const DeviceCaps& caps) {
+  uint32_t vec = rope_vec(g, float_dtype(dtype, "rope"));
+  int64_t units = g.half_dims / vec;
+  return caps.subgroup_shuffle && 2 * g.half_dims == g.d && units >= 1 &&
+         (units & (units - 1)) == 0 && units <= int64_t{caps.subgroup_size};
+}
+
 KernelSource render_rope(const KernelKey& key, const DeviceCaps& caps) {
   const std::string where = "kernel " + key.canonical();
-  check_params(key, {"dtype", "trad", "freqs", "vec", "idx"}, where);
+  check_params(key, {"dtype", "trad", "freqs", "norm", "vec", "idx"}, where);
   const DtypeInfo& dt = float_dtype(key_param(key, "dtype", where), where);
   std::string freqs = flag(key, "freqs", where);
   std::string trad = flag(key, "trad", where);
+  std::string norm = flag(key, "norm", where);
+  if (norm == "1" && !caps.subgroup_shuffle) {
+    throw std::invalid_argument("[render] " + where + ": norm 1 needs subgroup shuffles.");
+  }
+  uint32_t buffers = 3 + (freqs == "1" ? 1 : 0) + (norm == "1" ? 1 : 0);
   return finish("rope.glsl",
-                {std::string("TRADITIONAL ").append(trad), std::string("FREQS ").append(freqs)}, dt,
-                parse_idx(key, where), parse_vec(key, where, 128u / static_cast<uint32_t>(dt.bits)),
-                freqs == "1" ? 4 : 3, 13, caps, where);
+                {std::string("TRADITIONAL ").append(trad), std::string("FREQS ").append(freqs),
+                 std::string("PRENORM ").append(norm)},
+                dt, parse_idx(key, where),
+                parse_vec(key, where, 128u / static_cast<uint32_t>(dt.bits)), buffers, 15, caps,
+                where);
 }
 
 Launch rope_launch(const KernelKey& key, const KernelSource& source, const RopeGeometry& g) {
@@ -221,7 +239,9 @@ Launch rope_launch(const KernelKey& key, const KernelSource& source, const RopeG
   uint32_t vec = parse_vec(key, where, 8);
   if (idx64 != rope_idx64(g) || g.half_dims % vec != 0 || (vec > 1 && rope_vec(g, dt) < vec) ||
       (key_param(key, "freqs", where) == "1") != g.freqs ||
-      (key_param(key, "trad", where) == "1") != g.traditional) {
+      (key_param(key, "trad", where) == "1") != g.traditional ||
+      (key_param(key, "norm", where) == "1") != g.prenorm ||
+      (g.prenorm && 2 * g.half_dims != g.d)) {
     throw std::invalid_argument("[launch] " + where + " does not match the geometry.");
   }
   uint64_t per_row = static_cast<uint64_t>(g.half_dims / vec + (g.d - 2 * g.half_dims));
@@ -232,7 +252,8 @@ Launch rope_launch(const KernelKey& key, const KernelSource& source, const RopeG
       {static_cast<int64_t>(g.in_offset), static_cast<int64_t>(g.out_offset),
        static_cast<int64_t>(g.offsets_offset), static_cast<int64_t>(g.freqs_offset), g.row0,
        g.count, g.d, g.half_dims, g.t_len, g.per_batch, g.offset_per_batch ? 1 : 0,
-       float_bits(g.scale), float_bits(rope_coefficient(g.base, g.half_dims))},
+       float_bits(g.scale), float_bits(rope_coefficient(g.base, g.half_dims)),
+       static_cast<int64_t>(g.norm_w_offset), float_bits(g.eps)},
       idx64, groups, where);
 }
 

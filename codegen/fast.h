@@ -52,11 +52,21 @@ struct RopeGeometry {
   uint64_t out_offset = 0;
   uint64_t offsets_offset = 0;
   uint64_t freqs_offset = 0;
+  // rms_norm(x, norm_w, eps) applied to each row first (the rope of an rms_norm's output,
+  // mlx/fusion.h); needs 2 * half_dims == d.
+  bool prenorm = false;
+  float eps = 0.0f;
+  uint64_t norm_w_offset = 0;
 };
 
-// "rope:dtype=f16|bf16|f32,freqs=0|1,idx=32|64,trad=0|1,vec=1|2|4|8". vec: pairs per
-// invocation (16 bytes of the dtype, else 4 or 2), the widest whose vectors stay aligned.
+// "rope:dtype=f16|bf16|f32,freqs=0|1,idx=32|64,norm=0|1,trad=0|1,vec=1|2|4|8". vec: pairs
+// per invocation (16 bytes of the dtype, else 4 or 2), the widest whose vectors stay
+// aligned; norm: g.prenorm.
 KernelKey rope_key(const std::string& dtype, const RopeGeometry& g);
+// Whether the rope kernel can apply the norm itself on this device: whole rows rotated,
+// and a row's invocations (half_dims / vec) a power of two within one subgroup, which
+// sums its squares with shuffles. Otherwise the caller runs the norm first.
+bool rope_prenorm_fits(const std::string& dtype, const RopeGeometry& g, const DeviceCaps& caps);
 KernelSource render_rope(const KernelKey& key, const DeviceCaps& caps);
 Launch rope_launch(const KernelKey& key, const KernelSource& source, const RopeGeometry& g);
 

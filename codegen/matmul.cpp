@@ -515,6 +515,18 @@ bool qmv_applies(const MatmulGeometry& g) {
   return g.m >= 1 && g.m <= 8 && g.b_t && !g.a_t && g.bits > 0 && g.k > 0 && g.k % 32 == 0;
 }
 
+bool qmv_fusion_fits(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps) {
+  if (!qmv_applies(g)) {
+    return false;
+  }
+  KernelKey key = qmv_key(dtype, g, caps);
+  uint64_t vec = std::stoul(key.params.at("vec"));
+  uint64_t out_elems = static_cast<uint64_t>(g.batches * g.m * g.n);
+  return key.params.at("idx") == "32" && g.norm_w_offset % vec == 0 &&
+         !reach_needs_64(g.norm_w_offset + static_cast<uint64_t>(g.k)) &&
+         !reach_needs_64(g.residual_offset + out_elems);
+}
+
 // Columns per team: with several rows, up to 4 columns share each lane's x values
 // (converted and summed once), as long as the launch keeps >= 128 workgroups (small
 // products need the parallelism more), and at most 2 with 8 rows (registers: MR * NC sums
@@ -550,6 +562,8 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
                     {"idx", geometry_idx64(g, 1, 1, 1) ? "64" : "32"},
                     {"mr", std::to_string(mr)},
                     {"nc", std::to_string(qmv_columns(g.n, mr, tpr, caps))},
+                    {"norm", bit(g.prenorm)},
+                    {"res", bit(g.residual)},
                     {"sg", bit(sg)},
                     {"tpr", std::to_string(tpr)},
                     {"vec", std::to_string(vec)},
@@ -558,13 +572,17 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
 
 KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
   const std::string where = "kernel " + key.canonical();
-  check_params(key, {"bits", "dtype", "gs", "idx", "mr", "nc", "sg", "tpr", "vec", "wvec"}, where);
+  check_params(key,
+               {"bits", "dtype", "gs", "idx", "mr", "nc", "norm", "res", "sg", "tpr", "vec", "wvec"},
+               where);
   const DtypeInfo& dt = float_dtype(key, where);
   bool idx64 = parse_idx(key, where);
   int bits = 0, gs = 0;
   parse_quant(key, where, bits, gs);
   bool sg = flag(key, "sg", where);
   bool wvec = flag(key, "wvec", where);
+  bool norm = flag(key, "norm", where);
+  bool res = flag(key, "res", where);
   const std::string& vec = key_param(key, "vec", where);
   const std::string& mr = key_param(key, "mr", where);
   const std::string& nc = key_param(key, "nc", where);
@@ -575,12 +593,13 @@ KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
       (mr != "1" && mr != "2" && mr != "4" && mr != "8") || (nc != "1" && nc != "2" && nc != "4") ||
       tpr < 1 || tpr > 32 ||
       (tpr & (tpr - 1)) != 0 || wg % tpr != 0 ||
-      (sg && (!caps.subgroup_shuffle || tpr > caps.subgroup_size)) || (wvec && bits % 4 != 0)) {
+      (sg && (!caps.subgroup_shuffle || tpr > caps.subgroup_size)) || (wvec && bits % 4 != 0) ||
+      ((norm || res) && idx64)) {
     throw std::invalid_argument("[render] " + where +
                                 ": vec must be 1 or 16 bytes of lanes, mr 1, 2, 4 or 8, nc 1, 2 "
                                 "or 4, tpr a "
                                 "power of two up to 32 (the subgroup size with sg 1), wvec 1 "
-                                "only for 4 or 8 bits.");
+                                "only for 4 or 8 bits, norm and res 1 only with idx 32.");
   }
   std::vector<std::string> defines =
       storage_defines({&dt, &dtype_info("u32", where)}, idx64, caps, where);
@@ -595,10 +614,14 @@ KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
   defines.push_back(std::string("SUBGROUP ") + bit(sg));
   defines.push_back("VEC " + vec);
   defines.push_back(std::string("WVEC ") + bit(wvec));
+  defines.push_back(std::string("PRENORM ") + bit(norm));
+  defines.push_back(std::string("RESIDUAL ") + bit(res));
   if (vec != "1") {
     add_vector_operand_defines("IN0_", dt, lanes, false, defines);
   }
-  return row_kernel_source("qmv.glsl", defines, 5, kFields, idx64, caps);
+  uint32_t buffers = 5 + (norm ? 1 : 0) + (res ? 1 : 0);
+  uint32_t fields = kFields + (norm ? 2 : 0) + (res ? 1 : 0);
+  return row_kernel_source("qmv.glsl", defines, buffers, fields, idx64, caps);
 }
 
 Launch qmv_launch(const KernelKey& key, const KernelSource& source, const MatmulGeometry& g) {
@@ -620,12 +643,31 @@ Launch qmv_launch(const KernelKey& key, const KernelSource& source, const Matmul
   if (gx > kMax || g.batches > kMax) {
     throw std::invalid_argument("[launch] " + where + ": too many workgroups for one launch.");
   }
-  Launch launch = pack_launch(
-      source,
-      {g.m, g.n, g.k, static_cast<int64_t>(g.a_offset), static_cast<int64_t>(g.b_offset),
-       static_cast<int64_t>(g.out_offset), g.lda, g.ldb, g.nb1, g.a_bs0, g.a_bs1, g.b_bs0, g.b_bs1,
-       static_cast<int64_t>(g.scales_offset), static_cast<int64_t>(g.biases_offset)},
-      parse_idx(key, where), 1, where);
+  std::vector<int64_t> fields{g.m,
+                              g.n,
+                              g.k,
+                              static_cast<int64_t>(g.a_offset),
+                              static_cast<int64_t>(g.b_offset),
+                              static_cast<int64_t>(g.out_offset),
+                              g.lda,
+                              g.ldb,
+                              g.nb1,
+                              g.a_bs0,
+                              g.a_bs1,
+                              g.b_bs0,
+                              g.b_bs1,
+                              static_cast<int64_t>(g.scales_offset),
+                              static_cast<int64_t>(g.biases_offset)};
+  if (g.prenorm) {
+    uint32_t eps_bits = 0;
+    std::memcpy(&eps_bits, &g.eps, 4);
+    fields.push_back(static_cast<int64_t>(g.norm_w_offset));
+    fields.push_back(eps_bits);
+  }
+  if (g.residual) {
+    fields.push_back(static_cast<int64_t>(g.residual_offset));
+  }
+  Launch launch = pack_launch(source, fields, parse_idx(key, where), 1, where);
   launch.groups = {static_cast<uint32_t>(gx), 1, static_cast<uint32_t>(g.batches)};
   return launch;
 }

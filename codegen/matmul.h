@@ -42,6 +42,15 @@ struct MatmulGeometry {
   int group_size = 0;
   uint64_t scales_offset = 0;
   uint64_t biases_offset = 0;
+  // qmv only: rms_norm(A's rows, norm_w, eps) applied on the fly (the product of an
+  // rms_norm's output, mlx/fusion.h); norm_w holds k elements of A's dtype.
+  bool prenorm = false;
+  float eps = 0.0f;
+  uint64_t norm_w_offset = 0;
+  // qmv only: out = residual + the product, rounded once (an add that took the product
+  // over, mlx/fusion.h); the residual is dense, of out's shape and dtype.
+  bool residual = false;
+  uint64_t residual_offset = 0;
 };
 
 // A GEMM tile: BM x BN outputs per workgroup, BK steps of k per shared-memory stage, TM x TN
@@ -74,7 +83,12 @@ Launch qmm_launch(const KernelKey& key, const KernelSource& source, const Matmul
 
 // Whether the qmv family can run the quantized product: m <= 8, transpose=true (b_t).
 bool qmv_applies(const MatmulGeometry& g);
-// "qmv:bits,dtype,gs,idx,mr=1|2|4|8,nc=1|2|4,sg=0|1,tpr=N,vec=1|4|8,wvec=0|1" (nc: columns
+// Whether qmv can also apply g's rms_norm (g.prenorm) and residual (g.residual): qmv
+// applies, 32-bit indices (the extra push constants then fit 128 bytes), and a norm
+// weight aligned to x's vectors.
+bool qmv_fusion_fits(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps);
+// "qmv:bits,dtype,gs,idx,mr=1|2|4|8,nc=1|2|4,norm=0|1,res=0|1,sg=0|1,tpr=N,vec=1|4|8,wvec=0|1"
+// (norm: g.prenorm, res: g.residual; nc: columns
 // per team, sharing each lane's x values).
 KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps);
 KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps);

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "mlx/fast_primitives.h"
+#include "mlx/fusion.h"
 #include "mlx/ops.h"
 #include "mlx/utils.h"
 
@@ -144,14 +145,25 @@ array rope(const array& x, int dims, bool traditional, std::optional<float> base
          " but got shape " + shape_to_string(freqs->shape()) + ".");
   }
   auto stream = to_stream(s);
+  // The rope of a whole-row rms_norm reads the norm's input (mlx/fusion.h).
+  std::optional<NormPrologue> norm;
+  if (dims == x.shape(-1)) {
+    norm = absorbable_rms_norm(x, stream);
+  }
   // A 0-d offset is read with stride 0: no reshape node (it would cost a dispatch per call).
-  std::vector<array> inputs{x, astype(offset, int32, stream)};
+  std::vector<array> inputs{norm ? norm->x : x, astype(offset, int32, stream)};
   if (freqs) {
     inputs.push_back(astype(*freqs, float32, stream));
   }
-  return array(x.shape(), x.dtype(),
-               std::make_shared<RoPE>(stream, dims, traditional, base.value_or(1.0f), scale),
-               std::move(inputs));
+  std::optional<float> norm_eps;
+  if (norm) {
+    inputs.push_back(norm->weight);
+    norm_eps = norm->eps;
+  }
+  return array(
+      x.shape(), x.dtype(),
+      std::make_shared<RoPE>(stream, dims, traditional, base.value_or(1.0f), scale, norm_eps),
+      std::move(inputs));
 }
 
 array rope(const array& x, int dims, bool traditional, std::optional<float> base, float scale,
@@ -323,7 +335,7 @@ bool LayerNorm::is_equivalent(const Primitive& other) const {
 bool RoPE::is_equivalent(const Primitive& other) const {
   const auto& o = static_cast<const RoPE&>(other);
   return dims_ == o.dims_ && traditional_ == o.traditional_ && base_ == o.base_ &&
-         scale_ == o.scale_;
+         scale_ == o.scale_ && norm_eps_ == o.norm_eps_;
 }
 
 }  // namespace mlx::core::fast

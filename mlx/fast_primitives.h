@@ -2,6 +2,8 @@
 // (mlx/fast.cpp), so each eval sees one float dtype for x, weights and output.
 #pragma once
 
+#include <optional>
+
 #include "mlx/primitives.h"
 
 namespace mlx::core::fast {
@@ -40,11 +42,19 @@ class LayerNorm : public UnaryPrimitive {
   float eps_;
 };
 
-// inputs: {x, offset (int32, 1 or B values)} and optionally freqs (float32, dims/2 values).
+// inputs: {x, offset (int32, 1 or B values)}, optionally freqs (float32, dims/2 values),
+// and with norm_eps the weight of an rms_norm that rope applies to x first (mlx/fusion.h:
+// the rope of an rms_norm's output reads the norm's input; dims is then x's last dim).
 class RoPE : public UnaryPrimitive {
  public:
-  RoPE(Stream s, int dims, bool traditional, float base, float scale)
-      : UnaryPrimitive(s), dims_(dims), traditional_(traditional), base_(base), scale_(scale) {}
+  RoPE(Stream s, int dims, bool traditional, float base, float scale,
+       std::optional<float> norm_eps = std::nullopt)
+      : UnaryPrimitive(s),
+        dims_(dims),
+        traditional_(traditional),
+        base_(base),
+        scale_(scale),
+        norm_eps_(norm_eps) {}
   MLX_DECLARE_UNARY_EVAL
   const char* name() const override {
     return "RoPE";
@@ -62,12 +72,20 @@ class RoPE : public UnaryPrimitive {
   float scale() const {
     return scale_;
   }
+  // The absorbed rms_norm's eps; its weight is inputs.back().
+  const std::optional<float>& norm_eps() const {
+    return norm_eps_;
+  }
+  bool has_freqs(size_t n_inputs) const {
+    return n_inputs > (norm_eps_ ? 3u : 2u);
+  }
 
  private:
   int dims_;
   bool traditional_;
   float base_;  // unused when freqs is an input
   float scale_;
+  std::optional<float> norm_eps_;
 };
 
 // How ScaledDotProductAttention masks the scores.

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "mlx/fusion.h"
 #include "mlx/ops.h"
 #include "mlx/primitives.h"
 #include "mlx/utils.h"
@@ -240,6 +241,10 @@ array isinf(const array& a, StreamOrDevice s) {
 // ---- Binary ------------------------------------------------------------------------------
 
 array add(const array& a, const array& b, StreamOrDevice s) {
+  // A residual connection after a decode-sized quantized product is one op (mlx/fusion.h).
+  if (auto fused = add_to_product(a, b, to_stream(s))) {
+    return *fused;
+  }
   return arithmetic_binary(a, b, BinaryOp::Add, s);
 }
 array subtract(const array& a, const array& b, StreamOrDevice s) {

@@ -3,6 +3,7 @@
 // float dtype and one layout (mlx/primitives.h). The format: docs/quantization.md.
 #include <stdexcept>
 
+#include "mlx/fusion.h"
 #include "mlx/ops.h"
 #include "mlx/primitives.h"
 #include "mlx/utils.h"
@@ -260,9 +261,19 @@ array quantized_matmul(array x, array w, array scales, std::optional<array> bias
   }
   Shape out_shape = x.shape();
   out_shape.back() = w_outer;
+  std::vector<array> inputs{x, w, scales, b};
+  std::optional<float> norm_eps;
+  // The product of an rms_norm's rows reads the norm's input (mlx/fusion.h).
+  if (w.ndim() == 2) {
+    if (auto norm = absorbable_rms_norm(x, stream)) {
+      inputs[0] = norm->x;
+      inputs.push_back(norm->weight);
+      norm_eps = norm->eps;
+    }
+  }
   array out(out_shape, out_type,
-            std::make_shared<QuantizedMatmul>(stream, p.group_size, p.bits, transpose),
-            {x, w, scales, b});
+            std::make_shared<QuantizedMatmul>(stream, p.group_size, p.bits, transpose, norm_eps),
+            std::move(inputs));
   if (vector_x) {
     out = squeeze(out, -2, stream);
   }

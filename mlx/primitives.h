@@ -6,6 +6,7 @@
 // name() still reports the MLX op name ("Add", "Exp", ...).
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -810,15 +811,26 @@ class Dequantize : public UnaryPrimitive {
 // (broadcast views whose batch strides may be 0). out: x.shape[:-1] + (N,).
 class QuantizedMatmul : public UnaryPrimitive {
  public:
-  QuantizedMatmul(Stream s, int group_size, int bits, bool transpose)
-      : UnaryPrimitive(s), group_size_(group_size), bits_(bits), transpose_(transpose) {}
+  // inputs: {x, w, scales, biases}, then with norm_eps the weight of an rms_norm applied to
+  // x's rows first, then with residual an array of the output's shape and dtype added to
+  // the product (mlx/fusion.h: the product of an rms_norm's output reads its input, and
+  // the sum of a product and an array is one op).
+  QuantizedMatmul(Stream s, int group_size, int bits, bool transpose,
+                  std::optional<float> norm_eps = std::nullopt, bool residual = false)
+      : UnaryPrimitive(s),
+        group_size_(group_size),
+        bits_(bits),
+        transpose_(transpose),
+        norm_eps_(norm_eps),
+        residual_(residual) {}
   MLX_DECLARE_UNARY_EVAL
   const char* name() const override {
     return "QuantizedMatmul";
   }
   bool is_equivalent(const Primitive& other) const override {
     auto* o = dynamic_cast<const QuantizedMatmul*>(&other);
-    return o && o->group_size_ == group_size_ && o->bits_ == bits_ && o->transpose_ == transpose_;
+    return o && o->group_size_ == group_size_ && o->bits_ == bits_ &&
+           o->transpose_ == transpose_ && o->norm_eps_ == norm_eps_ && o->residual_ == residual_;
   }
   int group_size() const {
     return group_size_;
@@ -829,11 +841,21 @@ class QuantizedMatmul : public UnaryPrimitive {
   bool transpose() const {
     return transpose_;
   }
+  // The absorbed rms_norm's eps; its weight is inputs[4].
+  const std::optional<float>& norm_eps() const {
+    return norm_eps_;
+  }
+  // Whether inputs.back() is added to the product.
+  bool residual() const {
+    return residual_;
+  }
 
  private:
   int group_size_;
   int bits_;
   bool transpose_;
+  std::optional<float> norm_eps_;
+  bool residual_;
 };
 
 // ---------------------------------------------------------------------------------------

@@ -12,16 +12,28 @@
 // and the next VEC (traditional: adjacent pairs). Invocations past dims / (2 * VEC) copy
 // one passed-through element each.
 //
-// The engine defines: TRADITIONAL, FREQS (1: a freqs binding), VEC (1 or 2 or 4), IN0_*/OUT_*
-// (one float dtype). Defaults: f32, halves, computed frequencies, scalar.
+// PRENORM 1 applies rms_norm(x, norm_w, eps) to each row first (the rope of an rms_norm's
+// output, mlx/fusion.h): rows then have no passed-through part, the units invocations of
+// a row (a power of two dividing the subgroup size) sum its squares with subgroup shuffles,
+// and each normalized value is rounded to the dtype as the norm's output would be.
+//
+// The engine defines: TRADITIONAL, FREQS (1: a freqs binding), PRENORM, VEC (1 or 2 or 4),
+// IN0_*/OUT_* (one float dtype). Defaults: f32, halves, computed frequencies, scalar.
 #ifndef TRADITIONAL
 #define TRADITIONAL 0
 #endif
 #ifndef FREQS
 #define FREQS 0
 #endif
+#ifndef PRENORM
+#define PRENORM 0
+#endif
 #ifndef VEC
 #define VEC 1
+#endif
+#if PRENORM
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
 #endif
 
 #include "include/operands.glsl"
@@ -41,9 +53,17 @@ layout(std430, set = 0, binding = 1) readonly buffer Offsets {
 layout(std430, set = 0, binding = 2) readonly buffer Freqs {
   float freqs[];
 };
-#define OUT_BINDING 3
+#define NORM_BINDING 3
 #else
-#define OUT_BINDING 2
+#define NORM_BINDING 2
+#endif
+#if PRENORM
+layout(std430, set = 0, binding = NORM_BINDING) readonly buffer NormW {
+  IN0_ST norm_w[];
+};
+#define OUT_BINDING (NORM_BINDING + 1)
+#else
+#define OUT_BINDING NORM_BINDING
 #endif
 layout(std430, set = 0, binding = OUT_BINDING) writeonly buffer Out {
   OUT_ST outv[];
@@ -72,6 +92,8 @@ layout(push_constant) uniform Params {
   IDX_T off_stride;  // 1: one offset per batch entry; 0: one for all
   IDX_T scale_bits;  // f32 bits of scale
   IDX_T coef_bits;   // f32 bits of log2(base) / half_dims
+  IDX_T norm_w_offset;  // PRENORM: the norm weight's element 0
+  IDX_T eps_bits;       // PRENORM: f32 bits of the norm's eps
 }
 pc;
 
@@ -96,9 +118,31 @@ float inv_freq(IDX_T k) {
 #endif
 }
 
+#if PRENORM
+// The row's sum of squares over its `units` invocations: lanes u ^ o of one row (units is
+// a power of two dividing the subgroup size, and rows start at multiples of it).
+float row_sum_squares(float s, IDX_T units) {
+  for (uint o = 1u; o < uint(units); o <<= 1) {
+    s += subgroupShuffleXor(s, o);
+  }
+  return s;
+}
+
+// rms_norm's value for element j of the row: x * inv * w, rounded to the dtype.
+float normed(float x, float inv, IDX_T j) {
+  return OUT_ROUND(x * inv * IN0_LOAD(norm_w[uint(pc.norm_w_offset + j)]));
+}
+#endif
+
 void main() {
   uint group = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
-  IDX_T gid = IDX_T(group) * IDX_T(gl_WorkGroupSize.x) + IDX_T(gl_LocalInvocationID.x);
+#if PRENORM
+  // Rows follow subgroup lanes, so each row's invocations are one shuffle cluster.
+  uint local = gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID;
+#else
+  uint local = gl_LocalInvocationID.x;
+#endif
+  IDX_T gid = IDX_T(group) * IDX_T(gl_WorkGroupSize.x) + IDX_T(local);
   IDX_T units = pc.half_dims / VEC;
   IDX_T per_row = units + (pc.d - 2 * pc.half_dims);
   IDX_T row = gid / per_row;
@@ -136,6 +180,18 @@ void main() {
 #else
   a[0] = IN0_LOAD(in0[uint(base + first)]);
   c[0] = IN0_LOAD(in0[uint(base + second)]);
+#endif
+#if PRENORM
+  float ss = 0.0f;
+  for (uint j = 0u; j < VEC; ++j) {
+    ss += a[j] * a[j] + c[j] * c[j];
+  }
+  float inv = inversesqrt(row_sum_squares(ss, units) / float(pc.d) +
+                          uintBitsToFloat(uint(pc.eps_bits)));
+  for (uint j = 0u; j < VEC; ++j) {
+    a[j] = normed(a[j], inv, first + IDX_T(j));
+    c[j] = normed(c[j], inv, second + IDX_T(j));
+  }
 #endif
   // x1/x2 of pair p: the two halves' lane p, or (traditional) lanes 2p, 2p + 1 of a then c.
   float y1[VEC], y2[VEC];

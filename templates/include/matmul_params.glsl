@@ -22,6 +22,13 @@ layout(push_constant) uniform Params {
   IDX_T b_bs1;
   IDX_T extra0;
   IDX_T extra1;
+#if defined(PRENORM) && PRENORM
+  IDX_T norm_w_offset;  // qmv.glsl's absorbed rms_norm: its weight's element 0
+  IDX_T eps_bits;       // and its eps as f32 bits
+#endif
+#if defined(RESIDUAL) && RESIDUAL
+  IDX_T residual_offset;  // qmv.glsl's residual: element 0 of the array added to the output
+#endif
 }
 pc;
 

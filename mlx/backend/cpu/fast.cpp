@@ -110,6 +110,15 @@ void LayerNorm::eval_cpu(const std::vector<array>& inputs, array& out) {
 // Row r of x viewed as [B, rows_per_batch, D] sits at position t = r % T in batch entry
 // r / rows_per_batch; its angle for pair i is (offset[b] + t) * scale * inv_freq[i].
 void RoPE::eval_cpu(const std::vector<array>& inputs, array& out) {
+  if (norm_eps_) {
+    // The absorbed rms_norm first, rounded to the dtype as its own output would be.
+    array normed(inputs[0].shape(), inputs[0].dtype(), nullptr, {});
+    RMSNorm(stream(), *norm_eps_).eval_cpu({inputs[0], inputs.back()}, normed);
+    std::vector<array> rest(inputs.begin(), inputs.end() - 1);
+    rest[0] = normed;
+    RoPE(stream(), dims_, traditional_, base_, scale_).eval_cpu(rest, out);
+    return;
+  }
   array x = dense(inputs[0]);
   array offset = dense(inputs[1]);
   std::optional<array> freqs;

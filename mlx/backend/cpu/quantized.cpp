@@ -17,6 +17,7 @@
 
 #include "mlx/backend/common/utils.h"
 #include "mlx/dtype_utils.h"
+#include "mlx/fast_primitives.h"
 #include "mlx/primitives.h"
 
 namespace mlx::core {
@@ -318,6 +319,25 @@ void Dequantize::eval_cpu(const std::vector<array>& inputs, array& out) {
 }
 
 void QuantizedMatmul::eval_cpu(const std::vector<array>& inputs, array& out) {
+  if (norm_eps_ || residual_) {
+    // The absorbed ops as their own steps (mlx/fusion.h): the rms_norm first, rounded to
+    // the dtype as its own output would be; then the product; then the residual's add.
+    std::vector<array> product_inputs(inputs.begin(), inputs.begin() + 4);
+    if (norm_eps_) {
+      array normed(inputs[0].shape(), inputs[0].dtype(), nullptr, {});
+      fast::RMSNorm(stream(), *norm_eps_).eval_cpu({inputs[0], inputs[4]}, normed);
+      product_inputs[0] = normed;
+    }
+    QuantizedMatmul plain(stream(), group_size_, bits_, transpose_);
+    if (!residual_) {
+      plain.eval_cpu(product_inputs, out);
+      return;
+    }
+    array product(out.shape(), out.dtype(), nullptr, {});
+    plain.eval_cpu(product_inputs, product);
+    Binary(stream(), BinaryOp::Add).eval_cpu({inputs.back(), product}, out);
+    return;
+  }
   check_bits(name(), group_size_, bits_);
   const auto& x = inputs[0];
   const auto& w = inputs[1];

@@ -6,6 +6,7 @@
 #include "mlx/backend/vulkan/matmul.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "codegen/matmul.h"
@@ -153,7 +154,10 @@ MatmulSignature matmul_signature(const char* family, const char* dtype, const Ma
           bits,
           g.bits | (int64_t{g.group_size} << 8),
           static_cast<int64_t>(g.scales_offset),
-          static_cast<int64_t>(g.biases_offset)};
+          static_cast<int64_t>(g.biases_offset),
+          g.prenorm ? static_cast<int64_t>(g.norm_w_offset) : -1,
+          g.prenorm ? static_cast<int64_t>(std::bit_cast<uint32_t>(g.eps)) : 0,
+          g.residual ? static_cast<int64_t>(g.residual_offset) : -1};
 }
 
 const char* matmul_unsupported(const array& a, const array& b, const array& out) {

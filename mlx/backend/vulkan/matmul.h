@@ -26,7 +26,7 @@ void matmul_gpu(int stream, const array& a, const array& b, array& out, bool add
 
 // The launch-memo signature of a product's launch: every field of the geometry that its
 // key and numbers depend on.
-using MatmulSignature = std::array<int64_t, 21>;
+using MatmulSignature = std::array<int64_t, 24>;
 MatmulSignature matmul_signature(const char* family, const char* dtype,
                                  const codegen::MatmulGeometry& g);
 

@@ -15,6 +15,7 @@
 #include "mlx/backend/vulkan/launch_memo.h"
 #include "mlx/backend/vulkan/matmul.h"
 #include "mlx/backend/vulkan/reduce_plan.h"
+#include "mlx/fast_primitives.h"
 #include "mlx/primitives.h"
 
 namespace mlx::core {
@@ -42,6 +43,36 @@ const char* quant_unsupported(const std::vector<array>& operands, const array& f
     }
   }
   return nullptr;
+}
+
+// Whether the qmv kernel can apply QuantizedMatmul's absorbed ops itself (a decode-sized
+// product of 2-d weights; codegen::qmv_fusion_fits). The geometry's offsets follow the
+// operands' alignment as bind_run will see it: read in place, a fresh output.
+bool qmv_takes_fusion(const QuantizedMatmul& qmm, const std::vector<array>& inputs,
+                      const array& out, const char* dtype, const vulkan::Device& dev) {
+  const array& x = inputs[0];
+  const array& w = inputs[1];
+  if (w.ndim() != 2 || !qmm.transpose() || x.shape(-1) == 0 || out.size() == 0) {
+    return false;
+  }
+  codegen::MatmulGeometry g;
+  g.k = x.shape(-1);
+  g.n = out.shape(-1);
+  g.m = static_cast<int64_t>(x.size()) / g.k;
+  g.lda = g.k;
+  g.b_t = true;
+  g.ldb = w.shape(-1);
+  g.bits = 4;  // any valid width: the fit does not depend on it
+  auto elem_offset = [](const array& a) {
+    return a.flags().row_contiguous ? a.offset() / a.itemsize() : 0;
+  };
+  g.a_offset = elem_offset(x);
+  g.prenorm = qmm.norm_eps().has_value();
+  if (g.prenorm) {
+    g.norm_w_offset = elem_offset(inputs[4]);
+  }
+  g.residual = qmm.residual();
+  return codegen::qmv_fusion_fits(dtype, g, dev.caps());
 }
 
 }  // namespace
@@ -74,16 +105,37 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
     return;
   }
   auto& dev = vulkan::device("QuantizedMatmul");
+  int stream = this->stream().index;
+  const char* dtype = vulkan::gpu_dtype_name(out.dtype());
+  int64_t K = x.shape(-1);
+  int64_t N = out.shape(-1);
+  if ((norm_eps_ || residual_) && !qmv_takes_fusion(*this, inputs, out, dtype, dev)) {
+    // The absorbed ops as their own launches: the rms_norm, the product, the residual's add.
+    std::vector<array> product_inputs(inputs.begin(), inputs.begin() + 4);
+    auto& enc = vulkan::encoder(stream);
+    if (norm_eps_) {
+      array normed(x.shape(), x.dtype(), nullptr, {});
+      fast::RMSNorm(this->stream(), *norm_eps_).eval_gpu({x, inputs[4]}, normed);
+      enc.retain(normed.data_shared_ptr());
+      product_inputs[0] = normed;
+    }
+    QuantizedMatmul plain(this->stream(), group_size_, bits_, transpose_);
+    if (!residual_) {
+      plain.eval_gpu(product_inputs, out);
+      return;
+    }
+    array product(out.shape(), out.dtype(), nullptr, {});
+    plain.eval_gpu(product_inputs, product);
+    enc.retain(product.data_shared_ptr());
+    Binary(this->stream(), BinaryOp::Add).eval_gpu({inputs.back(), product}, out);
+    return;
+  }
   out.set_data(allocator::malloc(out.nbytes()));
   if (out.size() == 0) {
     return;
   }
-  int stream = this->stream().index;
   auto& enc = vulkan::encoder(stream);
-  const char* dtype = vulkan::gpu_dtype_name(out.dtype());
   Buf y = vulkan::buf_of(out, dtype);
-  int64_t K = x.shape(-1);
-  int64_t N = out.shape(-1);
   if (K == 0) {
     auto by = bind_run(dev, y, static_cast<int64_t>(out.size()), true);
     by.binding.range = (static_cast<VkDeviceSize>(out.nbytes()) + 3) / 4 * 4;
@@ -123,8 +175,22 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
   g.scales_offset = bs.elem_offset;
   g.biases_offset = bbias.elem_offset;
   g.out_offset = by.elem_offset;
-  const vulkan::Binding bindings[] = {bx.binding, bw.binding, bs.binding, bbias.binding,
-                                      by.binding};
+  vulkan::Binding bindings[7] = {bx.binding, bw.binding, bs.binding, bbias.binding, by.binding};
+  size_t n_bindings = 5;
+  if (norm_eps_) {
+    auto bn = bind_run(dev, dense_run(enc, stream, inputs[4], dtype), K, false);
+    g.prenorm = true;
+    g.eps = *norm_eps_;
+    g.norm_w_offset = bn.elem_offset;
+    bindings[n_bindings++] = bn.binding;
+  }
+  if (residual_) {
+    auto br = bind_run(dev, dense_run(enc, stream, inputs.back(), dtype),
+                       static_cast<int64_t>(out.size()), false);
+    g.residual = true;
+    g.residual_offset = br.elem_offset;
+    bindings[n_bindings++] = br.binding;
+  }
   bool qmv = codegen::qmv_applies(g);
   const auto& planned =
       vulkan::memoized(vulkan::matmul_signature(qmv ? "qmv" : "qmm", dtype, g), [&] {
@@ -137,7 +203,7 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
         const auto& kernel = vulkan::kernel_library().get(key);
         return vulkan::MemoEntry{&kernel, codegen::qmm_launch(key, kernel.source, g)};
       });
-  vulkan::record_launch(enc, *planned.kernel, planned.launch, bindings);
+  vulkan::record_launch(enc, *planned.kernel, planned.launch, std::span(bindings, n_bindings));
 }
 
 void Dequantize::eval_gpu(const std::vector<array>& inputs, array& out) {

@@ -20,6 +20,23 @@ using vulkan::bind_run;
 using vulkan::Buf;
 using vulkan::dense_run;
 
+namespace {
+
+// What decides whether the rope kernel can apply an absorbed rms_norm itself: the row
+// length, the rotated half and the vector width, which follows x's alignment (the
+// output is a fresh buffer, aligned).
+codegen::RopeGeometry prenorm_probe(const array& x, int64_t d, int dims) {
+  codegen::RopeGeometry g;
+  g.count = 1;
+  g.d = d;
+  g.half_dims = dims / 2;
+  g.prenorm = true;
+  g.in_offset = x.flags().row_contiguous ? x.offset() / x.itemsize() : 0;
+  return g;
+}
+
+}  // namespace
+
 void RoPE::eval_gpu(const std::vector<array>& inputs, array& out) {
   if (const char* why = vulkan::float_kernel_unsupported(out)) {
     vulkan::cpu_fallback(*this, inputs, out, why);
@@ -32,24 +49,37 @@ void RoPE::eval_gpu(const std::vector<array>& inputs, array& out) {
     vulkan::cpu_fallback(*this, inputs, out, "an operand wider than one storage binding");
     return;
   }
+  int stream = this->stream().index;
+  int64_t count = static_cast<int64_t>(out.size()) / d;
+  int64_t per = std::max<int64_t>(1, max_elems / d);
+  const char* dtype = vulkan::gpu_dtype_name(out.dtype());
+  if (norm_eps_ && !(count <= per && out.size() > 0 &&
+                     codegen::rope_prenorm_fits(dtype, prenorm_probe(inputs[0], d, dims_), dev.caps()))) {
+    // The absorbed rms_norm as its own launch first, then the plain rope of its output.
+    array normed(inputs[0].shape(), out.dtype(), nullptr, {});
+    RMSNorm(this->stream(), *norm_eps_).eval_gpu({inputs[0], inputs.back()}, normed);
+    std::vector<array> rest(inputs.begin(), inputs.end() - 1);
+    rest[0] = normed;
+    RoPE(this->stream(), dims_, traditional_, base_, scale_).eval_gpu(rest, out);
+    vulkan::encoder(stream).retain(normed.data_shared_ptr());
+    return;
+  }
   out.set_data(allocator::malloc(out.nbytes()));
   if (out.size() == 0) {
     return;
   }
-  int stream = this->stream().index;
   auto& enc = vulkan::encoder(stream);
-  const char* dtype = vulkan::gpu_dtype_name(out.dtype());
   const array& offsets = inputs[1];
-  bool has_freqs = inputs.size() > 2;
+  bool has_freqs = this->has_freqs(inputs.size());
   Buf x = dense_run(enc, stream, inputs[0], dtype);
   Buf off = dense_run(enc, stream, offsets, "i32");
   Buf fr = has_freqs ? dense_run(enc, stream, inputs[2], "f32") : off;
+  Buf nw = norm_eps_ ? dense_run(enc, stream, inputs.back(), dtype) : off;
   Buf y = vulkan::buf_of(out, dtype);
-  int64_t count = static_cast<int64_t>(out.size()) / d;
   int64_t per_batch = count / out.shape(0);
-  int64_t per = std::max<int64_t>(1, max_elems / d);
   auto bo = bind_run(dev, off, static_cast<int64_t>(offsets.size()), false);
   auto bf = bind_run(dev, fr, has_freqs ? dims_ / 2 : 1, false);
+  auto bn = bind_run(dev, nw, norm_eps_ ? d : 1, false);
   for (int64_t r0 = 0; r0 < count; r0 += per) {
     codegen::RopeGeometry g;
     g.row0 = r0;
@@ -63,6 +93,9 @@ void RoPE::eval_gpu(const std::vector<array>& inputs, array& out) {
     g.freqs = has_freqs;
     g.base = base_;
     g.scale = scale_;
+    g.prenorm = norm_eps_.has_value();
+    g.eps = norm_eps_.value_or(0.0f);
+    g.norm_w_offset = bn.elem_offset;
     auto bx = bind_run(dev, x.at(r0 * d), g.count * d, false);
     auto by = bind_run(dev, y.at(r0 * d), g.count * d, true);
     g.in_offset = bx.elem_offset;
@@ -72,6 +105,9 @@ void RoPE::eval_gpu(const std::vector<array>& inputs, array& out) {
     float numbers[2] = {g.base, g.scale};
     int64_t bits = 0;
     std::memcpy(&bits, numbers, 8);
+    uint32_t eps_word = 0;
+    std::memcpy(&eps_word, &g.eps, 4);
+    int64_t norm_eps_bits = eps_word;
     static const int64_t family = vulkan::family_word("rope");
     const int64_t sig[] = {
         family,
@@ -82,8 +118,11 @@ void RoPE::eval_gpu(const std::vector<array>& inputs, array& out) {
         g.half_dims,
         g.t_len,
         g.per_batch,
-        (g.offset_per_batch ? 1 : 0) | (g.traditional ? 2 : 0) | (g.freqs ? 4 : 0),
+        (g.offset_per_batch ? 1 : 0) | (g.traditional ? 2 : 0) | (g.freqs ? 4 : 0) |
+            (g.prenorm ? 8 : 0),
         bits,
+        static_cast<int64_t>(g.norm_w_offset),
+        norm_eps_bits,
         static_cast<int64_t>(g.in_offset),
         static_cast<int64_t>(g.out_offset),
         static_cast<int64_t>(g.offsets_offset),
@@ -95,10 +134,13 @@ void RoPE::eval_gpu(const std::vector<array>& inputs, array& out) {
     });
     const auto& kernel = *planned.kernel;
     const auto& launch = planned.launch;
-    vulkan::Binding bindings[4] = {bx.binding, bo.binding};
+    vulkan::Binding bindings[5] = {bx.binding, bo.binding};
     size_t n = 2;
     if (has_freqs) {
       bindings[n++] = bf.binding;
+    }
+    if (g.prenorm) {
+      bindings[n++] = bn.binding;
     }
     bindings[n++] = by.binding;
     vulkan::record_launch(enc, kernel, launch, std::span(bindings, n));

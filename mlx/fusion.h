@@ -1,0 +1,42 @@
+// Producer absorption while a graph is built (docs/fusion.md). Some ops read their input
+// through a cheap row operation that another node would otherwise write to memory first:
+// rope and quantized_matmul take an rms_norm's input and weight and normalize on the fly,
+// and an add takes over the quantized product it adds to, so a decode step makes one
+// dispatch where it made two. The absorbed node stays in the graph for any other reader
+// (which then computes it again); when nothing else holds it, it is never evaluated.
+#pragma once
+
+#include <optional>
+
+#include "mlx/array.h"
+#include "mlx/stream.h"
+
+namespace mlx::core {
+
+// What an op needs to apply rms_norm(x, weight, eps) itself: x and weight as the norm
+// node holds them (already of the norm's output dtype).
+struct NormPrologue {
+  array x;
+  array weight;
+  float eps;
+};
+
+// The rms_norm that will produce `a`, when an op on stream `s` may read its input instead:
+// `a` is the only output of an RMSNorm node that has not been scheduled yet, on the same
+// stream, nothing is being traced (grad, vmap, compile see the plain graph), and fusion
+// is on.
+std::optional<NormPrologue> absorbable_rms_norm(const array& a, const Stream& s);
+
+// a + b as one op when one side is a decode-sized quantized product (at most 8 rows of
+// 2-d transposed weights, not yet scheduled, on stream s) and the other an array of its
+// shape and dtype: the product adds it before its one rounding (a residual connection
+// after a projection). nullopt when that does not apply.
+std::optional<array> add_to_product(const array& a, const array& b, const Stream& s);
+
+// On unless the environment has MLX_DISABLE_FUSION at start-up. Results are the same
+// either way up to the rounding of the norm's statistics (each fused kernel rounds the
+// normalized values to the norm's dtype, as the norm's own output would be).
+void set_fusion(bool enabled);
+bool fusion_enabled();
+
+}  // namespace mlx::core

@@ -1,0 +1,258 @@
+// Producer absorption (mlx/fusion.h, docs/fusion.md): rope and quantized_matmul of an
+// rms_norm's output read the norm's input and normalize on the fly. The graph is checked
+// (the norm node is no longer an input), then the GPU result against the CPU reference
+// built with fusion off, on shapes where the fused kernels apply and where they fall back
+// to separate launches (a row's rope invocations not a power of two within a subgroup; a
+// product with more than 8 rows; a norm weight not aligned to x's vectors). An add of a
+// decode-sized quantized product and an array of its shape becomes the product with a
+// residual.
+//
+// Tolerances. rope: the fused kernel sums the squares in another order than the norm
+// kernel, so the normalized value, rounded to the dtype, may land one ulp of the dtype away
+// before the rotation (two roundings of the dtype for 16-bit outputs); f32 as the rope
+// suite (1e-4). quantized_matmul: the fused product does not round the normalized values
+// to the dtype (templates/qmv.glsl), the reference does: for bf16 each of the K terms is
+// off by up to 2^-9 of itself, with random signs, so 4 * sqrt(K) * 2^-9 absolute (terms are
+// below 1 in size) plus two roundings of the output; f32 as the quantized_matmul suite
+// (1e-6 * K absolute, inputs in [-1, 1], times 4 for the normalized values' size). A
+// residual added by the product is rounded once with it, the reference rounds the product
+// first: one more rounding of the dtype, inside the two allowed.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "harness.h"
+#include "mlx/backend/vulkan/cpu_fallback.h"
+#include "mlx/fast_primitives.h"
+#include "mlx/fusion.h"
+
+namespace mx = mlx::core;
+using namespace gpu_diff;
+
+namespace {
+
+constexpr float kEps = 1e-6f;
+
+mx::array uniform(const mx::Shape& shape, mx::Dtype dt, uint64_t seed) {
+  auto cpu = mx::Device::cpu;
+  auto u = mx::random::uniform(shape, mx::float32, mx::random::key(seed), cpu);
+  return mx::astype(mx::subtract(mx::multiply(u, mx::array(2.0f), cpu), mx::array(1.0f), cpu), dt,
+                    cpu);
+}
+
+Tolerance fused_tolerance(mx::Dtype dt, double f32_atol) {
+  if (dt == mx::float32) {
+    return {2e-5, f32_atol};
+  }
+  Tolerance one = default_tolerance(dt);
+  return {2 * one.rtol, 2 * one.atol};
+}
+
+// Builds `make` with fusion on or off, restoring the setting.
+template <typename F>
+auto with_fusion(bool on, F&& make) {
+  bool was = mx::fusion_enabled();
+  mx::set_fusion(on);
+  auto out = make();
+  mx::set_fusion(was);
+  return out;
+}
+
+mx::array norm_rope(const mx::array& x, const mx::array& w, int offset, bool trad,
+                    mx::StreamOrDevice s) {
+  int d = x.shape(-1);
+  return mx::fast::rope(mx::fast::rms_norm(x, w, kEps, s), d, trad, 10000.0f, 1.0f, offset,
+                        std::nullopt, s);
+}
+
+}  // namespace
+
+TEST_CASE("rope and quantized_matmul of an rms_norm read the norm's input") {
+  auto cpu = mx::Device::cpu;
+  auto x = uniform({1, 2, 3, 64}, mx::float32, 1);
+  auto w = uniform({64}, mx::float32, 2);
+  auto fused = norm_rope(x, w, 5, false, cpu);
+  REQUIRE(fused.has_primitive());
+  auto* rope = dynamic_cast<mx::fast::RoPE*>(&fused.primitive());
+  REQUIRE(rope != nullptr);
+  CHECK(rope->norm_eps() == kEps);
+  CHECK(fused.inputs()[0].id() == x.id());
+
+  auto wq = mx::quantize(uniform({32, 64}, mx::float32, 3), 64, 4, "affine", std::nullopt, cpu);
+  auto xs = uniform({2, 64}, mx::float32, 4);
+  auto prod = mx::quantized_matmul(mx::fast::rms_norm(xs, w, kEps, cpu), wq[0], wq[1], wq[2], true,
+                                   64, 4, "affine", cpu);
+  auto* qmm = dynamic_cast<mx::QuantizedMatmul*>(&prod.primitive());
+  REQUIRE(qmm != nullptr);
+  CHECK(qmm->norm_eps() == kEps);
+  CHECK(prod.inputs()[0].id() == xs.id());
+
+  // Not absorbed: fusion off, a norm already evaluated, a partial rotation, while tracing.
+  auto plain = with_fusion(false, [&] { return norm_rope(x, w, 5, false, cpu); });
+  CHECK_FALSE(dynamic_cast<mx::fast::RoPE&>(plain.primitive()).norm_eps().has_value());
+  auto normed = mx::fast::rms_norm(x, w, kEps, cpu);
+  normed.eval();
+  auto after_eval = mx::fast::rope(normed, 64, false, 10000.0f, 1.0f, 5, std::nullopt, cpu);
+  CHECK(after_eval.inputs()[0].id() == normed.id());
+  auto partial = mx::fast::rope(mx::fast::rms_norm(x, w, kEps, cpu), 32, false, 10000.0f, 1.0f, 5,
+                                std::nullopt, cpu);
+  CHECK_FALSE(dynamic_cast<mx::fast::RoPE&>(partial.primitive()).norm_eps().has_value());
+  auto traced = mx::compile([&](const std::vector<mx::array>& in) {
+    auto y = norm_rope(in[0], in[1], 5, false, cpu);
+    CHECK_FALSE(dynamic_cast<mx::fast::RoPE&>(y.primitive()).norm_eps().has_value());
+    return std::vector<mx::array>{y};
+  });
+  auto t = traced({x, w})[0];
+  auto want = plain;
+  CHECK(mx::allclose(t, want).item<bool>());
+  // The fused graph gives the unfused values on the CPU (the same two steps).
+  CHECK(mx::array_equal(fused, want, false).item<bool>());
+}
+
+TEST_CASE("an add takes over the decode-sized quantized product it adds to") {
+  auto cpu = mx::Device::cpu;
+  auto wq = mx::quantize(uniform({32, 64}, mx::float32, 5), 64, 4, "affine", std::nullopt, cpu);
+  auto product = [&](const mx::array& x) {
+    return mx::quantized_matmul(x, wq[0], wq[1], wq[2], true, 64, 4, "affine", cpu);
+  };
+  auto x = uniform({3, 64}, mx::float32, 6);
+  auto r = uniform({3, 32}, mx::float32, 7);
+  auto nw = uniform({64}, mx::float32, 8);
+  auto residual_of = [](const mx::array& a) {
+    auto* q = dynamic_cast<mx::QuantizedMatmul*>(&a.primitive());
+    return q != nullptr && q->residual();
+  };
+  auto left = mx::add(r, product(x), cpu);
+  auto right = mx::add(product(x), r, cpu);
+  auto both = mx::add(r, product(mx::fast::rms_norm(x, nw, kEps, cpu)), cpu);
+  CHECK(residual_of(left));
+  CHECK(residual_of(right));
+  CHECK(left.inputs().back().id() == r.id());
+  REQUIRE(residual_of(both));
+  CHECK(dynamic_cast<mx::QuantizedMatmul&>(both.primitive()).norm_eps() == kEps);
+  CHECK(both.inputs().size() == 6);
+  // Not taken over: a broadcast residual, another dtype, more than 8 rows, fusion off.
+  CHECK_FALSE(residual_of(mx::add(product(x), uniform({32}, mx::float32, 9), cpu)));
+  CHECK_FALSE(residual_of(mx::add(product(x), mx::astype(r, mx::float16, cpu), cpu)));
+  CHECK_FALSE(residual_of(mx::add(product(uniform({9, 64}, mx::float32, 10)),
+                                  uniform({9, 32}, mx::float32, 11), cpu)));
+  auto plain = with_fusion(false, [&] { return mx::add(r, product(x), cpu); });
+  CHECK_FALSE(residual_of(plain));
+  // The CPU runs the absorbed steps as they were: the same values.
+  CHECK(mx::array_equal(left, plain, false).item<bool>());
+}
+
+TEST_CASE("rope of an rms_norm on the GPU matches the unfused CPU reference") {
+  if (!gpu_present())
+    return;
+  mx::vulkan::reset_fallback_counts();
+  auto cpu = mx::Device::cpu, gpu = mx::Device::gpu;
+  // Decode and prefill heads (a row's 8 or 16 invocations: fused where the subgroup holds
+  // them), short rows (4 invocations), and 96 pairs (12 invocations: a separate norm).
+  const std::vector<mx::Shape> shapes = {{1, 4, 1, 128}, {1, 2, 5, 128}, {2, 3, 4, 64}, {1, 2, 3, 192}};
+  uint64_t seed = 100;
+  for (auto dt : {mx::float32, mx::float16, mx::bfloat16}) {
+    for (const auto& shape : shapes) {
+      for (bool trad : {false, true}) {
+        auto x = uniform(shape, dt, seed++);
+        auto w = uniform({shape.back()}, dt, seed++);
+        auto want = with_fusion(false, [&] { return norm_rope(x, w, 7, trad, cpu); });
+        want.eval();
+        auto got = gpu_eval_checked(
+            [&] {
+              return std::vector<mx::array>{
+                  norm_rope(on_device(x, gpu), on_device(w, gpu), 7, trad, gpu)};
+            },
+            "rope(rms_norm)")[0];
+        std::string what = "rope(rms_norm) " + std::string(mx::dtype_to_string(dt)) + " " +
+                           mx::shape_to_string(shape) + (trad ? " traditional" : "");
+        CHECK(all_close(got, want, fused_tolerance(dt, 1e-4), what));
+      }
+    }
+  }
+  auto counts = mx::vulkan::fallback_counts();
+  CHECK(counts["RoPE"] == 0);
+  CHECK(counts["RMSNorm"] == 0);
+}
+
+TEST_CASE("quantized_matmul of an rms_norm on the GPU matches the unfused CPU reference") {
+  if (!gpu_present())
+    return;
+  mx::vulkan::reset_fallback_counts();
+  auto cpu = mx::Device::cpu, gpu = mx::Device::gpu;
+  const int K = 256;
+  uint64_t seed = 200;
+  // M = 1, 3 and 8 rows (qmv applies the norm), 12 rows (qmm: a separate norm first).
+  const std::vector<mx::Shape> xshapes = {{1, K}, {3, K}, {2, 4, K}, {12, K}};
+  for (auto dt : {mx::float32, mx::bfloat16}) {
+    for (int bits : {4, 8}) {
+      auto q = mx::quantize(uniform({72, K}, dt, seed++), 64, bits, "affine", std::nullopt, cpu);
+      auto nw = uniform({K}, dt, seed++);
+      for (const auto& xs : xshapes) {
+        auto x = uniform(xs, dt, seed++);
+        auto make = [&](mx::Device d) {
+          return mx::quantized_matmul(mx::fast::rms_norm(on_device(x, d), on_device(nw, d), kEps, d),
+                                      on_device(q[0], d), on_device(q[1], d), on_device(q[2], d),
+                                      true, 64, bits, "affine", d);
+        };
+        auto want = with_fusion(false, [&] { return make(cpu); });
+        want.eval();
+        auto got =
+            gpu_eval_checked([&] { return std::vector<mx::array>{make(gpu)}; }, "qmv(rms_norm)")[0];
+        std::string what = "quantized_matmul(rms_norm) " + std::string(mx::dtype_to_string(dt)) +
+                           " bits " + std::to_string(bits) + " x " + mx::shape_to_string(xs);
+        Tolerance tol = dt == mx::float32 ? fused_tolerance(dt, 1e-6 * K * 4)
+                                          : Tolerance{1.0 / 128, 4 * std::sqrt(double(K)) / 512};
+        CHECK(all_close(got, want, tol, what));
+      }
+    }
+  }
+  auto counts = mx::vulkan::fallback_counts();
+  CHECK(counts["QuantizedMatmul"] == 0);
+  CHECK(counts["RMSNorm"] == 0);
+}
+
+TEST_CASE("quantized products with a residual on the GPU match the unfused CPU reference") {
+  if (!gpu_present())
+    return;
+  mx::vulkan::reset_fallback_counts();
+  auto cpu = mx::Device::cpu, gpu = mx::Device::gpu;
+  const int K = 256, N = 72;
+  uint64_t seed = 300;
+  for (auto dt : {mx::float32, mx::bfloat16}) {
+    auto q = mx::quantize(uniform({N, K}, dt, seed++), 64, 4, "affine", std::nullopt, cpu);
+    // A norm weight at element 1 of its buffer: not aligned to x's vectors, so the GPU
+    // runs the norm, the product and the add as separate launches.
+    auto nw_buf = uniform({K + 1}, dt, seed++);
+    for (int m : {1, 3, 8}) {
+      auto x = uniform({m, K}, dt, seed++);
+      auto r = uniform({m, N}, dt, seed++);
+      for (int norm = 0; norm < 3; ++norm) {
+        auto make = [&](mx::Device d) {
+          auto xs = on_device(x, d);
+          if (norm > 0) {
+            auto nw = on_device(nw_buf, d);
+            nw = norm == 1 ? mx::slice(nw, {0}, {K}, d) : mx::slice(nw, {1}, {K + 1}, d);
+            xs = mx::fast::rms_norm(xs, nw, kEps, d);
+          }
+          auto p = mx::quantized_matmul(xs, on_device(q[0], d), on_device(q[1], d),
+                                        on_device(q[2], d), true, 64, 4, "affine", d);
+          return mx::add(on_device(r, d), p, d);
+        };
+        auto want = with_fusion(false, [&] { return make(cpu); });
+        want.eval();
+        auto got =
+            gpu_eval_checked([&] { return std::vector<mx::array>{make(gpu)}; }, "qmv + residual")[0];
+        std::string what = "residual + quantized_matmul " + std::string(mx::dtype_to_string(dt)) +
+                           " M " + std::to_string(m) +
+                           (norm == 0 ? "" : norm == 1 ? " of rms_norm" : " of rms_norm (unaligned)");
+        Tolerance tol = dt == mx::float32 ? fused_tolerance(dt, 1e-6 * K * 4)
+                                          : Tolerance{1.0 / 128, 4 * std::sqrt(double(K)) / 512};
+        CHECK(all_close(got, want, tol, what));
+      }
+    }
+  }
+  auto counts = mx::vulkan::fallback_counts();
+  CHECK(counts["QuantizedMatmul"] == 0);
+  CHECK(counts["Add"] == 0);
+}
