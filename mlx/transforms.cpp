@@ -177,6 +177,15 @@ void eval_impl(std::vector<array> outputs, bool wait) {
     }
   }
 
+  // The arrays asked for are the ones a caller reads next (a decode loop's token): a
+  // backend may fetch them in the batch that wrote them.
+  if (!gpu_streams.empty()) {
+    for (auto& out : outputs) {
+      if (out.status() == array::Status::evaluated) {
+        gpu::prefetch_for_host(out);
+      }
+    }
+  }
   for (int s : gpu_streams) {
     gpu::finalize(Stream(s, Device::gpu));
   }

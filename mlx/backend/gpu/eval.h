@@ -15,6 +15,11 @@ void eval(array& arr);
 // Submits whatever is recorded on the stream; does not wait.
 void finalize(Stream s);
 
+// Called for each array an eval was asked for, before finalize: a backend whose host reads
+// need a copy may record it now, in the batch that wrote the array, so reading it later
+// does not wait behind work recorded after it (a decode loop's token). May do nothing.
+void prefetch_for_host(const array& a);
+
 // Waits until everything submitted on the stream has completed.
 void synchronize(Stream s);
 

@@ -46,5 +46,6 @@ bool is_ready(const array&) {
   return true;  // nothing runs on a GPU here
 }
 void wait_ready(const array&) {}
+void prefetch_for_host(const array&) {}
 
 }  // namespace mlx::core::gpu

@@ -269,6 +269,7 @@ allocator::Buffer VulkanAllocator::malloc(size_t size) {
     a->host_dirty = false;
     a->device_newer = false;
     a->upload_serial = 0;
+    a->download_serial = 0;
   } else {
     std::pair<Block*, VkDeviceSize> got;
     try {
@@ -376,6 +377,30 @@ void VulkanAllocator::collect() {
   deferred_.erase(keep, deferred_.end());
 }
 
+void VulkanAllocator::ensure_shadow_locked(Allocation* a) {
+  if (!a->shadow) {
+    auto [b, off] = staging_->alloc(a->capacity);
+    auto* s = new Allocation();
+    s->block = b;
+    s->buffer = b->buffer;
+    s->offset = off;
+    s->size = a->size;
+    s->capacity = a->capacity;
+    s->mapped = b->mapped + off;
+    a->shadow = s;
+  }
+}
+
+Allocation* VulkanAllocator::download_target_locked(Allocation* a, uint64_t serial) {
+  if (mapped_ || a->mapped || a->size == 0 || a->size > kPrefetchBytes ||
+      a->write_serial.load() != serial) {
+    return nullptr;
+  }
+  ensure_shadow_locked(a);
+  a->download_serial = serial;
+  return a->shadow;
+}
+
 void* VulkanAllocator::host_ptr(Allocation* a) {
   if (a->mapped) {
     return a->mapped;
@@ -383,18 +408,12 @@ void* VulkanAllocator::host_ptr(Allocation* a) {
   bool need_download = false;
   {
     std::lock_guard lk(mtx_);
-    if (!a->shadow) {
-      auto [b, off] = staging_->alloc(a->capacity);
-      auto* s = new Allocation();
-      s->block = b;
-      s->buffer = b->buffer;
-      s->offset = off;
-      s->size = a->size;
-      s->capacity = a->capacity;
-      s->mapped = b->mapped + off;
-      a->shadow = s;
-    }
-    need_download = a->device_newer;
+    ensure_shadow_locked(a);
+    // A download recorded after the last write, in a batch that has completed, already
+    // brought the bytes (gpu::prefetch_for_host).
+    bool prefetched = a->download_serial != 0 && a->download_serial >= a->write_serial.load() &&
+                      serial_completed(a->download_serial);
+    need_download = a->device_newer && !prefetched;
   }
   if (need_download) {
     download(a);
@@ -415,6 +434,7 @@ void VulkanAllocator::download(Allocation* a) {
   if (region.size == 0) {
     return;
   }
+  one_off_downloads_++;
   run_one_off(
       [&](VkCommandBuffer cb) { vkCmdCopyBuffer(cb, a->buffer, a->shadow->buffer, 1, &region); });
 }
@@ -435,6 +455,7 @@ bool VulkanAllocator::prepare_gpu_use_locked(Allocation* a, uint64_t serial, boo
   }
   if (write) {
     a->write_serial.store(std::max(a->write_serial.load(), serial));
+    a->download_serial = 0;  // a write after a recorded download makes it stale
   }
   if (write && !mapped_) {
     a->device_newer = true;

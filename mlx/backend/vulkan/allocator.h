@@ -40,6 +40,9 @@ struct Allocation {
   // The batch that records the latest upload. Until it is submitted, a batch of another
   // stream may be submitted first, so such a batch records its own (identical) upload.
   uint64_t upload_serial = 0;
+  // The batch that records a download of the buffer into the shadow after its last write
+  // (download_to_host), 0 for none: a host read once that batch completes needs no copy.
+  uint64_t download_serial = 0;
 
   uint64_t last_use = 0;  // serial of the last command buffer that referenced this buffer
   // Serial of the last command buffer that wrote it (0: none since it was handed out), so
@@ -117,6 +120,15 @@ class VulkanAllocator : public allocator::Allocator {
     return std::unique_lock(mtx_);
   }
   bool prepare_gpu_use_locked(Allocation* a, uint64_t serial, bool write, Upload& upload);
+  // The shadow a batch may download `a` into at its end, so a host read after it completes
+  // needs no submission of its own (gpu::prefetch_for_host), or nullptr: only on the staged
+  // path, for at most kPrefetchBytes, and when batch `serial` wrote `a`.
+  Allocation* download_target_locked(Allocation* a, uint64_t serial);
+  static constexpr size_t kPrefetchBytes = 64 * 1024;
+  // Host reads that needed a download submission of their own (staged path), for tests.
+  uint64_t one_off_downloads() const {
+    return one_off_downloads_.load();
+  }
 
   // Releases deferred frees whose command buffers have completed.
   void collect();
@@ -156,6 +168,8 @@ class VulkanAllocator : public allocator::Allocator {
   void evict_locked(size_t target);    // shrinks the cache to at most `target` bytes
   void destroy_locked(Allocation* a);  // back to the pool, shadow too
   void download(Allocation* a);
+  std::atomic<uint64_t> one_off_downloads_{0};
+  void ensure_shadow_locked(Allocation* a);
 
   Device& dev_;
   bool mapped_;

@@ -411,6 +411,33 @@ void CommandEncoder::copy(const Binding& src, const Binding& dst) {
   vkCmdCopyBuffer(b.cb, src.alloc->buffer, dst.alloc->buffer, 1, &region);
 }
 
+void CommandEncoder::download_to_host(Allocation* a) {
+  std::lock_guard lk(mtx_);
+  auto* alloc = vulkan_allocator();
+  if (!open_ || !alloc) {
+    return;  // the writing batch was submitted already
+  }
+  auto& b = *open_;
+  Allocation* shadow;
+  {
+    auto alloc_lock = alloc->lock();
+    shadow = alloc->download_target_locked(a, b.serial);
+  }
+  if (!shadow) {
+    return;
+  }
+  Binding src{a, 0, a->capacity, false};
+  prepare_locked(b, &src, 1);  // a barrier after the write (this batch wrote `a`)
+  VkBufferCopy region{a->offset, shadow->offset, a->capacity};  // the guard bytes too
+  vkCmdCopyBuffer(b.cb, a->buffer, shadow->buffer, 1, &region);
+  // The fence makes the batch's writes available, but host reads need them visible.
+  auto mb = make_info<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+  mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+  mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+  vkCmdPipelineBarrier(b.cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb,
+                       0, nullptr, 0, nullptr);
+}
+
 void CommandEncoder::write(const Binding& dst, const void* data, size_t bytes) {
   std::lock_guard lk(mtx_);
   if (dst.alloc->mapped) {

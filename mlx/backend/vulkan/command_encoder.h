@@ -63,6 +63,11 @@ class CommandEncoder {
   // Writes host bytes into dst (mapped: memcpy now; else recorded vkCmdUpdateBuffer).
   void write(const Binding& dst, const void* data, size_t bytes);
 
+  // Staged path: records, at the end of the open batch, a download of `a` into its host
+  // shadow when that batch wrote it and it is small (VulkanAllocator::download_target_locked),
+  // so a host read once the batch completes needs no submission behind later work.
+  void download_to_host(Allocation* a);
+
   // Keeps an array's data alive until this batch completes.
   void retain(std::shared_ptr<array::Data> data);
   // Frees a buffer when this batch completes.

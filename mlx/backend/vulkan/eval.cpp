@@ -3,6 +3,8 @@
 #include "mlx/backend/gpu/eval.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <stdexcept>
 
 #include "mlx/backend/gpu/available.h"
@@ -120,6 +122,23 @@ bool is_ready(const array& a) {
   }
   uint64_t serial = vulkan::allocation(a.buffer())->write_serial.load();
   return serial == 0 || vulkan::serial_completed(serial);
+}
+
+void prefetch_for_host(const array& a) {
+  // MLX_VK_PREFETCH=0 (read once) turns it off, to measure what it saves.
+  static const bool enabled = [] {
+    const char* v = std::getenv("MLX_VK_PREFETCH");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  if (!enabled || !a.has_data() || !a.buffer().ptr() ||
+      a.nbytes() > vulkan::VulkanAllocator::kPrefetchBytes) {
+    return;
+  }
+  auto* alloc = vulkan::allocation(a.buffer());
+  int w = alloc->writer_stream.load();
+  if (w >= 0) {
+    vulkan::encoder(w).download_to_host(alloc);
+  }
 }
 
 void wait_ready(const array& a) {
