@@ -211,7 +211,18 @@ void main() {
 }
 
 #elif MODE == MODE_VECTOR
+// KPS keys per team and step: their K and V rows are all loaded before any is used, so a
+// workgroup has NT * KPS rows in flight, and the running max is rescaled once per step.
+// With one key per step an H200 read KV caches at 0.14 of its bandwidth.
+#ifndef KPS
+#if SUBGROUP
+#define KPS 4
+#else
+#define KPS 2  // the team sums' shared slots grow with KPS (WGS * RB * KPS floats)
+#endif
+#endif
 #define MR RB
+#define TEAM_VALUES (RB * KPS)
 #include "include/teams.glsl"
 
 shared float comb_m[NT];
@@ -254,45 +265,64 @@ void main() {
     }
   }
 
-  // The same number of steps for every team: team_sum may hold barriers.
-  int steps = (kend - kbeg + int(NT) - 1) / int(NT);
+  // The same number of steps for every team: team_sum may hold barriers. Key u of a step
+  // for team t is kbeg + (step * KPS + u) * NT + t, so the teams read adjacent rows.
+  int steps = (kend - kbeg + int(NT * KPS) - 1) / int(NT * KPS);
   for (int step = 0; step < steps; ++step) {
-    int j = kbeg + step * int(NT) + int(team);
-    bool valid = j < kend;
-    float kr[DPL];
-    float vr[VPL];
-    for (uint d = 0; d < DPL; ++d) {
-      kr[d] = valid ? float(IN0_LOAD(kv[uint(pc.k_offset + b * pc.k_sb + kvh * pc.k_sh + j * pc.k_sj +
-                                             int(lane * DPL + d))]))
-                    : 0.0f;
-    }
-    for (uint d = 0; d < VPL; ++d) {
-      vr[d] = valid ? float(IN0_LOAD(vv[uint(pc.v_offset + b * pc.v_sb + kvh * pc.v_sh + j * pc.v_sj +
-                                             int(lane * VPL + d))]))
-                    : 0.0f;
+    int js[KPS];
+    bool valid[KPS];
+    float kr[KPS][DPL];
+    float vr[KPS][VPL];
+    for (uint u = 0; u < KPS; ++u) {
+      js[u] = kbeg + (step * int(KPS) + int(u)) * int(NT) + int(team);
+      valid[u] = js[u] < kend;
+      int j = js[u];
+      for (uint d = 0; d < DPL; ++d) {
+        kr[u][d] = valid[u] ? float(IN0_LOAD(kv[uint(pc.k_offset + b * pc.k_sb + kvh * pc.k_sh +
+                                                     j * pc.k_sj + int(lane * DPL + d))]))
+                            : 0.0f;
+      }
+      for (uint d = 0; d < VPL; ++d) {
+        vr[u][d] = valid[u] ? float(IN0_LOAD(vv[uint(pc.v_offset + b * pc.v_sb + kvh * pc.v_sh +
+                                                     j * pc.v_sj + int(lane * VPL + d))]))
+                            : 0.0f;
+      }
     }
     for (uint r = 0; r < RB; ++r) {
-      float partial = 0.0f;
-      for (uint d = 0; d < DPL; ++d) {
-        partial = fma(q_reg[r][d], kr[d], partial);
+      float sc[KPS];
+      for (uint u = 0; u < KPS; ++u) {
+        float partial = 0.0f;
+        for (uint d = 0; d < DPL; ++d) {
+          partial = fma(q_reg[r][d], kr[u][d], partial);
+        }
+        sc[u] = team_sum(partial, r * KPS + u);
       }
-      float s = team_sum(partial, r);
       int rr = r0 + int(r);
-      if (!valid || rr >= rows) {
+      if (rr >= rows) {
         continue;
       }
       int g = rr / pc.lq;
       int i = rr - g * pc.lq;
-      s = masked(s, b, kvh * pc.groups + g, i, j);
-      float m_new = max(run_m[r], s);
+      // Keys past the chunk weigh nothing (-inf); masked keys score as the mask says.
+      float m_new = run_m[r];
+      for (uint u = 0; u < KPS; ++u) {
+        sc[u] = valid[u] ? masked(sc[u], b, kvh * pc.groups + g, i, js[u]) : NEG_INF;
+        m_new = max(m_new, sc[u]);
+      }
       if (m_new == NEG_INF) {
         continue;  // only -inf so far (an additive mask): nothing to weigh yet
       }
       float c = exp(run_m[r] - m_new);
-      float p = exp(s - m_new);
-      run_l[r] = run_l[r] * c + p;
+      run_l[r] *= c;
       for (uint d = 0; d < VPL; ++d) {
-        acc[r][d] = acc[r][d] * c + p * vr[d];
+        acc[r][d] *= c;
+      }
+      for (uint u = 0; u < KPS; ++u) {
+        float p = exp(sc[u] - m_new);
+        run_l[r] += p;
+        for (uint d = 0; d < VPL; ++d) {
+          acc[r][d] = fma(p, vr[u][d], acc[r][d]);
+        }
       }
       run_m[r] = m_new;
     }

@@ -185,3 +185,35 @@ TEST_CASE("sdpa rows keys reject tiles the template or device cannot run") {
   auto f32 = cg::attention_key("f32", prefill(128, 128), caps);
   CHECK_THROWS_AS(cg::render_attention(bad(f32, {{"qh", "1"}}), caps), std::invalid_argument);
 }
+
+TEST_CASE("sdpa decode keys compile and fit shared memory with and without subgroup shuffles") {
+  // The vector mode keeps KPS keys per team in flight; without shuffles the team sums go
+  // through WGS * RB * KPS floats of shared memory, which must still fit a 16 KiB device.
+  struct Device {
+    const char* name;
+    cg::DeviceCaps caps;
+  };
+  const Device devices[] = {{"48 KiB sg 32", device(49152, 32, true)},
+                            {"16 KiB, no shuffles", device(16384, 32, false)}};
+  int compiled = 0;
+  for (const auto& dev : devices) {
+    for (int64_t d : {64, 128, 256}) {
+      for (int64_t groups : {1, 2, 8}) {
+        auto g = prefill(d, d, "none");
+        g.groups = groups;
+        g.lq = 1;
+        g.lkv = 4096;
+        g.q_si = d, g.q_sh = d, g.q_sb = 8 * groups * d;
+        auto key = cg::attention_key("bf16", g, dev.caps);
+        std::string what = std::string(dev.name).append(" ").append(key.canonical());
+        CAPTURE(what);
+        CHECK(key.params.at("mode") == "vector");
+        auto src = cg::render_attention(key, dev.caps);
+        auto mod = cg::compile(key, src);
+        CHECK(shared_bytes(mod.words) <= dev.caps.max_shared_memory);
+        ++compiled;
+      }
+    }
+  }
+  CHECK(compiled == 2 * 3 * 3);
+}
