@@ -212,6 +212,9 @@ KernelKey attention_key(const std::string& dtype, const AttentionGeometry& g,
     key.params["tpr"] = std::to_string(tpr);
     key.params["sg"] = caps.subgroup_shuffle && tpr <= caps.subgroup_size ? "1" : "0";
     key.params["split"] = attention_splits(g) > 1 ? "1" : "0";
+    // Each lane's d / tpr and dv / tpr elements of a K and V row as 4-element vectors.
+    bool quads = (g.d / tpr) % 4 == 0 && (g.dv / tpr) % 4 == 0 && rows_vector_loads(g);
+    key.params["vec"] = quads ? "1" : "0";
   } else {
     RowsTile t = rows_tile(dtype, g, caps);
     key.params["mode"] = "rows";
@@ -288,7 +291,8 @@ KernelSource render_attention(const KernelKey& key, const DeviceCaps& caps) {
     }
     if (mode == "vector") {
       check_params(
-          key, {"d", "dtype", "dv", "mask", "mdtype", "mode", "rb", "sdtype", "sg", "split", "tpr"},
+          key,
+          {"d", "dtype", "dv", "mask", "mdtype", "mode", "rb", "sdtype", "sg", "split", "tpr", "vec"},
           where);
       uint32_t tpr = static_cast<uint32_t>(std::atoi(key_param(key, "tpr", where).c_str()));
       int rb = std::atoi(key_param(key, "rb", where).c_str());
@@ -306,6 +310,15 @@ KernelSource render_attention(const KernelKey& key, const DeviceCaps& caps) {
       defines.push_back("RB " + std::to_string(rb));
       defines.push_back(std::string("SUBGROUP ") + (sg ? "1" : "0"));
       defines.push_back("SPLIT " + key_param(key, "split", where));
+      bool quads = key_param(key, "vec", where) == "1";
+      if (quads && ((d / tpr) % 4 != 0 || (dv / tpr) % 4 != 0)) {
+        throw std::invalid_argument("[render] " + where +
+                                    ": vec 1 needs d / tpr and dv / tpr multiples of 4.");
+      }
+      defines.push_back(std::string("VEC ") + (quads ? "1" : "0"));
+      defines.push_back(std::string("IN0_HALF ") + (dt.bits != 16                   ? "0"
+                                                    : std::string(dt.name) == "f16" ? "1"
+                                                                                    : "2"));
     } else if (mode == "rows") {
       check_params(key,
                    {"bk", "bq", "d", "dtype", "dv", "kvh", "mask", "mdtype", "mode", "qh", "sdtype",

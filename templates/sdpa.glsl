@@ -181,6 +181,62 @@ float finish(float o, float m, float l, int h) {
 #endif
 }
 
+#if MODE != MODE_MERGE
+#ifndef IN0_HALF
+#define IN0_HALF 0  // 0: f32 operands, 1: f16, 2: bf16
+#endif
+// A quad of operand elements as stored: packed 16-bit bits, or f32.
+#if IN0_HALF
+#define RAW4 uvec2
+#define RAW_ZERO uvec2(0u)
+vec4 unpack4(uvec2 w) {
+#if IN0_HALF == 1 && MLX_F16_HW
+  return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
+#elif IN0_HALF == 1
+  return vec4(f16_bits_to_f32(w.x & 0xffffu), f16_bits_to_f32(w.x >> 16),
+              f16_bits_to_f32(w.y & 0xffffu), f16_bits_to_f32(w.y >> 16));
+#else
+  return vec4(uintBitsToFloat(w.x << 16), uintBitsToFloat(w.x & 0xffff0000u),
+              uintBitsToFloat(w.y << 16), uintBitsToFloat(w.y & 0xffff0000u));
+#endif
+}
+#define LOAD4(buf, at)                                                             \
+  uvec2(uint(buf[uint(at)]) | (uint(buf[uint((at) + 1)]) << 16),                     \
+        uint(buf[uint((at) + 2)]) | (uint(buf[uint((at) + 3)]) << 16))
+#else
+#define RAW4 vec4
+#define RAW_ZERO vec4(0.0f)
+vec4 unpack4(vec4 w) {
+  return w;
+}
+#define LOAD4(buf, at) \
+  vec4(buf[uint(at)], buf[uint((at) + 1)], buf[uint((at) + 2)], buf[uint((at) + 3)])
+#endif
+// VEC: every quad of q, k and v starts at a multiple of 4 elements (offsets and strides
+// are), so it is one 8- or 16-byte load through a second view of the binding.
+#ifndef VEC
+#define VEC 0
+#endif
+#if VEC
+layout(std430, set = 0, binding = 0) readonly buffer Q4 {
+  RAW4 qv4[];
+};
+layout(std430, set = 0, binding = 1) readonly buffer K4 {
+  RAW4 kv4[];
+};
+layout(std430, set = 0, binding = 2) readonly buffer V4 {
+  RAW4 vv4[];
+};
+#define LOAD_Q(at) qv4[uint(at) >> 2]
+#define LOAD_K(at) kv4[uint(at) >> 2]
+#define LOAD_V(at) vv4[uint(at) >> 2]
+#else
+#define LOAD_Q(at) LOAD4(qv, at)
+#define LOAD_K(at) LOAD4(kv, at)
+#define LOAD_V(at) LOAD4(vv, at)
+#endif
+#endif
+
 #if MODE == MODE_MERGE
 // One invocation per output element: the splits' states combined.
 void main() {
@@ -213,12 +269,19 @@ void main() {
 #elif MODE == MODE_VECTOR
 // KPS keys per team and step: their K and V rows are all loaded before any is used, so a
 // workgroup has NT * KPS rows in flight, and the running max is rescaled once per step.
-// With one key per step an H200 read KV caches at 0.14 of its bandwidth.
+// Measured on an H200 (head dim 128, 32-lane teams, KV 131072): 1 key 0.17 of the
+// bandwidth, 4 keys 0.31, 8 keys 0.55. KPS * DPL (a lane's K values in flight) stays at
+// most 32 registers; without subgroups the team sums' shared slots (WGS * RB * KPS floats)
+// keep it at 2.
 #ifndef KPS
-#if SUBGROUP
-#define KPS 4
+#if !SUBGROUP
+#define KPS 2
+#elif DPL >= 32
+#define KPS 1
+#elif 32 / DPL >= 8
+#define KPS 8
 #else
-#define KPS 2  // the team sums' shared slots grow with KPS (WGS * RB * KPS floats)
+#define KPS (32 / DPL)
 #endif
 #endif
 #define MR RB
@@ -277,6 +340,25 @@ void main() {
       js[u] = kbeg + (step * int(KPS) + int(u)) * int(NT) + int(team);
       valid[u] = js[u] < kend;
       int j = js[u];
+#if VEC
+      // Quads: one 8- or 16-byte load for four elements (codegen checks the alignment).
+      int kat = pc.k_offset + b * pc.k_sb + kvh * pc.k_sh + j * pc.k_sj + int(lane * DPL);
+      int vat = pc.v_offset + b * pc.v_sb + kvh * pc.v_sh + j * pc.v_sj + int(lane * VPL);
+      for (uint d = 0; d < DPL / 4; ++d) {
+        vec4 w = valid[u] ? unpack4(LOAD_K(kat + int(4 * d))) : vec4(0.0f);
+        kr[u][4 * d] = w.x;
+        kr[u][4 * d + 1] = w.y;
+        kr[u][4 * d + 2] = w.z;
+        kr[u][4 * d + 3] = w.w;
+      }
+      for (uint d = 0; d < VPL / 4; ++d) {
+        vec4 w = valid[u] ? unpack4(LOAD_V(vat + int(4 * d))) : vec4(0.0f);
+        vr[u][4 * d] = w.x;
+        vr[u][4 * d + 1] = w.y;
+        vr[u][4 * d + 2] = w.z;
+        vr[u][4 * d + 3] = w.w;
+      }
+#else
       for (uint d = 0; d < DPL; ++d) {
         kr[u][d] = valid[u] ? float(IN0_LOAD(kv[uint(pc.k_offset + b * pc.k_sb + kvh * pc.k_sh +
                                                      j * pc.k_sj + int(lane * DPL + d))]))
@@ -287,6 +369,7 @@ void main() {
                                                      j * pc.v_sj + int(lane * VPL + d))]))
                             : 0.0f;
       }
+#endif
     }
     for (uint r = 0; r < RB; ++r) {
       float sc[KPS];
@@ -395,9 +478,6 @@ void main() {
 #ifndef KVH
 #define KVH 0
 #endif
-#ifndef IN0_HALF
-#define IN0_HALF 0  // 0: f32 operands, 1: f16, 2: bf16
-#endif
 #define TR 4
 #define LPR (BK / TK)
 #define RG (BQ / TR)
@@ -410,56 +490,6 @@ void main() {
 #define KQ ((BK * D / 4 + RWG - 1) / RWG)   // K quads each invocation stages
 #define VQ ((BK * DV / 4 + RWG - 1) / RWG)  // V quads
 
-// A quad of operand elements as stored: packed 16-bit bits, or f32.
-#if IN0_HALF
-#define RAW4 uvec2
-#define RAW_ZERO uvec2(0u)
-vec4 unpack4(uvec2 w) {
-#if IN0_HALF == 1 && MLX_F16_HW
-  return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
-#elif IN0_HALF == 1
-  return vec4(f16_bits_to_f32(w.x & 0xffffu), f16_bits_to_f32(w.x >> 16),
-              f16_bits_to_f32(w.y & 0xffffu), f16_bits_to_f32(w.y >> 16));
-#else
-  return vec4(uintBitsToFloat(w.x << 16), uintBitsToFloat(w.x & 0xffff0000u),
-              uintBitsToFloat(w.y << 16), uintBitsToFloat(w.y & 0xffff0000u));
-#endif
-}
-#define LOAD4(buf, at)                                                             \
-  uvec2(uint(buf[uint(at)]) | (uint(buf[uint((at) + 1)]) << 16),                     \
-        uint(buf[uint((at) + 2)]) | (uint(buf[uint((at) + 3)]) << 16))
-#else
-#define RAW4 vec4
-#define RAW_ZERO vec4(0.0f)
-vec4 unpack4(vec4 w) {
-  return w;
-}
-#define LOAD4(buf, at) \
-  vec4(buf[uint(at)], buf[uint((at) + 1)], buf[uint((at) + 2)], buf[uint((at) + 3)])
-#endif
-// VEC: every quad of q, k and v starts at a multiple of 4 elements (offsets and strides
-// are), so it is one 8- or 16-byte load through a second view of the binding.
-#ifndef VEC
-#define VEC 0
-#endif
-#if VEC
-layout(std430, set = 0, binding = 0) readonly buffer Q4 {
-  RAW4 qv4[];
-};
-layout(std430, set = 0, binding = 1) readonly buffer K4 {
-  RAW4 kv4[];
-};
-layout(std430, set = 0, binding = 2) readonly buffer V4 {
-  RAW4 vv4[];
-};
-#define LOAD_Q(at) qv4[uint(at) >> 2]
-#define LOAD_K(at) kv4[uint(at) >> 2]
-#define LOAD_V(at) vv4[uint(at) >> 2]
-#else
-#define LOAD_Q(at) LOAD4(qv, at)
-#define LOAD_K(at) LOAD4(kv, at)
-#define LOAD_V(at) LOAD4(vv, at)
-#endif
 
 #if QH
 shared uvec2 qs[BQ * QS];
