@@ -97,9 +97,15 @@ void check_norm(const NormGeometry& g, const std::string& where) {
 bool rope_idx64(const RopeGeometry& g) {
   uint64_t span = static_cast<uint64_t>(g.count) * static_cast<uint64_t>(g.d);
   uint64_t norm_reach = g.prenorm ? g.norm_w_offset + static_cast<uint64_t>(g.d) : 0;
+  // Written into a larger output: its blocks of out_rows rows.
+  uint64_t into_reach =
+      g.into && g.t_len > 0
+          ? g.out_offset + static_cast<uint64_t>(g.count / g.t_len) *
+                               static_cast<uint64_t>(g.out_rows) * static_cast<uint64_t>(g.d)
+          : 0;
   return reach_needs_64(
-      std::max(std::max({g.in_offset, g.out_offset, static_cast<uint64_t>(g.row0)}) + span,
-               norm_reach));
+      std::max({std::max({g.in_offset, g.out_offset, static_cast<uint64_t>(g.row0)}) + span,
+                norm_reach, into_reach, g.start_offset + 1}));
 }
 
 uint32_t rope_vec(const RopeGeometry& g, const DtypeInfo& dt) {
@@ -199,6 +205,7 @@ KernelKey rope_key(const std::string& dtype, const RopeGeometry& g) {
   key.params = {{"dtype", dtype},
                 {"trad", g.traditional ? "1" : "0"},
                 {"freqs", g.freqs ? "1" : "0"},
+                {"into", g.into ? "1" : "0"},
                 {"norm", g.prenorm ? "1" : "0"},
                 {"vec", std::to_string(rope_vec(g, float_dtype(dtype, "rope")))},
                 {"idx", rope_idx64(g) ? "64" : "32"}};
@@ -212,23 +219,32 @@ bool rope_prenorm_fits(const std::string& dtype, const RopeGeometry& g, const De
          (units & (units - 1)) == 0 && units <= int64_t{caps.subgroup_size};
 }
 
+bool rope_into_fits(const RopeGeometry& g) {
+  return g.row0 == 0 && g.t_len >= 1 && g.out_rows >= g.t_len && g.count % g.t_len == 0 &&
+         !rope_idx64(g);
+}
+
 KernelSource render_rope(const KernelKey& key, const DeviceCaps& caps) {
   const std::string where = "kernel " + key.canonical();
-  check_params(key, {"dtype", "trad", "freqs", "norm", "vec", "idx"}, where);
+  check_params(key, {"dtype", "trad", "freqs", "into", "norm", "vec", "idx"}, where);
   const DtypeInfo& dt = float_dtype(key_param(key, "dtype", where), where);
   std::string freqs = flag(key, "freqs", where);
   std::string trad = flag(key, "trad", where);
   std::string norm = flag(key, "norm", where);
+  std::string into = flag(key, "into", where);
   if (norm == "1" && !caps.subgroup_shuffle) {
     throw std::invalid_argument("[render] " + where + ": norm 1 needs subgroup shuffles.");
   }
-  uint32_t buffers = 3 + (freqs == "1" ? 1 : 0) + (norm == "1" ? 1 : 0);
+  bool idx64 = parse_idx(key, where);
+  if (into == "1" && idx64) {
+    throw std::invalid_argument("[render] " + where + ": into 1 needs 32-bit indices.");
+  }
+  uint32_t buffers = 3 + (freqs == "1" ? 1 : 0) + (norm == "1" ? 1 : 0) + (into == "1" ? 1 : 0);
   return finish("rope.glsl",
                 {std::string("TRADITIONAL ").append(trad), std::string("FREQS ").append(freqs),
-                 std::string("PRENORM ").append(norm)},
-                dt, parse_idx(key, where),
-                parse_vec(key, where, 128u / static_cast<uint32_t>(dt.bits)), buffers, 15, caps,
-                where);
+                 std::string("PRENORM ").append(norm), std::string("INTO ").append(into)},
+                dt, idx64, parse_vec(key, where, 128u / static_cast<uint32_t>(dt.bits)), buffers,
+                into == "1" ? 17 : 15, caps, where);
 }
 
 Launch rope_launch(const KernelKey& key, const KernelSource& source, const RopeGeometry& g) {
@@ -241,20 +257,33 @@ Launch rope_launch(const KernelKey& key, const KernelSource& source, const RopeG
       (key_param(key, "freqs", where) == "1") != g.freqs ||
       (key_param(key, "trad", where) == "1") != g.traditional ||
       (key_param(key, "norm", where) == "1") != g.prenorm ||
-      (g.prenorm && 2 * g.half_dims != g.d)) {
+      (g.prenorm && 2 * g.half_dims != g.d) ||
+      (key_param(key, "into", where) == "1") != g.into || (g.into && !rope_into_fits(g))) {
     throw std::invalid_argument("[launch] " + where + " does not match the geometry.");
   }
   uint64_t per_row = static_cast<uint64_t>(g.half_dims / vec + (g.d - 2 * g.half_dims));
   uint64_t wg = source.workgroup_size[0];
   uint64_t groups = (static_cast<uint64_t>(g.count) * per_row + wg - 1) / wg;
-  return pack_launch(
-      source,
-      {static_cast<int64_t>(g.in_offset), static_cast<int64_t>(g.out_offset),
-       static_cast<int64_t>(g.offsets_offset), static_cast<int64_t>(g.freqs_offset), g.row0,
-       g.count, g.d, g.half_dims, g.t_len, g.per_batch, g.offset_per_batch ? 1 : 0,
-       float_bits(g.scale), float_bits(rope_coefficient(g.base, g.half_dims)),
-       static_cast<int64_t>(g.norm_w_offset), float_bits(g.eps)},
-      idx64, groups, where);
+  std::vector<int64_t> fields{static_cast<int64_t>(g.in_offset),
+                              static_cast<int64_t>(g.out_offset),
+                              static_cast<int64_t>(g.offsets_offset),
+                              static_cast<int64_t>(g.freqs_offset),
+                              g.row0,
+                              g.count,
+                              g.d,
+                              g.half_dims,
+                              g.t_len,
+                              g.per_batch,
+                              g.offset_per_batch ? 1 : 0,
+                              float_bits(g.scale),
+                              float_bits(rope_coefficient(g.base, g.half_dims)),
+                              static_cast<int64_t>(g.norm_w_offset),
+                              float_bits(g.eps)};
+  if (g.into) {
+    fields.push_back(g.out_rows);
+    fields.push_back(static_cast<int64_t>(g.start_offset));
+  }
+  return pack_launch(source, fields, idx64, groups, where);
 }
 
 }  // namespace mlx::core::vulkan::codegen

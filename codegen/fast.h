@@ -57,16 +57,26 @@ struct RopeGeometry {
   bool prenorm = false;
   float eps = 0.0f;
   uint64_t norm_w_offset = 0;
+  // Rows written into a larger output instead (a slice_update of the rope's output,
+  // mlx/fusion.h): x viewed as [outer, t_len, d] goes to rows start .. start + t_len - 1 of
+  // each of the output's `out_rows`-row blocks, start read from an int32 binding and
+  // clamped into [0, out_rows - t_len] as slice_update clamps it. One launch (row0 0).
+  bool into = false;
+  int64_t out_rows = 0;
+  uint64_t start_offset = 0;
 };
 
-// "rope:dtype=f16|bf16|f32,freqs=0|1,idx=32|64,norm=0|1,trad=0|1,vec=1|2|4|8". vec: pairs
-// per invocation (16 bytes of the dtype, else 4 or 2), the widest whose vectors stay
-// aligned; norm: g.prenorm.
+// "rope:dtype=f16|bf16|f32,freqs=0|1,idx=32|64,into=0|1,norm=0|1,trad=0|1,vec=1|2|4|8".
+// vec: pairs per invocation (16 bytes of the dtype, else 4 or 2), the widest whose vectors
+// stay aligned; norm: g.prenorm; into: g.into (32-bit indices only).
 KernelKey rope_key(const std::string& dtype, const RopeGeometry& g);
 // Whether the rope kernel can apply the norm itself on this device: whole rows rotated,
 // and a row's invocations (half_dims / vec) a power of two within one subgroup, which
 // sums its squares with shuffles. Otherwise the caller runs the norm first.
 bool rope_prenorm_fits(const std::string& dtype, const RopeGeometry& g, const DeviceCaps& caps);
+// Whether the rope kernel can write g's rows into the larger output (g.into): one launch
+// and 32-bit indices (its two extra push constants then fit 128 bytes).
+bool rope_into_fits(const RopeGeometry& g);
 KernelSource render_rope(const KernelKey& key, const DeviceCaps& caps);
 Launch rope_launch(const KernelKey& key, const KernelSource& source, const RopeGeometry& g);
 

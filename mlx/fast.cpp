@@ -335,7 +335,7 @@ bool LayerNorm::is_equivalent(const Primitive& other) const {
 bool RoPE::is_equivalent(const Primitive& other) const {
   const auto& o = static_cast<const RoPE&>(other);
   return dims_ == o.dims_ && traditional_ == o.traditional_ && base_ == o.base_ &&
-         scale_ == o.scale_ && norm_eps_ == o.norm_eps_;
+         scale_ == o.scale_ && norm_eps_ == o.norm_eps_ && into_ == o.into_;
 }
 
 }  // namespace mlx::core::fast

@@ -43,18 +43,21 @@ class LayerNorm : public UnaryPrimitive {
 };
 
 // inputs: {x, offset (int32, 1 or B values)}, optionally freqs (float32, dims/2 values),
-// and with norm_eps the weight of an rms_norm that rope applies to x first (mlx/fusion.h:
-// the rope of an rms_norm's output reads the norm's input; dims is then x's last dim).
+// with norm_eps the weight of an rms_norm that rope applies to x first, and with `into` a
+// source array and an int32 start: the output is the source with x's rotated rows written
+// at that start along axis -2 (mlx/fusion.h: the rope of an rms_norm's output reads the
+// norm's input; a slice_update of a rope's output at an array start is one op).
 class RoPE : public UnaryPrimitive {
  public:
   RoPE(Stream s, int dims, bool traditional, float base, float scale,
-       std::optional<float> norm_eps = std::nullopt)
+       std::optional<float> norm_eps = std::nullopt, bool into = false)
       : UnaryPrimitive(s),
         dims_(dims),
         traditional_(traditional),
         base_(base),
         scale_(scale),
-        norm_eps_(norm_eps) {}
+        norm_eps_(norm_eps),
+        into_(into) {}
   MLX_DECLARE_UNARY_EVAL
   const char* name() const override {
     return "RoPE";
@@ -72,12 +75,19 @@ class RoPE : public UnaryPrimitive {
   float scale() const {
     return scale_;
   }
-  // The absorbed rms_norm's eps; its weight is inputs.back().
+  // The absorbed rms_norm's eps; its weight is inputs[norm_weight_index(n)].
   const std::optional<float>& norm_eps() const {
     return norm_eps_;
   }
+  // Whether the rows are written into inputs[n - 2] at start inputs[n - 1].
+  bool into() const {
+    return into_;
+  }
   bool has_freqs(size_t n_inputs) const {
-    return n_inputs > (norm_eps_ ? 3u : 2u);
+    return n_inputs > 2u + (norm_eps_ ? 1u : 0u) + (into_ ? 2u : 0u);
+  }
+  size_t norm_weight_index(size_t n_inputs) const {
+    return n_inputs - 1 - (into_ ? 2u : 0u);
   }
 
  private:
@@ -86,6 +96,7 @@ class RoPE : public UnaryPrimitive {
   float base_;  // unused when freqs is an input
   float scale_;
   std::optional<float> norm_eps_;
+  bool into_;
 };
 
 // How ScaledDotProductAttention masks the scores.

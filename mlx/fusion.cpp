@@ -60,6 +60,33 @@ const QuantizedMatmul* absorbable_product(const array& p, const Stream& s) {
 
 }  // namespace
 
+std::optional<array> rope_into_slice(const array& src, const array& update, const array& start,
+                                     const std::vector<int>& axes, const Stream& s) {
+  int nd = static_cast<int>(src.ndim());
+  if (!fusion_enabled() || detail::in_tracing() || !update.has_primitive() ||
+      update.status() != array::Status::unscheduled || !update.siblings().empty() ||
+      update.dtype() != src.dtype() || update.ndim() != src.ndim() || nd < 3 ||
+      axes.size() != 1 || axes[0] != nd - 2 || start.dtype() != int32 || start.size() != 1) {
+    return std::nullopt;
+  }
+  auto* rope = dynamic_cast<const fast::RoPE*>(&update.primitive());
+  if (rope == nullptr || rope->stream() != s || rope->into()) {
+    return std::nullopt;
+  }
+  for (int d = 0; d < nd; ++d) {
+    if (d != nd - 2 && update.shape(d) != src.shape(d)) {
+      return std::nullopt;
+    }
+  }
+  std::vector<array> inputs = update.inputs();
+  inputs.push_back(src);
+  inputs.push_back(start);
+  return array(src.shape(), src.dtype(),
+               std::make_shared<fast::RoPE>(s, rope->dims(), rope->traditional(), rope->base(),
+                                            rope->scale(), rope->norm_eps(), true),
+               std::move(inputs));
+}
+
 std::optional<array> add_to_product(const array& a, const array& b, const Stream& s) {
   if (!fusion_enabled() || detail::in_tracing() || a.shape() != b.shape() ||
       a.dtype() != b.dtype() || !issubdtype(a.dtype(), floating) || a.id() == b.id()) {

@@ -1,12 +1,13 @@
 // Producer absorption while a graph is built (docs/fusion.md). Some ops read their input
 // through a cheap row operation that another node would otherwise write to memory first:
 // rope and quantized_matmul take an rms_norm's input and weight and normalize on the fly,
-// and an add takes over the quantized product it adds to, so a decode step makes one
-// dispatch where it made two. The absorbed node stays in the graph for any other reader
+// an add takes over the quantized product it adds to, and a slice_update the rope it
+// writes, so a decode step makes one dispatch where it made two. The absorbed node stays in the graph for any other reader
 // (which then computes it again); when nothing else holds it, it is never evaluated.
 #pragma once
 
 #include <optional>
+#include <vector>
 
 #include "mlx/array.h"
 #include "mlx/stream.h"
@@ -32,6 +33,13 @@ std::optional<NormPrologue> absorbable_rms_norm(const array& a, const Stream& s)
 // shape and dtype: the product adds it before its one rounding (a residual connection
 // after a projection). nullopt when that does not apply.
 std::optional<array> add_to_product(const array& a, const array& b, const Stream& s);
+
+// slice_update(src, update, start, {ndim - 2}) as one op when `update` is a rope's output
+// (not yet scheduled, on stream s) of src's dtype and rank, matching src but on that axis,
+// with a one-element int32 start: the rope writes its rows into (a donated or copied) src
+// at the start (a KV cache update of freshly rotated keys). nullopt otherwise.
+std::optional<array> rope_into_slice(const array& src, const array& update, const array& start,
+                                     const std::vector<int>& axes, const Stream& s);
 
 // On unless the environment has MLX_DISABLE_FUSION at start-up. Results are the same
 // either way up to the rounding of the norm's statistics (each fused kernel rounds the

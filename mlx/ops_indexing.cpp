@@ -6,6 +6,7 @@
 #include <numeric>
 #include <set>
 
+#include "mlx/fusion.h"
 #include "mlx/ops.h"
 #include "mlx/primitives.h"
 #include "mlx/utils.h"
@@ -324,6 +325,10 @@ array slice_update(const array& src, const array& update, const array& start, st
           "[slice_update] an update of shape " + shape_to_string(update.shape()) +
           " does not fit the source of shape " + shape_to_string(src.shape()) + ".");
     }
+  }
+  // A KV cache update of freshly rotated keys is one op (mlx/fusion.h).
+  if (auto fused = rope_into_slice(src, update, start, axes, to_stream(s))) {
+    return *fused;
   }
   auto upd = broadcast_to(astype(update, src.dtype(), s), up_shape, s);
   return array(src.shape(), src.dtype(),

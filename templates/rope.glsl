@@ -12,6 +12,10 @@
 // and the next VEC (traditional: adjacent pairs). Invocations past dims / (2 * VEC) copy
 // one passed-through element each.
 //
+// INTO 1 writes row t of each block of t_len rows to row clamp(start) + t of the output's
+// block of out_rows rows (a slice_update of the rope's output at an array start, a KV cache
+// update; the output holds the source already).
+//
 // PRENORM 1 applies rms_norm(x, norm_w, eps) to each row first (the rope of an rms_norm's
 // output, mlx/fusion.h): rows then have no passed-through part, the units invocations of
 // a row (a power of two dividing the subgroup size) sum its squares with subgroup shuffles,
@@ -27,6 +31,9 @@
 #endif
 #ifndef PRENORM
 #define PRENORM 0
+#endif
+#ifndef INTO
+#define INTO 0
 #endif
 #ifndef VEC
 #define VEC 1
@@ -61,9 +68,17 @@ layout(std430, set = 0, binding = 2) readonly buffer Freqs {
 layout(std430, set = 0, binding = NORM_BINDING) readonly buffer NormW {
   IN0_ST norm_w[];
 };
-#define OUT_BINDING (NORM_BINDING + 1)
+#define START_BINDING (NORM_BINDING + 1)
 #else
-#define OUT_BINDING NORM_BINDING
+#define START_BINDING NORM_BINDING
+#endif
+#if INTO
+layout(std430, set = 0, binding = START_BINDING) readonly buffer Start {
+  int starts[];
+};
+#define OUT_BINDING (START_BINDING + 1)
+#else
+#define OUT_BINDING START_BINDING
 #endif
 layout(std430, set = 0, binding = OUT_BINDING) writeonly buffer Out {
   OUT_ST outv[];
@@ -94,6 +109,10 @@ layout(push_constant) uniform Params {
   IDX_T coef_bits;   // f32 bits of log2(base) / half_dims
   IDX_T norm_w_offset;  // PRENORM: the norm weight's element 0
   IDX_T eps_bits;       // PRENORM: f32 bits of the norm's eps
+#if INTO
+  IDX_T out_rows;      // rows of each output block (the slice_update's axis)
+  IDX_T start_offset;  // the start's element
+#endif
 }
 pc;
 
@@ -151,7 +170,14 @@ void main() {
   }
   IDX_T u = gid - row * per_row;
   IDX_T base = pc.in0_offset + row * pc.d;
+#if INTO
+  // Row t of block k goes to row clamp(start) + t of the output's block k (one launch).
+  IDX_T block = row / pc.t_len;
+  IDX_T first_row = IDX_T(clamp(starts[uint(pc.start_offset)], 0, int(pc.out_rows - pc.t_len)));
+  IDX_T obase = pc.out_offset + (block * pc.out_rows + first_row + (row - block * pc.t_len)) * pc.d;
+#else
   IDX_T obase = pc.out_offset + row * pc.d;
+#endif
   if (u >= units) {
     IDX_T j = 2 * pc.half_dims + (u - units);
     outv[uint(obase + j)] = OUT_STORE(IN0_LOAD(in0[uint(base + j)]));

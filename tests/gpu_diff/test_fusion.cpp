@@ -256,3 +256,100 @@ TEST_CASE("quantized products with a residual on the GPU match the unfused CPU r
   CHECK(counts["QuantizedMatmul"] == 0);
   CHECK(counts["Add"] == 0);
 }
+
+namespace {
+
+// A KV-cache style update: rope (of an rms_norm when `norm`) of x written into `cache` at
+// `start` along axis 2.
+mx::array rope_update(const mx::array& cache, const mx::array& x, const mx::array& w,
+                      const mx::array& start, bool norm, mx::StreamOrDevice s) {
+  int d = x.shape(-1);
+  auto k = norm ? mx::fast::rms_norm(x, w, kEps, s) : x;
+  k = mx::fast::rope(k, d, false, 10000.0f, 1.0f, start, std::nullopt, s);
+  return mx::slice_update(cache, k, start, {2}, s);
+}
+
+bool writes_into(const mx::array& a) {
+  auto* rope = dynamic_cast<mx::fast::RoPE*>(&a.primitive());
+  return rope != nullptr && rope->into();
+}
+
+}  // namespace
+
+TEST_CASE("a slice_update of a rope's output at an array start is one op") {
+  auto cpu = mx::Device::cpu;
+  auto cache = uniform({1, 2, 16, 64}, mx::float32, 20);
+  auto x = uniform({1, 2, 3, 64}, mx::float32, 21);
+  auto w = uniform({64}, mx::float32, 22);
+  auto start = mx::array(5, mx::int32);
+  auto fused = rope_update(cache, x, w, start, true, cpu);
+  REQUIRE(writes_into(fused));
+  CHECK(fused.inputs().back().id() == start.id());
+  CHECK(fused.inputs()[fused.inputs().size() - 2].id() == cache.id());
+  CHECK(dynamic_cast<mx::fast::RoPE&>(fused.primitive()).norm_eps() == kEps);
+  CHECK(fused.shape() == cache.shape());
+  auto plain = with_fusion(false, [&] { return rope_update(cache, x, w, start, true, cpu); });
+  CHECK_FALSE(writes_into(plain));
+  CHECK(mx::array_equal(fused, plain, false).item<bool>());
+  // Not absorbed: another axis, an int64 start, a broadcast update, another dtype.
+  auto k = mx::fast::rope(x, 64, false, 10000.0f, 1.0f, start, std::nullopt, cpu);
+  CHECK_FALSE(writes_into(mx::slice_update(cache, k, mx::array(1, mx::int32), {1}, cpu)));
+  CHECK_FALSE(writes_into(mx::slice_update(cache, k, mx::array(5, mx::int64), {2}, cpu)));
+  auto one_head = mx::fast::rope(uniform({1, 1, 3, 64}, mx::float32, 23), 64, false, 10000.0f, 1.0f,
+                                 start, std::nullopt, cpu);
+  CHECK_FALSE(writes_into(mx::slice_update(cache, one_head, start, {2}, cpu)));
+  auto k16 = mx::fast::rope(mx::astype(x, mx::float16, cpu), 64, false, 10000.0f, 1.0f, start,
+                            std::nullopt, cpu);
+  CHECK_FALSE(writes_into(mx::slice_update(cache, k16, start, {2}, cpu)));
+}
+
+TEST_CASE("a rope written into a slice on the GPU matches the unfused CPU reference") {
+  if (!gpu_present())
+    return;
+  mx::vulkan::reset_fallback_counts();
+  auto cpu = mx::Device::cpu, gpu = mx::Device::gpu;
+  struct RopeInto {
+    mx::Shape cache, x;
+    int start;  // clamped by slice_update when the rows would pass the end
+  };
+  const std::vector<RopeInto> cases = {{{1, 8, 32, 128}, {1, 8, 1, 128}, 7},
+                                       {{1, 4, 16, 64}, {1, 4, 5, 64}, 14},
+                                       {{2, 2, 8, 64}, {2, 2, 8, 64}, 0}};
+  uint64_t seed = 400;
+  for (auto dt : {mx::float32, mx::bfloat16}) {
+    for (const auto& c : cases) {
+      for (bool norm : {false, true}) {
+        auto cache = uniform(c.cache, dt, seed++);
+        auto x = uniform(c.x, dt, seed++);
+        auto w = uniform({c.x.back()}, dt, seed++);
+        auto start = mx::array(c.start, mx::int32);
+        auto want = with_fusion(false, [&] { return rope_update(cache, x, w, start, norm, cpu); });
+        want.eval();
+        auto got = gpu_eval_checked(
+            [&] {
+              return std::vector<mx::array>{rope_update(on_device(cache, gpu), on_device(x, gpu),
+                                                        on_device(w, gpu), start, norm, gpu)};
+            },
+            "slice_update(rope)")[0];
+        std::string what = "slice_update(rope" + std::string(norm ? "(rms_norm)" : "") + ") " +
+                           std::string(mx::dtype_to_string(dt)) + " " +
+                           mx::shape_to_string(c.x) + " into " + mx::shape_to_string(c.cache) +
+                           " at " + std::to_string(c.start);
+        CHECK(all_close(got, want, fused_tolerance(dt, 1e-4), what));
+      }
+    }
+  }
+  // In place: a cache nobody else holds is donated to the update.
+  auto cache = on_device(uniform({1, 2, 8, 64}, mx::float32, 500), gpu);
+  auto x = on_device(uniform({1, 2, 1, 64}, mx::float32, 501), gpu);
+  const void* before = cache.buffer().ptr();
+  auto start = mx::array(3, mx::int32);
+  auto updated = rope_update(cache, x, x, start, false, gpu);
+  cache = mx::array(0.0f);  // the update holds the only reference now
+  REQUIRE(writes_into(updated));
+  updated.eval();
+  CHECK(updated.buffer().ptr() == before);
+  auto counts = mx::vulkan::fallback_counts();
+  CHECK(counts["RoPE"] == 0);
+  CHECK(counts["DynamicSliceUpdate"] == 0);
+}

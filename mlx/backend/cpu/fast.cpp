@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "mlx/backend/cpu/copy.h"
+#include "mlx/backend/cpu/indexing.h"
 #include "mlx/fast_primitives.h"
 
 namespace mlx::core::fast {
@@ -110,6 +111,16 @@ void LayerNorm::eval_cpu(const std::vector<array>& inputs, array& out) {
 // Row r of x viewed as [B, rows_per_batch, D] sits at position t = r % T in batch entry
 // r / rows_per_batch; its angle for pair i is (offset[b] + t) * scale * inv_freq[i].
 void RoPE::eval_cpu(const std::vector<array>& inputs, array& out) {
+  if (into_) {
+    // The rotated rows, then the absorbed slice_update (mlx/fusion.h).
+    std::vector<array> rope_inputs(inputs.begin(), inputs.end() - 2);
+    array rotated(inputs[0].shape(), out.dtype(), nullptr, {});
+    RoPE(stream(), dims_, traditional_, base_, scale_, norm_eps_).eval_cpu(rope_inputs, rotated);
+    // The source by reference, so the update may take its buffer (in place).
+    cpu::slice_update_into(inputs[inputs.size() - 2], rotated, inputs.back(),
+                           {static_cast<int>(out.ndim()) - 2}, out);
+    return;
+  }
   if (norm_eps_) {
     // The absorbed rms_norm first, rounded to the dtype as its own output would be.
     array normed(inputs[0].shape(), inputs[0].dtype(), nullptr, {});

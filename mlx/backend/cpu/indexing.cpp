@@ -9,6 +9,7 @@
 #include "mlx/backend/common/utils.h"
 #include "mlx/backend/cpu/copy.h"
 #include "mlx/backend/cpu/elementwise_ops.h"
+#include "mlx/backend/cpu/indexing.h"
 #include "mlx/dtype_utils.h"
 #include "mlx/primitives.h"
 
@@ -316,16 +317,19 @@ void DynamicSlice::eval_cpu(const std::vector<array>& inputs, array& out) {
   gather_locs(a, out, locs);
 }
 
-void DynamicSliceUpdate::eval_cpu(const std::vector<array>& inputs, array& out) {
-  auto& src = inputs[0];
-  auto& update = inputs[1];
-  auto starts = clamped_starts(inputs[2], axes_, src.shape(), update.shape());
+void cpu::slice_update_into(const array& src, const array& update, const array& start,
+                            const std::vector<int>& axes, array& out) {
+  auto starts = clamped_starts(start, axes, src.shape(), update.shape());
   copy_or_donate(src, out);
   int64_t offset = 0;
-  for (size_t k = 0; k < axes_.size(); ++k) {
-    offset += starts[k] * out.strides(axes_[k]);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    offset += starts[k] * out.strides(axes[k]);
   }
   cpu::copy_into(update, out, out.strides(), offset);
+}
+
+void DynamicSliceUpdate::eval_cpu(const std::vector<array>& inputs, array& out) {
+  cpu::slice_update_into(inputs[0], inputs[1], inputs[2], axes_, out);
 }
 
 }  // namespace mlx::core

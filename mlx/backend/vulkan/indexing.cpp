@@ -231,18 +231,6 @@ struct ScatterSpec {
 };
 
 // out takes src's buffer when nothing else can see it, else a row-contiguous copy of it.
-void copy_or_donate(int stream, const array& src, array& out) {
-  if (vulkan::gpu_donatable(src, stream) && src.flags().row_contiguous &&
-      src.data_size() == src.size()) {
-    out.copy_shared_buffer(src);
-  } else {
-    out.set_data(allocator::malloc(out.nbytes()));
-    if (out.size() > 0) {
-      vulkan::copy_gpu(stream, src, out);
-    }
-  }
-}
-
 void run_scatter(int stream, const Operand& index, const Operand& updates, ScatterSpec spec,
                  array& out) {
   auto& dev = vulkan::device("Scatter");
@@ -440,7 +428,7 @@ void Scatter::eval_gpu(const std::vector<array>& inputs, array& out) {
     return;
   }
   int stream = this->stream().index;
-  copy_or_donate(stream, a, out);
+  vulkan::copy_or_donate(stream, a, out);
   size_t nidx = inputs.size() - 2;
   int64_t n = nidx ? static_cast<int64_t>(inputs[1].size()) : 1;
   if (out.size() == 0 || updates.size() == 0 || n == 0) {
@@ -497,7 +485,7 @@ void ScatterAxis::eval_gpu(const std::vector<array>& inputs, array& out) {
     return;
   }
   int stream = this->stream().index;
-  copy_or_donate(stream, a, out);
+  vulkan::copy_or_donate(stream, a, out);
   if (out.size() == 0 || idx.size() == 0) {
     return;
   }
@@ -526,7 +514,7 @@ void DynamicSliceUpdate::eval_gpu(const std::vector<array>& inputs, array& out) 
     return;
   }
   int stream = this->stream().index;
-  copy_or_donate(stream, src, out);
+  vulkan::copy_or_donate(stream, src, out);
   if (out.size() == 0 || upd.size() == 0) {
     return;
   }

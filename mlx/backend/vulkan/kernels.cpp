@@ -6,6 +6,7 @@
 
 #include "mlx/backend/vulkan/allocator.h"
 #include "mlx/backend/vulkan/device.h"
+#include "mlx/backend/vulkan/elementwise.h"
 #include "mlx/primitives.h"
 
 namespace mlx::core::vulkan {
@@ -68,6 +69,17 @@ void allocate_or_donate(const std::vector<array>& inputs, array& out, bool allow
     }
   }
   out.set_data(allocator::malloc(out.nbytes()));
+}
+
+void copy_or_donate(int stream, const array& src, array& out) {
+  if (gpu_donatable(src, stream) && src.flags().row_contiguous && src.data_size() == src.size()) {
+    out.copy_shared_buffer(src);
+  } else {
+    out.set_data(allocator::malloc(out.nbytes()));
+    if (out.size() > 0) {
+      copy_gpu(stream, src, out);
+    }
+  }
 }
 
 View view_of(const array& a) {

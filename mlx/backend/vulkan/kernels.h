@@ -43,6 +43,11 @@ bool gpu_donatable(const array& a, int stream);
 // new memory.
 void allocate_or_donate(const std::vector<array>& inputs, array& out, bool allow_donation);
 
+// Gives `out` (src's shape and dtype) src's values: src's buffer itself when it is
+// row-contiguous, dense and gpu_donatable for `stream` (an update in place), else a copy
+// recorded on the stream. The scatter family and a rope written into a slice use it.
+void copy_or_donate(int stream, const array& src, array& out);
+
 // A strided view of a buffer: one operand of a launch.
 struct View {
   allocator::Buffer buffer{nullptr};
