@@ -515,14 +515,15 @@ bool qmv_applies(const MatmulGeometry& g) {
   return g.m >= 1 && g.m <= 8 && g.b_t && !g.a_t && g.bits > 0 && g.k > 0 && g.k % 32 == 0;
 }
 
-bool qmv_fusion_fits(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps) {
+bool qmv_fusion_fits(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps&) {
   if (!qmv_applies(g)) {
     return false;
   }
-  KernelKey key = qmv_key(dtype, g, caps);
-  uint64_t vec = std::stoul(key.params.at("vec"));
+  // qmv_key's vec and idx, without building the key (this runs on every launch).
+  uint64_t vec =
+      lanes_if_aligned(dtype, {static_cast<int64_t>(g.a_offset), g.lda, g.a_bs0, g.a_bs1, g.k});
   uint64_t out_elems = static_cast<uint64_t>(g.batches * g.m * g.n);
-  return key.params.at("idx") == "32" && g.norm_w_offset % vec == 0 &&
+  return !geometry_idx64(g, 1, 1, 1) && g.norm_w_offset % vec == 0 &&
          !reach_needs_64(g.norm_w_offset + static_cast<uint64_t>(g.k)) &&
          !reach_needs_64(g.residual_offset + out_elems);
 }
