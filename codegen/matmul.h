@@ -87,8 +87,9 @@ bool qmv_applies(const MatmulGeometry& g);
 // applies, 32-bit indices (the extra push constants then fit 128 bytes), and a norm
 // weight aligned to x's vectors.
 bool qmv_fusion_fits(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps);
-// "qmv:bits,dtype,gs,idx,mr=1|2|4|8,nc=1|2|4,norm=0|1,res=0|1,sg=0|1,tpr=N,vec=1|4|8,wvec=0|1"
-// (norm: g.prenorm, res: g.residual; nc: columns
+// "qmv:bits,dtype,gs,idx,mr=1|2|4|8,nc=1|2|4,norm=0|1,res=0|1,sg=0|1,tpr=N,u=1|2|4,vec=1|4|8,
+// wvec=0|1" (norm: g.prenorm, res: g.residual; u: packs in flight per lane and column, at
+// most 4 / nc and what a lane has; nc: columns
 // per team, sharing each lane's x values).
 KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps);
 KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps);

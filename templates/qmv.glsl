@@ -29,7 +29,7 @@
 // shape is added to each sum before its one rounding.
 //
 // The engine defines BITS, GS, MR (rows held in registers: M rounded up to 1, 2, 4 or 8),
-// NC (columns per team: 1, 2 or 4), TPR, SUBGROUP, VEC (x's lanes in 16 bytes when its rows start at multiples of them,
+// NC (columns per team: 1, 2 or 4), U (packs in flight per lane and column), TPR, SUBGROUP, VEC (x's lanes in 16 bytes when its rows start at multiples of them,
 // else 1), WVEC (1: a pack of 4 or 8 bits is read as uvec4 loads) and IN0_* (x, the scales
 // and biases share the dtype) and OUT_*. codegen/matmul.cpp packs the push constants.
 #ifndef BITS
@@ -70,7 +70,9 @@
 #include "include/lanes.glsl"
 #endif
 
-#define U (4 / NC)  // packs in flight per lane and column: 4 per lane in all
+#ifndef U
+#define U (4 / NC)  // packs in flight per lane and column (the engine may lower it)
+#endif
 #define MASK ((1u << BITS) - 1u)
 
 layout(local_size_x_id = 0) in;
