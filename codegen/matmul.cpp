@@ -516,7 +516,7 @@ bool qmv_applies(const MatmulGeometry& g) {
 }
 
 bool qmv_fusion_fits(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps&) {
-  if (!qmv_applies(g)) {
+  if (!qmv_applies(g) || (g.glu && (g.n % 2 != 0 || g.residual))) {
     return false;
   }
   // qmv_key's vec and idx, without building the key (this runs on every launch).
@@ -556,7 +556,8 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
   }
   bool sg = caps.subgroup_shuffle && tpr <= caps.subgroup_size;
   uint32_t mr = gemv_rows(g.m);
-  uint32_t nc = qmv_columns(g.n, mr, tpr, caps);
+  // A GLU team owns one column of each half.
+  uint32_t nc = g.glu ? 2 : qmv_columns(g.n, mr, tpr, caps);
   // Packs in flight per lane and column: 4 per lane in all, but no more than a lane has
   // (a decode-sized K = 1024 gives each of 32 lanes one pack). Registers held for packs a
   // lane never loads cost occupancy: on an H200, U = 1 instead of 4 took the Qwen3-0.6B
@@ -569,6 +570,7 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
   return KernelKey{"qmv",
                    {{"bits", std::to_string(g.bits)},
                     {"dtype", dtype},
+                    {"glu", bit(g.glu)},
                     {"gs", std::to_string(g.group_size)},
                     {"idx", geometry_idx64(g, 1, 1, 1) ? "64" : "32"},
                     {"mr", std::to_string(mr)},
@@ -585,8 +587,8 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
 KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
   const std::string where = "kernel " + key.canonical();
   check_params(key,
-               {"bits", "dtype", "gs", "idx", "mr", "nc", "norm", "res", "sg", "tpr", "u", "vec",
-                "wvec"},
+               {"bits", "dtype", "glu", "gs", "idx", "mr", "nc", "norm", "res", "sg", "tpr", "u",
+                "vec", "wvec"},
                where);
   const DtypeInfo& dt = float_dtype(key, where);
   bool idx64 = parse_idx(key, where);
@@ -596,6 +598,7 @@ KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
   bool wvec = flag(key, "wvec", where);
   bool norm = flag(key, "norm", where);
   bool res = flag(key, "res", where);
+  bool glu = flag(key, "glu", where);
   const std::string& vec = key_param(key, "vec", where);
   const std::string& mr = key_param(key, "mr", where);
   const std::string& nc = key_param(key, "nc", where);
@@ -607,12 +610,13 @@ KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
       tpr < 1 || tpr > 32 ||
       (tpr & (tpr - 1)) != 0 || wg % tpr != 0 ||
       (sg && (!caps.subgroup_shuffle || tpr > caps.subgroup_size)) || (wvec && bits % 4 != 0) ||
-      ((norm || res) && idx64)) {
+      ((norm || res || glu) && idx64) || (glu && (nc != "2" || res))) {
     throw std::invalid_argument("[render] " + where +
                                 ": vec must be 1 or 16 bytes of lanes, mr 1, 2, 4 or 8, nc 1, 2 "
                                 "or 4, tpr a "
                                 "power of two up to 32 (the subgroup size with sg 1), wvec 1 "
-                                "only for 4 or 8 bits, norm and res 1 only with idx 32.");
+                                "only for 4 or 8 bits, norm, res and glu 1 only with idx 32, glu with nc 2 "
+                                "and no res.");
   }
   std::vector<std::string> defines =
       storage_defines({&dt, &dtype_info("u32", where)}, idx64, caps, where);
@@ -634,6 +638,7 @@ KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
   defines.push_back(std::string("WVEC ") + bit(wvec));
   defines.push_back(std::string("PRENORM ") + bit(norm));
   defines.push_back(std::string("RESIDUAL ") + bit(res));
+  defines.push_back(std::string("GLU ") + bit(glu));
   if (vec != "1") {
     add_vector_operand_defines("IN0_", dt, lanes, false, defines);
   }
@@ -657,7 +662,9 @@ Launch qmv_launch(const KernelKey& key, const KernelSource& source, const Matmul
   }
   int64_t tpr = std::stol(key_param(key, "tpr", where));
   int64_t nc = std::stol(key_param(key, "nc", where));
-  int64_t gx = ceil_div(g.n, static_cast<int64_t>(source.workgroup_size[0]) / tpr * nc);
+  // A GLU team owns column n of both halves: n / 2 teams.
+  int64_t gx = g.glu ? ceil_div(g.n / 2, static_cast<int64_t>(source.workgroup_size[0]) / tpr)
+                     : ceil_div(g.n, static_cast<int64_t>(source.workgroup_size[0]) / tpr * nc);
   constexpr int64_t kMax = 65535;
   if (gx > kMax || g.batches > kMax) {
     throw std::invalid_argument("[launch] " + where + ": too many workgroups for one launch.");

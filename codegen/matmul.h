@@ -51,6 +51,10 @@ struct MatmulGeometry {
   // over, mlx/fusion.h); the residual is dense, of out's shape and dtype.
   bool residual = false;
   uint64_t residual_offset = 0;
+  // qmv only: out = silu(P[:, :n/2]) * P[:, n/2:] of the product P (n columns, even), each
+  // node rounded to the dtype as a compiled SwiGLU rounds them (mlx/fusion.h); out has n/2
+  // columns.
+  bool glu = false;
 };
 
 // A GEMM tile: BM x BN outputs per workgroup, BK steps of k per shared-memory stage, TM x TN
@@ -87,8 +91,9 @@ bool qmv_applies(const MatmulGeometry& g);
 // applies, 32-bit indices (the extra push constants then fit 128 bytes), and a norm
 // weight aligned to x's vectors.
 bool qmv_fusion_fits(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps);
-// "qmv:bits,dtype,gs,idx,mr=1|2|4|8,nc=1|2|4,norm=0|1,res=0|1,sg=0|1,tpr=N,u=1|2|4,vec=1|4|8,
-// wvec=0|1" (norm: g.prenorm, res: g.residual; u: packs in flight per lane and column, at
+// "qmv:bits,dtype,glu=0|1,gs,idx,mr=1|2|4|8,nc=1|2|4,norm=0|1,res=0|1,sg=0|1,tpr=N,u=1|2|4,
+// vec=1|4|8,wvec=0|1" (glu: g.glu, nc 2; norm: g.prenorm, res: g.residual; u: packs in
+// flight per lane and column, at
 // most 4 / nc and what a lane has; nc: columns
 // per team, sharing each lane's x values).
 KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps);

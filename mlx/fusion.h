@@ -41,6 +41,13 @@ std::optional<array> add_to_product(const array& a, const array& b, const Stream
 std::optional<array> rope_into_slice(const array& src, const array& update, const array& start,
                                      const std::vector<int>& axes, const Stream& s);
 
+// `h` itself as one op when it is silu(g) * u, a compiled elementwise group (x *
+// sigmoid(x) times the second input, as MLX-LM's SwiGLU) of the two halves g, u (last
+// axis) of a decode-sized quantized product P that is not yet scheduled, on stream s: the
+// product computes the activation of its halves in its epilogue (the gate/up product of
+// an MLP, whose output then never exists). nullopt otherwise.
+std::optional<array> glu_of_product(const array& h, const Stream& s);
+
 // On unless the environment has MLX_DISABLE_FUSION at start-up. Results are the same
 // either way up to the rounding of the norm's statistics (each fused kernel rounds the
 // normalized values to the norm's dtype, as the norm's own output would be).

@@ -176,6 +176,11 @@ array quantized_matmul(array x, array w, array scales, std::optional<array> bias
                        const std::string& mode, StreamOrDevice s) {
   const char* op = "quantized_matmul";
   check_mode(op, mode);
+  // A SwiGLU of a decode-sized product's halves becomes that product's epilogue
+  // (mlx/fusion.h): x is then the activation computed inside the gate/up product.
+  if (auto fused = glu_of_product(x, to_stream(s))) {
+    x = *fused;
+  }
   Dtype t = check_scales_biases(op, scales, biases);
   Params p = check_params(op, group_size_in, bits_in);
   if (w.dtype() != uint32) {

@@ -90,4 +90,26 @@ const char* Reduce::name() const {
   return "Reduce";
 }
 
+std::vector<array> glu_halves(const array& product, Stream s, bool gpu) {
+  // Views of the two halves of the last axis (Slice's own eval: no copy).
+  Shape start(product.ndim(), 0), stop = product.shape(), step(product.ndim(), 1);
+  int half = product.shape(-1) / 2;
+  std::vector<array> halves;
+  for (int k = 0; k < 2; ++k) {
+    start.back() = k * half;
+    stop.back() = (k + 1) * half;
+    Shape shape = product.shape();
+    shape.back() = half;
+    array h(shape, product.dtype(), nullptr, {});
+    Slice slice(s, start, stop, step);
+    if (gpu) {
+      slice.eval_gpu({product}, h);
+    } else {
+      slice.eval_cpu({product}, h);
+    }
+    halves.push_back(h);
+  }
+  return halves;
+}
+
 } // namespace mlx::core

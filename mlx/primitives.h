@@ -200,6 +200,12 @@ class Compiled : public Primitive {
   const std::vector<array>& tape() const {
     return tape_;
   }
+  const std::vector<array>& inner_inputs() const {
+    return inner_inputs_;
+  }
+  const std::vector<array>& inner_outputs() const {
+    return inner_outputs_;
+  }
   // Runs the tape on `inputs` node by node with `run` (a primitive's eval on one device),
   // making each node's result with the shapes its inputs give; fills `outputs` (sharing
   // the results' buffers) and returns every intermediate result.
@@ -809,20 +815,28 @@ class Dequantize : public UnaryPrimitive {
 // out = x @ dequantize(w). w, scales and biases (scales: w's shape with a last dim of
 // K/group_size or N/group_size) are either 2-d, or have x's rank and x's batch dims
 // (broadcast views whose batch strides may be 0). out: x.shape[:-1] + (N,).
+// The two halves of a product's last axis as views (a GLU's gate and up), made by Slice's
+// eval on the GPU or the CPU: QuantizedMatmul with glu runs its activation on them when its
+// kernel cannot (mlx/backend/vulkan/quantized.cpp).
+std::vector<array> glu_halves(const array& product, Stream s, bool gpu);
+
 class QuantizedMatmul : public UnaryPrimitive {
  public:
   // inputs: {x, w, scales, biases}, then with norm_eps the weight of an rms_norm applied to
   // x's rows first, then with residual an array of the output's shape and dtype added to
   // the product (mlx/fusion.h: the product of an rms_norm's output reads its input, and
-  // the sum of a product and an array is one op).
+  // the sum of a product and an array is one op). With glu (a compiled SwiGLU, mlx/fusion.h)
+  // the output is glu(P[..., :N/2], P[..., N/2:]) of the product P, N/2 columns.
   QuantizedMatmul(Stream s, int group_size, int bits, bool transpose,
-                  std::optional<float> norm_eps = std::nullopt, bool residual = false)
+                  std::optional<float> norm_eps = std::nullopt, bool residual = false,
+                  std::shared_ptr<Primitive> glu = nullptr)
       : UnaryPrimitive(s),
         group_size_(group_size),
         bits_(bits),
         transpose_(transpose),
         norm_eps_(norm_eps),
-        residual_(residual) {}
+        residual_(residual),
+        glu_(std::move(glu)) {}
   MLX_DECLARE_UNARY_EVAL
   const char* name() const override {
     return "QuantizedMatmul";
@@ -830,7 +844,8 @@ class QuantizedMatmul : public UnaryPrimitive {
   bool is_equivalent(const Primitive& other) const override {
     auto* o = dynamic_cast<const QuantizedMatmul*>(&other);
     return o && o->group_size_ == group_size_ && o->bits_ == bits_ &&
-           o->transpose_ == transpose_ && o->norm_eps_ == norm_eps_ && o->residual_ == residual_;
+           o->transpose_ == transpose_ && o->norm_eps_ == norm_eps_ && o->residual_ == residual_ &&
+           o->glu_ == glu_;
   }
   int group_size() const {
     return group_size_;
@@ -849,6 +864,10 @@ class QuantizedMatmul : public UnaryPrimitive {
   bool residual() const {
     return residual_;
   }
+  // The elementwise group applied to the product's two halves, or nullptr.
+  const std::shared_ptr<Primitive>& glu() const {
+    return glu_;
+  }
 
  private:
   int group_size_;
@@ -856,6 +875,7 @@ class QuantizedMatmul : public UnaryPrimitive {
   bool transpose_;
   std::optional<float> norm_eps_;
   bool residual_;
+  std::shared_ptr<Primitive> glu_;
 };
 
 // ---------------------------------------------------------------------------------------

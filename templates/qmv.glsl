@@ -28,6 +28,11 @@
 // RESIDUAL 1 (an add that took the product over, mlx/fusion.h): an array of the output's
 // shape is added to each sum before its one rounding.
 //
+// GLU 1 (silu(g) * u of the product's halves g = columns [0, N/2) and u = [N/2, N), as a
+// compiled SwiGLU takes them, mlx/fusion.h): NC is 2 and a team owns column n of each
+// half, so it finishes silu(g_n) * u_n itself; the output has N/2 columns. Every node is
+// rounded to the dtype as the unfused product and the compiled group round theirs.
+//
 // The engine defines BITS, GS, MR (rows held in registers: M rounded up to 1, 2, 4 or 8),
 // NC (columns per team: 1, 2 or 4), U (packs in flight per lane and column), TPR, SUBGROUP, VEC (x's lanes in 16 bytes when its rows start at multiples of them,
 // else 1), WVEC (1: a pack of 4 or 8 bits is read as uvec4 loads) and IN0_* (x, the scales
@@ -59,6 +64,16 @@
 #endif
 #ifndef RESIDUAL
 #define RESIDUAL 0
+#endif
+#ifndef GLU
+#define GLU 0
+#endif
+#if GLU
+// The SwiGLU of the product's two halves (mlx/fusion.h): as the compiled elementwise group
+// computes it, each node rounded to the dtype.
+#define MLX_MATH_SELECTIVE 1
+#define MLX_MATH_SIGMOID 1
+#include "include/math.glsl"
 #endif
 #if SUBGROUP
 #extension GL_KHR_shader_subgroup_basic : require
@@ -191,12 +206,25 @@ void main() {
   IDX_T inner = z - outer * pc.nb1;
   IDX_T a_base = pc.a_offset + outer * pc.a_bs0 + inner * pc.a_bs1;
   IDX_T w_batch = outer * pc.b_bs0 + inner * pc.b_bs1;
+#if GLU
+  // Column n of the gate half and column n of the up half; n < N / 2 is stored.
+  IDX_T half_n = pc.n / 2;
+  IDX_T col0 = IDX_T(gl_WorkGroupID.x) * IDX_T(WGS / TPR) + IDX_T(team);
+  IDX_T cols[NC];
+  cols[0] = min(col0, half_n - 1);
+  cols[1] = cols[0] + half_n;
+#define OUT_COLS half_n
+#define LIVE (col0 < half_n)
+#else
   IDX_T col0 = (IDX_T(gl_WorkGroupID.x) * IDX_T(WGS / TPR) + IDX_T(team)) * IDX_T(NC);
   // Columns past N repeat the last one (reads stay in bounds) and are never stored.
   IDX_T cols[NC];
   for (uint c = 0; c < NC; ++c) {
     cols[c] = min(col0 + IDX_T(c), pc.n - 1);
   }
+#define OUT_COLS pc.n
+#define LIVE (col0 < pc.n)
+#endif
 
 #define out_at(i, c) (z * pc.m * pc.n + IDX_T(i) * pc.n + col0 + IDX_T(c))
 #if RESIDUAL
@@ -225,7 +253,7 @@ void main() {
     ss[i] = 0.0f;
   }
 #endif
-  if (col0 < pc.n) {
+  if (LIVE) {
     for (IDX_T p0 = IDX_T(lane); p0 < packs; p0 += IDX_T(TPR * U)) {
       uint words[U][NC][BITS];
       for (uint u = 0; u < U; ++u) {
@@ -298,6 +326,16 @@ void main() {
 #else
     const float inv = 1.0f;
 #endif
+#if GLU
+    float gate = OUT_ROUND(inv * team_sum(acc[i][0], i * NC));
+    float up = OUT_ROUND(inv * team_sum(acc[i][1], i * NC + 1));
+    if (lane == 0 && IDX_T(i) < pc.m && LIVE) {
+      precise float sig = OUT_ROUND(m_sigmoid(gate));
+      precise float silu = OUT_ROUND(gate * sig);
+      precise float v = silu * up;
+      outv[uint(pc.out_offset + z * pc.m * half_n + IDX_T(i) * half_n + col0)] = OUT_STORE(v);
+    }
+#else
     for (uint c = 0; c < NC; ++c) {
       float v = inv * team_sum(acc[i][c], i * NC + c);
       if (lane == 0 && IDX_T(i) < pc.m && col0 + IDX_T(c) < pc.n) {
@@ -307,5 +345,6 @@ void main() {
         outv[uint(pc.out_offset + out_at(i, c))] = OUT_STORE(v);
       }
     }
+#endif
   }
 }

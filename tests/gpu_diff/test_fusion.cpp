@@ -7,7 +7,7 @@
 // decode-sized quantized product and an array of its shape becomes the product with a
 // residual.
 //
-// Tolerances. rope: the fused kernel sums the squares in another order than the norm
+// Tolerances (a SwiGLU product's are at its test). rope: the fused kernel sums the squares in another order than the norm
 // kernel, so the normalized value, rounded to the dtype, may land one ulp of the dtype away
 // before the rotation (two roundings of the dtype for 16-bit outputs); f32 as the rope
 // suite (1e-4). quantized_matmul: the fused product does not round the normalized values
@@ -352,4 +352,130 @@ TEST_CASE("a rope written into a slice on the GPU matches the unfused CPU refere
   auto counts = mx::vulkan::fallback_counts();
   CHECK(counts["RoPE"] == 0);
   CHECK(counts["DynamicSliceUpdate"] == 0);
+}
+
+namespace {
+
+// MLX-LM's SwiGLU, compiled: silu(g) * u with silu(x) = x * sigmoid(x).
+std::vector<mx::array> swiglu_fn(const std::vector<mx::array>& in) {
+  return {mx::multiply(mx::multiply(in[0], mx::sigmoid(in[0])), in[1])};
+}
+
+// An MLP's gate/up product (stacked, as examples/qwen3 stacks it), its SwiGLU and the down
+// product's input: silu(P[:, :I]) * P[:, I:] of P = x (rms_norm'd when `norm`) times wq.
+mx::array glu_input(const mx::array& x, const std::vector<mx::array>& wq, const mx::array& nw,
+                    bool norm, mx::StreamOrDevice s) {
+  static auto swiglu = mx::compile(swiglu_fn, true);
+  auto xs = norm ? mx::fast::rms_norm(x, nw, kEps, s) : x;
+  auto p = mx::quantized_matmul(xs, wq[0], wq[1], wq[2], true, 64, 4, "affine", s);
+  auto halves = mx::split(p, 2, -1, s);
+  return swiglu({halves[0], halves[1]})[0];
+}
+
+bool is_glu_product(const mx::array& a) {
+  auto* q = a.has_primitive() ? dynamic_cast<mx::QuantizedMatmul*>(&a.primitive()) : nullptr;
+  return q != nullptr && q->glu() != nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("a compiled SwiGLU of a decode-sized product's halves becomes the product's epilogue") {
+  auto cpu = mx::Device::cpu;
+  mx::StreamOrDevice s = cpu;
+  // The compiled group runs on the default stream: make it the CPU's, as the product's.
+  auto was = mx::default_device();
+  mx::set_default_device(cpu);
+  auto wq = mx::quantize(uniform({128, 64}, mx::float32, 30), 64, 4, "affine", std::nullopt, cpu);
+  auto wd = mx::quantize(uniform({16, 64}, mx::float32, 31), 64, 4, "affine", std::nullopt, cpu);
+  auto down = [&](const mx::array& h) {
+    return mx::quantized_matmul(h, wd[0], wd[1], wd[2], true, 64, 4, "affine", s);
+  };
+  auto x = uniform({2, 64}, mx::float32, 32);
+  auto nw = uniform({64}, mx::float32, 33);
+  auto h = glu_input(x, wq, nw, true, s);
+  REQUIRE(h.has_primitive());
+  CHECK(std::string(h.primitive().name()) == "Compiled");
+  // The down product reads the gate/up product with the activation as its epilogue.
+  auto y = down(h);
+  const auto& fused = y.inputs()[0];
+  REQUIRE(is_glu_product(fused));
+  CHECK(fused.shape() == h.shape());
+  CHECK(dynamic_cast<mx::QuantizedMatmul&>(fused.primitive()).norm_eps() == kEps);
+  CHECK(fused.inputs()[0].id() == x.id());
+  // The CPU runs the product and the compiled group as they were: the same values.
+  auto plain = with_fusion(false, [&] { return down(glu_input(x, wq, nw, true, s)); });
+  CHECK_FALSE(is_glu_product(plain.inputs()[0]));
+  CHECK(mx::array_equal(y, plain, false).item<bool>());
+  // Not absorbed: another activation, the halves swapped, more than 8 rows.
+  auto p = mx::quantized_matmul(x, wq[0], wq[1], wq[2], true, 64, 4, "affine", s);
+  auto halves = mx::split(p, 2, -1, s);
+  static auto sum_gate = mx::compile(
+      [](const std::vector<mx::array>& in) {
+        return std::vector<mx::array>{mx::multiply(mx::add(in[0], mx::sigmoid(in[0])), in[1])};
+      },
+      true);
+  CHECK_FALSE(is_glu_product(down(sum_gate({halves[0], halves[1]})[0]).inputs()[0]));
+  static auto swiglu = mx::compile(swiglu_fn, true);
+  CHECK_FALSE(is_glu_product(down(swiglu({halves[1], halves[0]})[0]).inputs()[0]));
+  auto tall = glu_input(uniform({9, 64}, mx::float32, 34), wq, nw, false, s);
+  CHECK_FALSE(is_glu_product(down(tall).inputs()[0]));
+  mx::set_default_device(was);
+}
+
+TEST_CASE("a SwiGLU product on the GPU matches the unfused CPU reference") {
+  if (!gpu_present())
+    return;
+  mx::vulkan::reset_fallback_counts();
+  auto cpu = mx::Device::cpu, gpu = mx::Device::gpu;
+  const int K = 256, N = 144;  // 72 columns of each half: the last team's columns ragged
+  uint64_t seed = 600;
+  for (auto dt : {mx::float32, mx::bfloat16}) {
+    std::vector<mx::array> wq;
+    for (auto& a : mx::quantize(uniform({N, K}, dt, seed++), 64, 4, "affine", std::nullopt, cpu)) {
+      wq.push_back(a);
+    }
+    auto nw_buf = uniform({K + 1}, dt, seed++);
+    for (int m : {1, 3}) {
+      auto x = uniform({m, K}, dt, seed++);
+      // norm 0: none; 1: an aligned weight; 2: a weight at element 1 (the GPU then runs the
+      // norm, the product and the compiled group as separate launches).
+      for (int norm = 0; norm < 3; ++norm) {
+        auto make = [&](mx::Device d) {
+          std::vector<mx::array> w{on_device(wq[0], d), on_device(wq[1], d), on_device(wq[2], d)};
+          auto nw = on_device(nw_buf, d);
+          nw = norm == 2 ? mx::slice(nw, {1}, {K + 1}, d) : mx::slice(nw, {0}, {K}, d);
+          auto h = glu_input(on_device(x, d), w, nw, norm > 0, d);
+          auto fused = mx::glu_of_product(h, mx::to_stream(d));
+          return fused ? *fused : h;
+        };
+        // The fused norm does not round the normalized x to the dtype (templates/qmv.glsl),
+        // so its reference normalizes in f32; the separate launches (norm 2) round as the
+        // graph does.
+        auto want = with_fusion(false, [&] {
+          if (norm != 1) {
+            return make(cpu);
+          }
+          auto f32 = [&](const mx::array& a) { return mx::astype(a, mx::float32, cpu); };
+          auto xs = mx::fast::rms_norm(f32(x), f32(mx::slice(nw_buf, {0}, {K}, cpu)), kEps, cpu);
+          auto p = mx::quantized_matmul(xs, wq[0], f32(wq[1]), f32(wq[2]), true, 64, 4, "affine",
+                                        cpu);
+          auto halves = mx::split(mx::astype(p, dt, cpu), 2, -1, cpu);
+          const auto& g = halves[0];
+          return mx::multiply(mx::multiply(g, mx::sigmoid(g, cpu), cpu), halves[1], cpu);
+        });
+        want.eval();
+        auto got = gpu_eval_checked([&] { return std::vector<mx::array>{make(gpu)}; }, "glu")[0];
+        std::string what = "swiglu(quantized_matmul) " + std::string(mx::dtype_to_string(dt)) +
+                           " M " + std::to_string(m) + " norm " + std::to_string(norm);
+        // The product's sums (f32 on the GPU, double on the CPU) may round to neighbouring
+        // values of the dtype, which silu(g) * u carries into about two of its roundings.
+        Tolerance tol = dt == mx::float32 ? fused_tolerance(dt, 1e-6 * K * 4)
+                                          : Tolerance{1.0 / 64, 1.0 / 64};
+        CHECK(all_close(got, want, tol, what));
+      }
+    }
+  }
+  auto counts = mx::vulkan::fallback_counts();
+  CHECK(counts["QuantizedMatmul"] == 0);
+  CHECK(counts["Compiled"] == 0);
 }

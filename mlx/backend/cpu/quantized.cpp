@@ -319,6 +319,17 @@ void Dequantize::eval_cpu(const std::vector<array>& inputs, array& out) {
 }
 
 void QuantizedMatmul::eval_cpu(const std::vector<array>& inputs, array& out) {
+  if (glu_) {
+    // The product, then the compiled activation of its halves, as they were built.
+    Shape pshape = out.shape();
+    pshape.back() *= 2;
+    array product(pshape, out.dtype(), nullptr, {});
+    QuantizedMatmul(stream(), group_size_, bits_, transpose_, norm_eps_).eval_cpu(inputs, product);
+    auto halves = glu_halves(product, stream(), false);
+    std::vector<array> outs{out};
+    glu_->eval_cpu(halves, outs);
+    return;
+  }
   if (norm_eps_ || residual_) {
     // The absorbed ops as their own steps (mlx/fusion.h): the rms_norm first, rounded to
     // the dtype as its own output would be; then the product; then the residual's add.

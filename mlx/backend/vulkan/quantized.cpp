@@ -57,7 +57,8 @@ bool qmv_takes_fusion(const QuantizedMatmul& qmm, const std::vector<array>& inpu
   }
   codegen::MatmulGeometry g;
   g.k = x.shape(-1);
-  g.n = out.shape(-1);
+  g.glu = qmm.glu() != nullptr;
+  g.n = g.glu ? 2 * int64_t{out.shape(-1)} : out.shape(-1);
   g.m = static_cast<int64_t>(x.size()) / g.k;
   g.lda = g.k;
   g.b_t = true;
@@ -108,7 +109,21 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
   int stream = this->stream().index;
   const char* dtype = vulkan::gpu_dtype_name(out.dtype());
   int64_t K = x.shape(-1);
-  int64_t N = out.shape(-1);
+  // With glu the product has twice the output's columns.
+  int64_t N = glu_ ? 2 * int64_t{out.shape(-1)} : out.shape(-1);
+  if (glu_ && !qmv_takes_fusion(*this, inputs, out, dtype, dev)) {
+    // The product, then the compiled activation of its halves, as they were built.
+    Shape pshape = out.shape();
+    pshape.back() *= 2;
+    array product(pshape, out.dtype(), nullptr, {});
+    QuantizedMatmul(this->stream(), group_size_, bits_, transpose_, norm_eps_)
+        .eval_gpu(inputs, product);
+    vulkan::encoder(stream).retain(product.data_shared_ptr());
+    auto halves = glu_halves(product, this->stream(), true);
+    std::vector<array> outs{out};
+    glu_->eval_gpu(halves, outs);
+    return;
+  }
   if ((norm_eps_ || residual_) && !qmv_takes_fusion(*this, inputs, out, dtype, dev)) {
     // The absorbed ops as their own launches: the rms_norm, the product, the residual's add.
     std::vector<array> product_inputs(inputs.begin(), inputs.begin() + 4);
@@ -150,6 +165,7 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
   codegen::MatmulGeometry g;
   g.k = K;
   g.n = N;
+  g.glu = glu_ != nullptr;
   g.lda = K;
   g.b_t = transpose_;
   g.ldb = w.shape(-1);
