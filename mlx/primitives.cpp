@@ -112,4 +112,8 @@ std::vector<array> glu_halves(const array& product, Stream s, bool gpu) {
   return halves;
 }
 
+bool reinterprets_bits(Dtype from, Dtype to) {
+  return is_integral(from) && is_integral(to) && size_of(from) == size_of(to);
+}
+
 } // namespace mlx::core

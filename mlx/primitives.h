@@ -815,6 +815,10 @@ class Dequantize : public UnaryPrimitive {
 // out = x @ dequantize(w). w, scales and biases (scales: w's shape with a last dim of
 // K/group_size or N/group_size) are either 2-d, or have x's rank and x's batch dims
 // (broadcast views whose batch strides may be 0). out: x.shape[:-1] + (N,).
+// Whether AsType from `from` to `to` keeps every bit pattern: integer types (not bool) of
+// one width, where the conversion wraps. Such an AsType shares its input's buffer.
+bool reinterprets_bits(Dtype from, Dtype to);
+
 // The two halves of a product's last axis as views (a GLU's gate and up), made by Slice's
 // eval on the GPU or the CPU: QuantizedMatmul with glu runs its activation on them when its
 // kernel cannot (mlx/backend/vulkan/quantized.cpp).

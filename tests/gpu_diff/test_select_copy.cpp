@@ -106,3 +106,34 @@ TEST_CASE("f16 conversions are exact at every rounding boundary") {
       mx::astype(mx::astype(x, mx::float16, mx::Device::cpu), mx::float32, mx::Device::cpu);
   CHECK(same(down_gpu, down_cpu));
 }
+
+TEST_CASE("astype between integer types of one width shares the buffer and keeps the bits") {
+  // uint32 -> int32 (argmax's index as a token id) and back, int8 <-> uint8: wrapping
+  // conversions, so the output is the input's buffer on both devices.
+  std::vector<uint32_t> big{0u, 1u, 2147483647u, 2147483648u, 4294967295u};
+  std::vector<int8_t> small{-128, -1, 0, 1, 127};
+  for (auto dev : {mx::Device::cpu, mx::Device::gpu}) {
+    if (dev == mx::Device::gpu && !gpu_present()) {
+      continue;
+    }
+    auto u = on_device(mx::array(big.begin(), {5}, mx::uint32), dev);
+    auto i = mx::astype(u, mx::int32, dev);
+    i.eval();
+    CHECK(i.buffer().ptr() == u.buffer().ptr());
+    CHECK(i.data<int32_t>()[3] == -2147483647 - 1);
+    CHECK(i.data<int32_t>()[4] == -1);
+    auto back = mx::astype(i, mx::uint32, dev);
+    CHECK(mx::array_equal(back, u, false).item<bool>());
+    auto s8 = on_device(mx::array(small.begin(), {5}, mx::int8), dev);
+    auto u8 = mx::astype(s8, mx::uint8, dev);
+    u8.eval();
+    CHECK(u8.buffer().ptr() == s8.buffer().ptr());
+    CHECK(u8.data<uint8_t>()[0] == 128);
+    CHECK(u8.data<uint8_t>()[1] == 255);
+    // A strided view keeps its strides.
+    auto view = mx::slice(u, {1}, {5}, {2}, dev);
+    auto vi = mx::astype(view, mx::int32, dev);
+    vi.eval();
+    CHECK(vi.data<int32_t>()[vi.strides(0)] == -2147483647 - 1);
+  }
+}
