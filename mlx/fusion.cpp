@@ -29,8 +29,7 @@ bool fusion_enabled() {
 
 std::optional<NormPrologue> absorbable_rms_norm(const array& a, const Stream& s) {
   if (!fusion_enabled() || detail::in_tracing() || !a.has_primitive() ||
-      a.status() != array::Status::unscheduled ||
-      !a.siblings().empty()) {
+      a.status() != array::Status::unscheduled || !a.siblings().empty()) {
     return std::nullopt;
   }
   auto* norm = dynamic_cast<const fast::RMSNorm*>(&a.primitive());
@@ -43,24 +42,25 @@ std::optional<NormPrologue> absorbable_rms_norm(const array& a, const Stream& s)
 
 namespace {
 
+// Whether the product `p` (a QuantizedMatmul's output) has at most 8 rows of x: the qmv
+// family, whose epilogue can take the absorbed steps.
+bool decode_sized(const array& p) {
+  const array& x = p.inputs()[0];
+  return x.shape(-1) > 0 && x.size() / x.shape(-1) <= 8;
+}
+
 // The decode-sized quantized product that `p` will be, when an add may take it over.
 const QuantizedMatmul* absorbable_product(const array& p, const Stream& s) {
   if (!p.has_primitive() || p.status() != array::Status::unscheduled || !p.siblings().empty()) {
     return nullptr;
   }
   auto* qmm = dynamic_cast<const QuantizedMatmul*>(&p.primitive());
-  if (qmm == nullptr || qmm->stream() != s || qmm->residual() || !qmm->transpose()) {
+  if (qmm == nullptr || qmm->stream() != s || qmm->residual() || qmm->glu() ||
+      !qmm->transpose()) {
     return nullptr;
   }
-  const array& x = p.inputs()[0];
-  const array& w = p.inputs()[1];
-  bool decode_sized = x.shape(-1) > 0 && x.size() / x.shape(-1) <= 8;
-  return w.ndim() == 2 && decode_sized ? qmm : nullptr;
+  return p.inputs()[1].ndim() == 2 && decode_sized(p) ? qmm : nullptr;
 }
-
-}  // namespace
-
-namespace {
 
 bool is_node(const array& a, const array& node) {
   return a.id() == node.id();
@@ -93,7 +93,8 @@ bool is_swiglu(const Compiled& c) {
       return false;
     }
   }
-  return unary_of(t[0], UnaryOp::Sigmoid, in[0]) && binary_of(t[1], BinaryOp::Multiply, in[0], t[0]) &&
+  return unary_of(t[0], UnaryOp::Sigmoid, in[0]) &&
+         binary_of(t[1], BinaryOp::Multiply, in[0], t[0]) &&
          binary_of(t[2], BinaryOp::Multiply, t[1], in[1]);
 }
 
@@ -146,9 +147,8 @@ std::optional<array> glu_of_product(const array& h, const Stream& s) {
       !last_axis_slice(u, p, half, half)) {
     return std::nullopt;
   }
-  const array& x = p.inputs()[0];
-  if (x.shape(-1) == 0 || x.size() / x.shape(-1) > 8) {
-    return std::nullopt;  // not decode-sized: the qmm family has no such epilogue
+  if (!decode_sized(p)) {
+    return std::nullopt;  // the qmm family has no such epilogue
   }
   return array(h.shape(), h.dtype(),
                std::make_shared<QuantizedMatmul>(s, qmm->group_size(), qmm->bits(), true,
