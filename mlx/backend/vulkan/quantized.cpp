@@ -111,23 +111,25 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
   int64_t K = x.shape(-1);
   // With glu the product has twice the output's columns.
   int64_t N = glu_ ? 2 * int64_t{out.shape(-1)} : out.shape(-1);
-  if (glu_ && !qmv_takes_fusion(*this, inputs, out, dtype, dev)) {
-    // The product, then the compiled activation of its halves, as they were built.
-    Shape pshape = out.shape();
-    pshape.back() *= 2;
-    array product(pshape, out.dtype(), nullptr, {});
-    QuantizedMatmul(this->stream(), group_size_, bits_, transpose_, norm_eps_)
-        .eval_gpu(inputs, product);
-    vulkan::encoder(stream).retain(product.data_shared_ptr());
-    auto halves = glu_halves(product, this->stream(), true);
-    std::vector<array> outs{out};
-    glu_->eval_gpu(halves, outs);
-    return;
-  }
-  if ((norm_eps_ || residual_) && !qmv_takes_fusion(*this, inputs, out, dtype, dev)) {
-    // The absorbed ops as their own launches: the rms_norm, the product, the residual's add.
-    std::vector<array> product_inputs(inputs.begin(), inputs.begin() + 4);
+  bool absorbed = norm_eps_ || residual_ || glu_;
+  if (absorbed && !qmv_takes_fusion(*this, inputs, out, dtype, dev)) {
+    // The absorbed ops as their own launches, as they were built.
     auto& enc = vulkan::encoder(stream);
+    if (glu_) {
+      // The product (with its norm), then the compiled activation of its halves.
+      Shape pshape = out.shape();
+      pshape.back() *= 2;
+      array product(pshape, out.dtype(), nullptr, {});
+      QuantizedMatmul(this->stream(), group_size_, bits_, transpose_, norm_eps_)
+          .eval_gpu(inputs, product);
+      enc.retain(product.data_shared_ptr());
+      auto halves = glu_halves(product, this->stream(), true);
+      std::vector<array> outs{out};
+      glu_->eval_gpu(halves, outs);
+      return;
+    }
+    // The rms_norm, the product, the residual's add.
+    std::vector<array> product_inputs(inputs.begin(), inputs.begin() + 4);
     if (norm_eps_) {
       array normed(x.shape(), x.dtype(), nullptr, {});
       fast::RMSNorm(this->stream(), *norm_eps_).eval_gpu({x, inputs[4]}, normed);
