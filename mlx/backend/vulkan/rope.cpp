@@ -52,7 +52,8 @@ void RoPE::eval_gpu(const std::vector<array>& inputs, array& out) {
     return;
   }
   int stream = this->stream().index;
-  int64_t count = static_cast<int64_t>(x.size()) / std::max<int64_t>(d, 1);
+  // (d >= dims >= 2: the op checks dims, so no division by zero.)
+  int64_t count = static_cast<int64_t>(x.size()) / d;
   int64_t per = std::max<int64_t>(1, max_elems / d);
   const char* dtype = vulkan::gpu_dtype_name(out.dtype());
   bool one_launch = count <= per && x.size() > 0;
