@@ -74,6 +74,7 @@ int main() {
   auto w1 = bench::gpu_uniform({1024}, 14, mx::bfloat16);
   auto q16 = bench::gpu_uniform({1, 32, 4096, 128}, 15, mx::float16);
   auto qb = bench::gpu_uniform({1, 32, 4096, 128}, 16, mx::bfloat16);
+  auto one = bench::gpu_uniform({1}, 20);
   mx::eval({i64a, i64b});
 
   if (const char* secs = std::getenv("REDUCE_BENCH_SUSTAIN")) {
@@ -111,6 +112,8 @@ int main() {
         [&] { return mx::fast::rms_norm(h1, w1, 1e-5f); });
     add("rms_norm bf16 16x1024", 2 * 2.0 * 16 * 1024,
         [&] { return mx::fast::rms_norm(h16, w1, 1e-5f); });
+    // The floor every timed kernel pays: one launch that moves 8 bytes.
+    add("copy f32 of 1 element (dispatch floor)", 8.0, [&] { return mx::copy(one); });
   }
   if (bench::wanted("REDUCE_BENCH_ONLY", "norm")) {
     double bytes = 2 * 2.0 * 4096 * 4096;
@@ -119,6 +122,8 @@ int main() {
     add("rms_norm bf16 4096x4096 (no weight)", bytes,
         [&] { return mx::fast::rms_norm(h, std::nullopt, 1e-5f); });
     add("rms_norm f32 4096x4096", 2 * bytes, [&] { return mx::fast::rms_norm(h32, w32, 1e-5f); });
+    // What the same bytes cost our copy kernel: the bound for a one-pass row kernel.
+    add("copy bf16 4096x4096 (the norms' bytes)", bytes, [&] { return mx::copy(h); });
   }
   if (bench::wanted("REDUCE_BENCH_ONLY", "rope")) {
     double bytes = 2 * 2.0 * 32 * 4096 * 128;
@@ -126,9 +131,11 @@ int main() {
         [&] { return mx::fast::rope(q16, 128, false, 10000.0f, 1.0f, 7); });
     add("rope bf16 1x32x4096x128", bytes,
         [&] { return mx::fast::rope(qb, 128, false, 10000.0f, 1.0f, 7); });
+    add("copy f16 1x32x4096x128 (rope's bytes)", bytes, [&] { return mx::copy(q16); });
   }
   if (bench::wanted("REDUCE_BENCH_ONLY", "scan")) {
     add("cumsum f32 8192x8192 (rows)", 2 * 4.0 * 8192 * 8192, [&] { return mx::cumsum(m, 1); });
+    add("copy f32 8192x8192 (cumsum's bytes)", 2 * 4.0 * 8192 * 8192, [&] { return mx::copy(m); });
   }
   bench::print_timed_table(rows, peak);
   return 0;

@@ -291,6 +291,11 @@ void add_vector_operand_defines(const std::string& p, const DtypeInfo& dt, uint3
                                     : std::string("mlx_set_lane(w, j, ").append(bits).append("u, ");
     defines.push_back(p + "TO_BITS(v) " + dt.to_bits);
     defines.push_back(p + "VSET(w, j, v) w = " + set + p + "TO_BITS(v))");
+    // Pairs of 16-bit lanes as whole words (types.glsl), where the vector has words.
+    if (dt.kind == Kind::Float && dt.bits == 16 && vec >= 4) {
+      std::string pack = std::string(dt.name) == "bf16" ? "pack_bf16x2" : "pack_f16x2";
+      defines.push_back(p + "PACK2(lo, hi) " + pack + "(lo, hi)");
+    }
   } else if (dt.bits == 64) {
     defines.push_back(p + "VLANE(w, j) " + p + "LOAD(" + p + "ST(w[j]))");
   } else {

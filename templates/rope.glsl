@@ -251,10 +251,17 @@ void main() {
 #endif
 #if VEC > 1
   OUT_VT oa = OUT_VT(0), ob = OUT_VT(0);
+#ifdef OUT_PACK2
+  for (uint j = 0u; j < VEC; j += 2u) {
+    oa[j / 2u] = OUT_PACK2(y1[j], y1[j + 1u]);
+    ob[j / 2u] = OUT_PACK2(y2[j], y2[j + 1u]);
+  }
+#else
   for (uint j = 0u; j < VEC; ++j) {
     OUT_VSET(oa, j, y1[j]);
     OUT_VSET(ob, j, y2[j]);
   }
+#endif
   outvv[uint((obase + first) / VEC)] = oa;
   outvv[uint((obase + second) / VEC)] = ob;
 #else

@@ -190,17 +190,24 @@ void main() {
       segments[t] = s;
     }
     barrier();
+    // Loops of constant trip count, which the compilers unroll: llvmpipe (lavapipe) stops
+    // an invocation after 65535 loop iterations in all, nested ones included, and with
+    // variable bounds here a 4M-element row at WG 128 came back cut short (docs/scan.md).
     uint my_seg = t / SEG;
     ACC_T run = ACC_INIT;
-    for (uint q = 0u; q < my_seg; ++q) {
-      run = ACC_COMBINE(run, segments[q]);
+    ACC_T chunk_total = ACC_INIT;
+    for (uint q = 0u; q < NSEG; ++q) {
+      ACC_T seg_total = segments[q];
+      if (q < my_seg) {
+        run = ACC_COMBINE(run, seg_total);
+      }
+      chunk_total = ACC_COMBINE(chunk_total, seg_total);
     }
-    ACC_T chunk_total = run;
-    for (uint q = my_seg; q < NSEG; ++q) {
-      chunk_total = ACC_COMBINE(chunk_total, segments[q]);
-    }
-    for (uint q = my_seg * SEG; q < t; ++q) {
-      run = ACC_COMBINE(run, totals[tslot(q)]);
+    for (uint i = 0u; i < SEG; ++i) {
+      uint q = my_seg * SEG + i;
+      if (q < t) {
+        run = ACC_COMBINE(run, totals[tslot(q)]);
+      }
     }
     // 4. Finished values into this invocation's own slots (only it read them in 2).
     for (uint i = 0u; i < ROW_K; ++i) {

@@ -55,9 +55,16 @@ void main() {
       vload2(loc[2], x2);
 #endif
       OUT_VT w = OUT_VT(0);
+#ifdef OUT_PACK2
+      for (uint j = 0u; j < VEC; j += 2u) {
+        w[j / 2u] = OUT_PACK2(MLX_APPLY(x0[j], x1[j], x2[j]),
+                              MLX_APPLY(x0[j + 1u], x1[j + 1u], x2[j + 1u]));
+      }
+#else
       for (uint j = 0u; j < VEC; ++j) {
         OUT_VSET(w, j, MLX_APPLY(x0[j], x1[j], x2[j]));
       }
+#endif
       packed[e] = w;
     }
   }

@@ -38,6 +38,9 @@ inline float floor(float x) {
 inline float sqrt(float x) {
   return std::sqrt(x);
 }
+inline bool isnan(float x) {
+  return std::isnan(x);
+}
 
 inline void umulExtended(uint a, uint b, uint& hi, uint& lo) {
   uint64_t p = static_cast<uint64_t>(a) * b;

@@ -73,6 +73,27 @@ TEST_CASE("GLSL bf16 conversions are bit-identical to the CPU's bfloat16_t") {
   CHECK(mismatches == 0);
 }
 
+TEST_CASE("GLSL pair packing stores each lane as the CPU rounds it") {
+  // pack_bf16x2 rounds on its own path; pack_f16x2 (software) reuses f32_to_f16_bits. Each
+  // sample meets a fixed partner in both halves, so a swapped or smeared lane shows.
+  int mismatches = 0;
+  for (float partner : {0.0f, -1.5f, std::numeric_limits<float>::quiet_NaN(), 65520.0f}) {
+    for_sample_floats([&](float x) {
+      uint32_t bf_lo = bfloat16_t(x).bits_, bf_hi = bfloat16_t(partner).bits_;
+      uint32_t f_lo = float16_t(x).bits_, f_hi = float16_t(partner).bits_;
+      uint32_t got_bf = glsl::pack_bf16x2(x, partner), got_bf2 = glsl::pack_bf16x2(partner, x);
+      uint32_t got_f = glsl::pack_f16x2(x, partner);
+      bool ok = got_bf == (bf_lo | bf_hi << 16) && got_bf2 == (bf_hi | bf_lo << 16) &&
+                got_f == (f_lo | f_hi << 16);
+      if (!ok && mismatches++ < 5) {
+        FAIL_CHECK("pack of " << x << " and " << partner << ": bf16 0x" << std::hex << got_bf
+                              << ", f16 0x" << got_f);
+      }
+    });
+  }
+  CHECK(mismatches == 0);
+}
+
 TEST_CASE("GLSL float-to-int casts saturate and map NaN to 0 like cast_value") {
   constexpr float inf = std::numeric_limits<float>::infinity();
   const float edges[] = {0.0f,           -0.0f,
