@@ -59,8 +59,10 @@ Launch reduce_launch(const KernelKey& key, const KernelSource& source, const Red
 // The row kernels built on the same plan (rows of a row-contiguous input, or columns of an
 // [outer, len, inner] one), without slices: ReduceGeometry with splits == 1.
 //
-// "arg_reduce:idx=32|64,in=<dtype>,mode=row|col,op=ArgMax|ArgMin,stage=one|split|finish,
-// vec=<lanes>" (templates/arg_reduce.glsl): uint32 index of the first extreme, NaN
+// "arg_reduce:idx=32|64,in=<dtype>,mode=row|col,op=ArgMax|ArgMin,[sg=<size>,]
+// stage=one|split|finish,vec=<lanes>" (templates/arg_reduce.glsl; sg as reduce's: rows of
+// a 32-bit compute type on a device with subgroup shuffles finish with a butterfly instead
+// of a shared-memory tree): uint32 index of the first extreme, NaN
 // counting as the extreme. Long rows that leave the GPU idle are split (reduce_splits):
 // a Split launch (g.splits > 1) stores per slice the best index (binding 1) and its value
 // in arg_reduce_value_dtype(in) (binding 2, g.aux_offset); a Finish launch over those
@@ -68,7 +70,7 @@ Launch reduce_launch(const KernelKey& key, const KernelSource& source, const Red
 enum class ArgStage { One, Split, Finish };
 std::string arg_reduce_value_dtype(const std::string& in_dtype);
 KernelKey arg_reduce_key(const std::string& op, const std::string& in_dtype,
-                         const ReduceGeometry& g, ArgStage stage = ArgStage::One);
+                         const ReduceGeometry& g, ArgStage stage, const DeviceCaps& caps);
 KernelSource render_arg_reduce(const KernelKey& key, const DeviceCaps& caps);
 Launch arg_reduce_launch(const KernelKey& key, const KernelSource& source, const ReduceGeometry& g);
 

@@ -72,7 +72,7 @@ std::string arg_reduce_value_dtype(const std::string& in_dtype) {
 }
 
 KernelKey arg_reduce_key(const std::string& op, const std::string& in_dtype,
-                         const ReduceGeometry& g, ArgStage stage) {
+                         const ReduceGeometry& g, ArgStage stage, const DeviceCaps& caps) {
   check_geometry(g, stage, op);
   KernelKey key;
   key.family = "arg_reduce";
@@ -82,12 +82,16 @@ KernelKey arg_reduce_key(const std::string& op, const std::string& in_dtype,
   key.params["idx"] = needs_64(g, static_cast<uint64_t>(g.count * g.splits)) ? "64" : "32";
   key.params["vec"] = std::to_string(stage == ArgStage::Finish ? 1 : row_vector_lanes(in_dtype, g));
   key.params["stage"] = stage_name(stage);
+  const DtypeInfo& value = dtype_info(arg_reduce_value_dtype(in_dtype), "arg_reduce");
+  if (!g.columns && caps.subgroup_shuffle && caps.subgroup_size > 1 && value.bits <= 32) {
+    key.params["sg"] = std::to_string(caps.subgroup_size);
+  }
   return key;
 }
 
 KernelSource render_arg_reduce(const KernelKey& key, const DeviceCaps& caps) {
   const std::string where = "kernel " + key.canonical();
-  check_params(key, {"op", "in", "mode", "idx", "vec", "stage"}, where);
+  check_params(key, {"op", "in", "mode", "idx", "vec", "stage", "sg"}, where);
   const std::string& op = key_param(key, "op", where);
   if (op != "ArgMax" && op != "ArgMin") {
     throw std::invalid_argument("[render] " + where + ": op must be ArgMax or ArgMin.");
@@ -123,6 +127,15 @@ KernelSource render_arg_reduce(const KernelKey& key, const DeviceCaps& caps) {
   defines.push_back("VEC " + std::to_string(vec));
   if (vec > 1) {
     add_vector_operand_defines("IN0_", in, vec, false, defines);
+  }
+  if (key.params.count("sg")) {
+    if (columns || dtype_info(arg_reduce_value_dtype(in.name), where).bits > 32 ||
+        !caps.subgroup_shuffle) {
+      throw std::invalid_argument("[render] " + where +
+                                  ": the subgroup finish needs rows, a 32-bit value and "
+                                  "subgroup shuffles.");
+    }
+    defines.push_back("SUBGROUP 1");
   }
   return row_kernel_source("arg_reduce.glsl", defines, stage == ArgStage::One ? 2 : 3, 8, idx64,
                            caps);

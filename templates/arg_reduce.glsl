@@ -32,6 +32,15 @@
 #ifndef VEC
 #define VEC 1
 #endif
+// SUBGROUP 1 (rows): each subgroup finds its pair by a butterfly of shuffles and subgroup
+// 0 folds the subgroups' pairs, one barrier instead of log2(WG) rounds of a shared tree.
+#ifndef SUBGROUP
+#define SUBGROUP 0
+#endif
+#if SUBGROUP
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#endif
 #define STAGE_ONE 0
 #define STAGE_SPLIT 1
 #define STAGE_FINISH 2
@@ -155,6 +164,18 @@ shared V_T best_v[gl_WorkGroupSize.x];
 shared uint best_i[gl_WorkGroupSize.x];
 #endif
 
+#if SUBGROUP
+// Every lane ends with its subgroup's best pair: better() orders pairs totally (value,
+// NaN first, then the smaller index), so the butterfly's order does not matter.
+void subgroup_best(inout V_T v, inout uint idx) {
+  for (uint off = gl_SubgroupSize / 2u; off > 0u; off >>= 1u) {
+    V_T ov = subgroupShuffleXor(v, off);
+    uint oi = subgroupShuffleXor(idx, off);
+    consider(v, idx, ov, oi);
+  }
+}
+#endif
+
 void main() {
   V_T v = V_INIT;
   uint idx = 0xffffffffu;
@@ -213,6 +234,24 @@ void main() {
     consider(v, idx, V_T(IN0_LOAD(in0[uint(base + j)])), uint(j));
   }
 #endif
+#if SUBGROUP
+  subgroup_best(v, idx);
+  if (gl_SubgroupInvocationID == 0u) {
+    best_v[gl_SubgroupID] = v;
+    best_i[gl_SubgroupID] = idx;
+  }
+  barrier();
+  if (gl_SubgroupID != 0u) {
+    return;
+  }
+  v = V_INIT;
+  idx = 0xffffffffu;
+  for (uint k = gl_SubgroupInvocationID; k < gl_NumSubgroups; k += gl_SubgroupSize) {
+    consider(v, idx, best_v[k], best_i[k]);
+  }
+  subgroup_best(v, idx);
+  if (gl_SubgroupInvocationID == 0u) {
+#else
   best_v[t] = v;
   best_i[t] = idx;
   barrier();
@@ -224,11 +263,14 @@ void main() {
     barrier();
   }
   if (t == 0u) {
+    v = best_v[0];
+    idx = best_i[0];
+#endif
 #if STAGE == STAGE_SPLIT
-    outv[uint(pc.out_offset + g)] = best_i[0];
-    part_values[uint(pc.aux_offset + g)] = best_v[0];
+    outv[uint(pc.out_offset + g)] = idx;
+    part_values[uint(pc.aux_offset + g)] = v;
 #else
-    outv[uint(pc.out_offset + row)] = best_i[0];
+    outv[uint(pc.out_offset + row)] = idx;
 #endif
   }
 #endif

@@ -45,7 +45,7 @@ void launch(const std::string& op, const Buf& in, const Buf& out, codegen::Reduc
   auto sig =
       vulkan::reduce_signature("arg_reduce", op, in.dtype, "", static_cast<int64_t>(stage), g);
   const auto& planned = vulkan::memoized(sig, [&] {
-    auto key = codegen::arg_reduce_key(op, in.dtype, g, stage);
+    auto key = codegen::arg_reduce_key(op, in.dtype, g, stage, dev.caps());
     const auto& kernel = vulkan::kernel_library().get(key);
     return vulkan::MemoEntry{&kernel, codegen::arg_reduce_launch(key, kernel.source, g)};
   });
