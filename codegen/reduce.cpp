@@ -18,6 +18,7 @@ constexpr uint32_t kWorkgroupSize = 256;  // a power of two: the shared-memory t
 constexpr uint64_t kMaxGroups = 65535;    // the minimum maxComputeWorkGroupCount
 // A GPU is full at about this many workgroups of 256 (an H200 runs ~16 per SM x 132 SMs).
 constexpr int64_t kTargetGroups = 1024;
+constexpr uint64_t kColRowGroups = 2;  // templates/reduce.glsl's COL_RG
 constexpr int64_t kMinSlice = 4096;  // elements: below this a slice is mostly overhead
 
 const std::set<std::string> kOps{"Sum", "Prod", "Max", "Min", "And", "Or"};
@@ -203,11 +204,13 @@ int64_t slice_length(const ReduceGeometry& g, uint32_t vec) {
 }  // namespace
 
 int64_t reduce_column_splits(int64_t count, int64_t len) {
-  // Enough (column, slice) invocations to fill a GPU, each slice at least kMinRows rows.
-  // Counted in columns: with 16-byte loads an invocation folds 4-16 of them. On an H100,
-  // f32 8192^2: 1x this target 109.2 us, 2x 106.3, 4x 109.6, 8x 115.6 (more, shorter
-  // slices cost more in the finishing launch than they add in parallelism).
-  constexpr int64_t kTargetInvocations = 2 * kTargetGroups * kWorkgroupSize;
+  // Enough (column, slice) pairs to fill a GPU, each slice at least kMinRows rows; each
+  // pair is kColRowGroups invocations (templates/reduce.glsl). Counted in columns: with
+  // 16-byte loads an invocation folds 4-16 of them. On an H200, f32 8192^2 (32 slices of
+  // 256 rows at this target): 70.9 us with two row groups, 80.3 with one at twice the
+  // target (64 slices: the finish then took a split launch of its own, 3 launches); two
+  // row groups at 2x the target 80.2, four row groups 73.9, eight at 2x 76.3.
+  constexpr int64_t kTargetInvocations = kTargetGroups * kWorkgroupSize;
   constexpr int64_t kMinRows = 32;
   if (count <= 0 || count >= kTargetInvocations || len < 2 * kMinRows) {
     return 1;
@@ -301,7 +304,8 @@ Launch reduce_launch(const KernelKey& key, const KernelSource& source, const Red
                                 " does not match the geometry (vector alignment).");
   }
   uint64_t wg = source.workgroup_size[0];
-  uint64_t col_groups = (static_cast<uint64_t>(g.count) / vec + wg - 1) / wg;
+  uint64_t per_group = std::max<uint64_t>(wg / kColRowGroups, 1);  // columns per workgroup
+  uint64_t col_groups = (static_cast<uint64_t>(g.count) / vec + per_group - 1) / per_group;
   uint64_t groups = (g.columns ? col_groups : static_cast<uint64_t>(g.count)) * g.splits;
   return pack_launch(source,
                      {static_cast<int64_t>(g.in_offset), static_cast<int64_t>(g.out_offset), g.len,
