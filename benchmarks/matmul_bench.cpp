@@ -83,6 +83,14 @@ int main() {
                         batch, reps)});
       }
     }
+    // The same 4-bit product in bf16, the dtype of MLX's community LLM weights.
+    auto wq_bf = bench::gpu_uniform({4096, 14336}, 11, mx::bfloat16);
+    auto qb = mx::quantize(wq_bf, 64, 4);
+    auto xb = bench::gpu_uniform({1, 14336}, 12, mx::bfloat16);
+    mx::eval(qb);
+    double qb_bytes = 4.0 * qb[0].size() + 2.0 * qb[1].size() + 2.0 * qb[2].size();
+    add("q4 g64 bf16 [1,14336] x [4096,14336]^T", qb_bytes,
+        [&] { return mx::quantized_matmul(xb, qb[0], qb[1], qb[2], true, 64, 4); });
     bench::print_timed_table(rows, peak);
   }
 

@@ -528,14 +528,15 @@ bool qmv_fusion_fits(const std::string& dtype, const MatmulGeometry& g, const De
          !reach_needs_64(g.residual_offset + out_elems);
 }
 
-// Columns per team: with several rows, up to 4 columns share each lane's x values
-// (converted and summed once), as long as the launch keeps >= 128 workgroups (small
-// products need the parallelism more), and at most 2 with 8 rows (registers: MR * NC sums
-// and U * NC packs of words). One row keeps one column: on an H100 sharing gained nothing
-// there at 4 bits and lost 30% at 8 bits, while M = 4 and 8 gained 30% (docs/matmul.md).
+// Columns per team: up to 4 columns share each lane's x values (converted and summed
+// once), as long as the launch keeps >= 128 workgroups (small products need the
+// parallelism more), at most 2 with 8 rows (registers: MR * NC sums and U * NC packs of
+// words) and 2 with one row. One row, [1,14336] x [4096,14336]^T on an H200: 2 columns
+// (U = 2) 25.2 -> 22.5 us at 4 bits (f16), 31.5 -> 25.9 at 8 bits, 22.8 -> 22.0 bf16; 4
+// columns are not better. M = 4 and 8 gained 30% on an H100 (docs/matmul.md).
 uint32_t qmv_columns(int64_t n, uint32_t mr, uint32_t tpr, const DeviceCaps& caps) {
   int64_t teams = row_workgroup_size(caps) / tpr;
-  uint32_t nc = mr == 1 ? 1 : mr >= 8 ? 2 : 4;
+  uint32_t nc = mr <= 1 ? 2 : mr >= 8 ? 2 : 4;
   while (nc > 1 && ceil_div(n, teams * nc) < 128) {
     nc /= 2;
   }

@@ -77,7 +77,7 @@ TEST_CASE("the cooperative-matrix gemm renders, compiles and validates for every
   CHECK_THROWS_AS(cg::render(key, nvidia_like(false)), std::runtime_error);
 }
 
-TEST_CASE("qmv teams own up to 4 columns of several rows while the launch keeps 128 workgroups") {
+TEST_CASE("qmv teams own up to 4 columns (2 of one row) while the launch keeps 128 workgroups") {
   auto caps = nvidia_like(false);
   auto geometry = [](int64_t m, int64_t n, int64_t k) {
     cg::MatmulGeometry g;
@@ -92,7 +92,8 @@ TEST_CASE("qmv teams own up to 4 columns of several rows while the launch keeps 
     return g;
   };
   auto nc = [&](const cg::MatmulGeometry& g) { return cg::qmv_key("bf16", g, caps).params["nc"]; };
-  CHECK(nc(geometry(1, 14336, 4096)) == "1");   // one row: one column per team
+  CHECK(nc(geometry(1, 14336, 4096)) == "2");   // one row: two columns per team
+  CHECK(nc(geometry(1, 1024, 1024)) == "1");    // 2 columns would leave 64 workgroups
   CHECK(nc(geometry(4, 14336, 4096)) == "4");   // 8 teams x 4 columns: 448 workgroups
   CHECK(nc(geometry(4, 1024, 3072)) == "1");    // 4 columns would leave 32 workgroups
   CHECK(nc(geometry(2, 2048, 1024)) == "2");    // 2 columns: 128 workgroups
