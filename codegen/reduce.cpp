@@ -19,7 +19,7 @@ constexpr uint64_t kMaxGroups = 65535;    // the minimum maxComputeWorkGroupCoun
 // A GPU is full at about this many workgroups of 256 (an H200 runs ~16 per SM x 132 SMs).
 constexpr int64_t kTargetGroups = 1024;
 constexpr uint64_t kColRowGroups = 2;  // templates/reduce.glsl's COL_RG
-constexpr int64_t kMinSlice = 4096;  // elements: below this a slice is mostly overhead
+constexpr int64_t kMinSlice = 4096;    // elements: below this a slice is mostly overhead
 
 const std::set<std::string> kOps{"Sum", "Prod", "Max", "Min", "And", "Or"};
 

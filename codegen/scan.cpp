@@ -25,8 +25,14 @@ constexpr uint32_t kTileCols = 32;  // columns per tile (templates/scan.glsl: CO
 constexpr uint32_t kRowWorkgroup = 128;
 
 void check(const ScanGeometry& g, const std::string& where) {
+  bool segmented = g.seg != 0 || g.segs != 1 || g.totals || g.carry_in;
+  bool segments_ok =
+      g.seg >= 0 && g.segs >= 1 &&
+      (g.seg == 0 ? g.segs == 1
+                  : g.seg * g.segs >= g.len && (g.segs - 1) * g.seg < std::max<int64_t>(g.len, 1));
   if (g.count < 0 || g.len < 0 || g.inner < 1 || (!g.columns && g.inner != 1) ||
-      (g.columns && g.count % g.inner != 0)) {
+      (g.columns && g.count % g.inner != 0) || !segments_ok || (g.columns && segmented) ||
+      (g.totals && g.carry_in)) {
     throw std::invalid_argument("[scan] " + where + ": inconsistent scan geometry.");
   }
 }
@@ -36,7 +42,8 @@ void check(const ScanGeometry& g, const std::string& where) {
 // codegen/reduce.cpp).
 bool needs_64(const ScanGeometry& g) {
   uint64_t elems = static_cast<uint64_t>(g.count) * static_cast<uint64_t>(g.len);
-  uint64_t reach = std::max(g.in_offset, g.out_offset) + elems;
+  uint64_t parts = static_cast<uint64_t>(g.count) * static_cast<uint64_t>(g.segs);
+  uint64_t reach = std::max({g.in_offset, g.out_offset, g.carry_offset}) + std::max(elems, parts);
   return 2 * reach + (uint64_t{1} << 17) >
          static_cast<uint64_t>(std::numeric_limits<int32_t>::max());
 }
@@ -85,14 +92,14 @@ struct Spec {
   const DtypeInfo* dt;
   bool columns;
   bool idx64;
+  bool carry_in = false;  // seg=1
 };
 
 Spec parse(const KernelKey& key, const std::string& where) {
-  check_params(key, {"op", "dtype", "mode", "idx"}, where);
+  check_params(key, {"op", "dtype", "mode", "idx", "seg"}, where);
   Spec s;
   s.op = key_param(key, "op", where);
-  if (s.op != "Sum" && s.op != "Prod" && s.op != "Max" && s.op != "Min" &&
-      s.op != "LogAddExp") {
+  if (s.op != "Sum" && s.op != "Prod" && s.op != "Max" && s.op != "Min" && s.op != "LogAddExp") {
     throw std::invalid_argument("[render] " + where + ": unknown scan '" + s.op +
                                 "' (expected Sum, Prod, Max, Min or LogAddExp).");
   }
@@ -102,6 +109,11 @@ Spec parse(const KernelKey& key, const std::string& where) {
   }
   s.columns = parse_columns(key, where);
   s.idx64 = parse_idx(key, where);
+  auto seg = key.params.find("seg");
+  s.carry_in = seg != key.params.end() && seg->second == "1";
+  if (seg != key.params.end() && (seg->second != "1" || s.columns)) {
+    throw std::invalid_argument("[render] " + where + ": seg must be 1, on rows.");
+  }
   return s;
 }
 
@@ -115,6 +127,9 @@ KernelKey scan_key(const std::string& op, const std::string& dtype, const ScanGe
   key.params["dtype"] = dtype;
   key.params["mode"] = g.columns ? "col" : "row";
   key.params["idx"] = needs_64(g) ? "64" : "32";
+  if (g.carry_in) {
+    key.params.emplace("seg", std::string(1, '1'));
+  }
   return key;
 }
 
@@ -153,8 +168,10 @@ KernelSource render_scan(const KernelKey& key, const DeviceCaps& caps) {
   }
   defines.push_back("ROW_K " + std::to_string(row_k) + "u");
   defines.push_back("COL_K " + std::to_string(kColK) + "u");
+  defines.push_back(std::string("SEGMENTED ") + (s.carry_in ? "1" : "0"));
 
-  KernelSource source = row_kernel_source("scan.glsl", defines, 2, 6, s.idx64, caps);
+  KernelSource source =
+      row_kernel_source("scan.glsl", defines, s.carry_in ? 3 : 2, 9, s.idx64, caps);
   source.workgroup_size = {wg, 1, 1};
   source.spec_constants = {{0, wg}};
   return source;
@@ -164,17 +181,19 @@ Launch scan_launch(const KernelKey& key, const KernelSource& source, const ScanG
   const std::string where = "kernel " + key.canonical();
   Spec s = parse(key, where);
   check(g, where);
-  if (s.columns != g.columns || s.idx64 != needs_64(g)) {
+  if (s.columns != g.columns || s.idx64 != needs_64(g) || s.carry_in != g.carry_in) {
     throw std::invalid_argument("[scan_launch] " + where +
-                                " does not match the geometry (mode or index width).");
+                                " does not match the geometry (mode, index width or carries).");
   }
-  int64_t flags = (g.reverse ? 1 : 0) | (g.inclusive ? 2 : 0);
+  int64_t flags =
+      (g.reverse ? 1 : 0) | (g.inclusive ? 2 : 0) | (g.totals ? 4 : 0) | (g.carry_in ? 8 : 0);
   uint64_t cols = std::min<uint64_t>(source.workgroup_size[0], kTileCols);
   uint64_t groups = g.columns ? (static_cast<uint64_t>(g.count) + cols - 1) / cols
-                              : static_cast<uint64_t>(g.count);
+                              : static_cast<uint64_t>(g.count) * static_cast<uint64_t>(g.segs);
+  int64_t seg = g.seg == 0 ? g.len : g.seg;
   return pack_launch(source,
                      {static_cast<int64_t>(g.in_offset), static_cast<int64_t>(g.out_offset), g.len,
-                      g.count, g.inner, flags},
+                      g.count, g.inner, flags, seg, g.segs, static_cast<int64_t>(g.carry_offset)},
                      s.idx64, groups, where);
 }
 

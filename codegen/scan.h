@@ -23,15 +23,26 @@ struct ScanGeometry {
   bool inclusive = true;
   uint64_t in_offset = 0;
   uint64_t out_offset = 0;
+  // Rows only: each row as `segs` segments of `seg` elements, a workgroup each
+  // (templates/scan.glsl). totals: store each segment's total (out has count * segs
+  // elements); carry_in: start each segment from carries[carry_offset + segment index]
+  // (the key's seg=1, a third binding).
+  int64_t seg = 0;  // 0: the whole row
+  int64_t segs = 1;
+  bool totals = false;
+  bool carry_in = false;
+  uint64_t carry_offset = 0;
 };
 
-// "scan:dtype=<dtype>,idx=32|64,mode=row|col,op=Sum|Prod|Max|Min". The input and the output
-// have `dtype`. reverse and inclusive are push constants, not part of the key.
+// "scan:dtype=<dtype>,idx=32|64,mode=row|col,op=Sum|Prod|Max|Min[,seg=1]". The input and
+// the output have `dtype`. reverse, inclusive and the segment fields are push constants,
+// not part of the key, except carry_in: seg=1 binds the carries.
 KernelKey scan_key(const std::string& op, const std::string& dtype, const ScanGeometry& g);
 
 KernelSource render_scan(const KernelKey& key, const DeviceCaps& caps);
 
-// Push constants (in offset, out offset, len, count, inner, flags) and groups. Throws
+// Push constants (in offset, out offset, len, count, inner, flags, seg, segs, carry
+// offset) and groups. Throws
 // std::invalid_argument when the geometry does not match the key.
 Launch scan_launch(const KernelKey& key, const KernelSource& source, const ScanGeometry& g);
 

@@ -23,6 +23,14 @@
 //   into ROWS runs of COL_K, and scan the runs' totals in shared memory. Short rows
 //   (inner == 1) use this mode too: one column per row, a chunk covers the row.
 //
+// Segments (rows only; docs/scan.md): a row may be cut into `segs` segments of `seg`
+// elements (the last shorter), one workgroup each, so few long rows (a vocabulary-wide
+// cumsum) use more than one workgroup. Three launches: flag TOTALS stores each segment's
+// combined total (out[row * segs + segment]); a plain exclusive scan of those totals gives
+// each segment's carry; SEGMENTED 1 (a third binding) starts each segment's running value
+// from its carry (flag CARRY_IN) instead of the identity. segs == 1 and seg == len is the
+// plain row scan.
+//
 // reverse (scan from the end) and inclusive are push-constant flags, so they add no
 // kernels. An exclusive scan stores the running value before folding the element in (the
 // identity first). The engine defines ACC_T (the dtype's compute type: f32 for every
@@ -51,6 +59,9 @@
 #ifndef COL_K
 #define COL_K 8u
 #endif
+#ifndef SEGMENTED
+#define SEGMENTED 0
+#endif
 
 #include "include/operands.glsl"
 
@@ -63,6 +74,11 @@ layout(std430, set = 0, binding = 0) readonly buffer In0 {
 layout(std430, set = 0, binding = 1) writeonly buffer Out {
   OUT_ST outv[];
 };
+#if SEGMENTED
+layout(std430, set = 0, binding = 2) readonly buffer Carries {
+  OUT_ST carries[];
+};
+#endif
 
 // codegen/scan.cpp packs exactly these fields, each IDX_T.
 layout(push_constant) uniform Params {
@@ -71,7 +87,10 @@ layout(push_constant) uniform Params {
   IDX_T len;    // elements along the scanned axis
   IDX_T count;  // ROW: rows; COL: outer * inner columns
   IDX_T inner;  // COL: stride of the scanned axis; ROW: 1
-  IDX_T flags;  // bit 0: reverse, bit 1: inclusive
+  IDX_T flags;  // bit 0: reverse, bit 1: inclusive, bit 2: TOTALS, bit 3: CARRY_IN
+  IDX_T seg;    // ROW: elements per segment (len when unsegmented)
+  IDX_T segs;   // ROW: segments per row
+  IDX_T carry_offset;  // SEGMENTED: element 0 of the carries
 }
 pc;
 
@@ -84,6 +103,10 @@ IDX_T axis_pos(IDX_T k) {
 
 bool inclusive() {
   return (pc.flags & IDX_T(2)) != IDX_T(0);
+}
+
+bool flag(int bit) {
+  return (pc.flags & (IDX_T(1) << bit)) != IDX_T(0);
 }
 
 // The carry: the combined value of every chunk before the current one. Compensated float
@@ -150,24 +173,35 @@ uint tslot(uint q) {
 }
 
 void main() {
-  IDX_T row = IDX_T(gl_WorkGroupID.y) * IDX_T(gl_NumWorkGroups.x) + IDX_T(gl_WorkGroupID.x);
+  IDX_T g = IDX_T(gl_WorkGroupID.y) * IDX_T(gl_NumWorkGroups.x) + IDX_T(gl_WorkGroupID.x);
+  IDX_T row = g / pc.segs;
   if (row >= pc.count) {
     return;  // uniform for the whole workgroup: no barrier is skipped by part of it
   }
-  IDX_T base = pc.in0_offset + row * pc.len;
-  IDX_T obase = pc.out_offset + row * pc.len;
+  // This workgroup's segment: `len` elements from `start` of the row.
+  IDX_T start = (g - row * pc.segs) * pc.seg;
+  IDX_T len = min(pc.seg, pc.len - start);
+  IDX_T base = pc.in0_offset + row * pc.len + start;
+  IDX_T obase = pc.out_offset + row * pc.len + start;
+  bool reverse = flag(0);
+  bool totals_only = flag(2);
   uint t = gl_LocalInvocationID.x;
   bool incl = inclusive();
   Carry carry = carry_init();
-  for (IDX_T c0 = IDX_T(0); c0 < pc.len; c0 += IDX_T(CHUNK)) {
+#if SEGMENTED
+  if (flag(3)) {
+    carry.hi = ACC_T(IN0_LOAD(carries[uint(pc.carry_offset + g)]));
+  }
+#endif
+  for (IDX_T c0 = IDX_T(0); c0 < len; c0 += IDX_T(CHUNK)) {
     // 1. Coalesced loads; past the end, the identity (an `if`, not ?:, so no load is
     // ever formed past the binding).
     for (uint i = 0u; i < ROW_K; ++i) {
       uint j = t + i * WG;
       IDX_T k = c0 + IDX_T(j);
       ACC_T x = ACC_INIT;
-      if (k < pc.len) {
-        x = ACC_T(IN0_LOAD(in0[uint(base + axis_pos(k))]));
+      if (k < len) {
+        x = ACC_T(IN0_LOAD(in0[uint(base + (reverse ? len - IDX_T(1) - k : k))]));
       }
       stage[slot(j)] = x;
     }
@@ -223,10 +257,13 @@ void main() {
     for (uint i = 0u; i < ROW_K; ++i) {
       uint j = t + i * WG;
       IDX_T k = c0 + IDX_T(j);
-      if (k < pc.len) {
-        outv[uint(obase + axis_pos(k))] = OUT_STORE(stage[slot(j)]);
+      if (k < len && !totals_only) {
+        outv[uint(obase + (reverse ? len - IDX_T(1) - k : k))] = OUT_STORE(stage[slot(j)]);
       }
     }
+  }
+  if (totals_only && t == 0u) {
+    outv[uint(pc.out_offset + g)] = OUT_STORE(with_carry(carry, ACC_INIT));
   }
 }
 

@@ -1,6 +1,7 @@
 // cumsum, cumprod, cummax and cummin on the GPU (the "scan" family) match the CPU reference:
 // rows (axis last), columns (axis not last, and short rows), copies of other layouts,
-// reverse and exclusive scans, every dtype class, rows longer than 100k elements, empty
+// reverse and exclusive scans, every dtype class, rows longer than 100k elements, few long
+// rows scanned in segments, empty
 // and length-1 axes, NaN and infinities, and no CPU route.
 //
 // Tolerances (docs/scan.md). Integer scans (wrapping) and max/min are exact. A float sum
@@ -426,6 +427,40 @@ TEST_CASE("scans on the GPU device take no CPU route") {
   CHECK(mlx::core::vulkan::fallback_counts().count("CumSum") == 1);
 }
 
+TEST_CASE("few long rows are scanned in segments: every op, direction and dtype class") {
+  if (!gpu_present())
+    return;
+  // Rows of at least 2 * 4096 elements, fewer than 128 of them, take the segmented path
+  // (totals, their exclusive scan, each segment from its carry): lengths that end inside a
+  // segment and on its boundary, every op both ways, ints (exact, wrapping) and f32.
+  // bf16 keeps the one-workgroup path (it is in the list to show both paths agree).
+  std::vector<ScanCase> cases;
+  uint64_t seed = 900;
+  for (auto op : all_ops) {
+    for (mx::Shape shape : {mx::Shape{3, 10007}, mx::Shape{1, 16384}}) {
+      for (auto dt : {mx::float32, mx::int32, mx::uint8, mx::bfloat16}) {
+        for (bool reverse : {false, true}) {
+          for (bool inclusive : {true, false}) {
+            cases.push_back({op, dt, shape, -1, Layout::contiguous, reverse, inclusive, ++seed});
+          }
+        }
+      }
+    }
+  }
+  run_all(cases);
+  // NaN: the first NaN in scan order wins cummax, across a segment boundary.
+  std::vector<float> v(9000, 1.0f);
+  v[5000] = std::numeric_limits<float>::quiet_NaN();
+  mx::array x(v.begin(), {1, 9000});
+  for (bool reverse : {false, true}) {
+    auto g = mlx_test::to_doubles(mx::cummax(x, -1, reverse, true, mx::Device::gpu));
+    CHECK(std::isnan(g[reverse ? 0 : 8999]));
+    CHECK(g[reverse ? 8999 : 0] == 1.0);
+    CHECK(std::isnan(g[5000]));
+    CHECK(g[reverse ? 5001 : 4999] == 1.0);
+  }
+}
+
 TEST_CASE("scan keys render and compile for both modes and index widths") {
   namespace cg = mlx::core::vulkan::codegen;
   cg::DeviceCaps caps;
@@ -447,12 +482,33 @@ TEST_CASE("scan keys render and compile for both modes and index widths") {
       auto src = cg::render(key, caps);
       CHECK(cg::validate_spirv(cg::compile(key, src).words) == "");
       auto launch = cg::scan_launch(key, src, g);
-      CHECK(launch.push_constants.size() == 48);
+      CHECK(launch.push_constants.size() == 72);
       g.count = 100;
       CHECK_THROWS_AS(cg::scan_launch(key, src, g), std::invalid_argument);
       g.count = 3000000;
     }
   }
+  // Segments: totals and carry-in are flags; carry-in binds the carries (seg=1).
+  cg::ScanGeometry s;
+  s.count = 2;
+  s.len = 151936;
+  s.seg = 4096;
+  s.segs = 38;
+  s.carry_in = true;
+  auto key = cg::scan_key("Sum", "f32", s);
+  CHECK(key.canonical() == "scan:dtype=f32,idx=32,mode=row,op=Sum,seg=1");
+  auto src = cg::render(key, caps);
+  CHECK(src.num_buffers == 3);
+  CHECK(cg::validate_spirv(cg::compile(key, src).words) == "");
+  CHECK(cg::scan_launch(key, src, s).groups[0] == 76);
+  s.segs = 37;  // 37 segments do not cover the row
+  CHECK_THROWS_AS(cg::scan_launch(key, src, s), std::invalid_argument);
+  s.segs = 38;
+  s.carry_in = false;  // the key binds carries, the geometry has none
+  CHECK_THROWS_AS(cg::scan_launch(key, src, s), std::invalid_argument);
+  CHECK_THROWS_AS(
+      cg::render(cg::KernelKey::parse("scan:dtype=f32,idx=32,mode=col,op=Sum,seg=1"), caps),
+      std::invalid_argument);
   CHECK_THROWS_AS(cg::render(cg::KernelKey::parse("scan:dtype=f32,idx=32,mode=row,op=Mean"), caps),
                   std::invalid_argument);
   CHECK_THROWS_AS(cg::render(cg::KernelKey::parse("scan:dtype=f64,idx=32,mode=row,op=Sum"), caps),
