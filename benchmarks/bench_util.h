@@ -81,6 +81,9 @@ inline Timing measure_op(const std::function<mx::array()>& make, int batch, int 
   // The union of the kernels' intervals, not their total: the ops of a batch are
   // independent and their timestamp intervals overlap.
   t.gpu_ms = mx::vulkan::gpu_busy_us() / 1000.0 / (static_cast<double>(batch) * reps);
+  if (std::getenv("BENCH_KERNELS")) {  // which launches the op is made of, and their times
+    std::printf("%s", mx::vulkan::profile_report().c_str());
+  }
   return t;
 }
 

@@ -11,7 +11,7 @@
 // Usage: reduce_bench   (REDUCE_BENCH_ONLY=sum,rows,softmax,argmax,decode,norm,rope,scan
 //                        runs a subset; REDUCE_BENCH_SUSTAIN=<s> first runs softmax back to
 //                        back for that long, printing the time per op as clocks ramp;
-//                        REDUCE_BENCH_KERNELS=1 prints each row's kernels and their times)
+//                        BENCH_KERNELS=1 prints each row's kernels, bench_util.h)
 #include <cstdlib>
 
 #include "bench_util.h"
@@ -87,12 +87,8 @@ int main() {
   double peak = bench::measure_peak(i64a, i64b, batch, reps);
 
   std::vector<TimedRow> rows;
-  const bool per_kernel = std::getenv("REDUCE_BENCH_KERNELS") != nullptr;
   auto add = [&](const char* name, double bytes, const std::function<mx::array()>& make) {
     rows.push_back({name, bytes, measure_op(make, batch, reps)});
-    if (per_kernel) {  // which launches the op is made of, and what each costs
-      std::printf("-- %s\n%s", name, mx::vulkan::profile_report().c_str());
-    }
   };
   if (bench::wanted("REDUCE_BENCH_ONLY", "sum")) {
     add("sum f32 256M (all)", 4.0 * (1 << 28), [&] { return mx::sum(big); });
@@ -141,6 +137,8 @@ int main() {
   if (bench::wanted("REDUCE_BENCH_ONLY", "scan")) {
     add("cumsum f32 8192x8192 (rows)", 2 * 4.0 * 8192 * 8192, [&] { return mx::cumsum(m, 1); });
     add("copy f32 8192x8192 (cumsum's bytes)", 2 * 4.0 * 8192 * 8192, [&] { return mx::copy(m); });
+    // One vocabulary-wide row (top-p sampling, categorical's inverse CDF): segments.
+    add("cumsum f32 1x151936 (sampling)", 2 * 4.0 * 151936, [&] { return mx::cumsum(vocab, 1); });
   }
   bench::print_timed_table(rows, peak);
   return 0;
