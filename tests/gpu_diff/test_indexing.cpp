@@ -513,6 +513,146 @@ TEST_CASE("put_along_axis and scatter_add_axis on the GPU match the CPU") {
   check_no_fallback();
 }
 
+namespace {
+
+// The CPU result of a scatter when only its in-range indices apply: `a` gets `extra` more
+// slots at the end of `axis`, each out-of-range index points at the first of them (in-range
+// negative ones are wrapped first, as the padded axis is longer) and the slots are sliced
+// off after. `scatter(padded, indices)` runs the op on the CPU.
+mx::array in_range_reference(
+    const mx::array& a, const mx::array& idx, int axis, int window,
+    const std::function<mx::array(const mx::array&, const mx::array&)>& scatter) {
+  int n = a.shape(axis);
+  std::vector<int32_t> safe;
+  for (double v : mlx_test::to_doubles(idx)) {
+    double w = v < 0 ? v + n : v;
+    safe.push_back(w >= 0 && w <= n - window ? static_cast<int32_t>(w) : n);
+  }
+  mx::Shape extra_shape = a.shape();
+  extra_shape[axis] = window;
+  auto padded = mx::concatenate({a, mx::zeros(extra_shape, a.dtype(), cpu)}, axis, cpu);
+  auto out = scatter(padded, mx::array(safe.begin(), idx.shape(), mx::int32));
+  mx::Shape start(a.ndim(), 0);
+  return mx::slice(out, start, a.shape(), cpu);
+}
+
+// The GPU result of make(gpu) equals `want` exactly, and make(cpu) raises at eval.
+void check_dropped(const std::string& what, const std::function<mx::array(mx::Device)>& make,
+                   const mx::array& want) {
+  CHECK_THROWS_WITH_AS(make(cpu).eval(), doctest::Contains("is out of bounds"),
+                       std::invalid_argument);
+  auto got = gpu_eval_checked([&] { return std::vector<mx::array>{make(gpu)}; }, what)[0];
+  CHECK_MESSAGE(all_close(got, want, {0, 0}, what), what);
+}
+
+}  // namespace
+
+TEST_CASE("out-of-range indices drop their updates in GPU scatters (the CPU raises)") {
+  if (!gpu_present())
+    return;
+  mx::vulkan::reset_fallback_counts();
+  auto a = make_input({7, 6}, mx::float32, Layout::contiguous, 1200, {}, cpu);
+  // In range on an axis of 7: -7..6; 7, -8, 100 and INT_MIN are not. Duplicates of 3.
+  auto idx = mx::array({0, 7, -8, 3, 100, -1, 3, -2147483647 - 1, 6});
+  auto upd = make_input({9, 1, 6}, mx::float32, Layout::contiguous, 1201, {}, cpu);
+  // "seq" mode: a plain scatter (the last in-range duplicate wins) and a sum.
+  check_dropped(
+      "scatter out of range", [&](mx::Device d) { return mx::scatter(a, idx, upd, 0, d); },
+      in_range_reference(a, idx, 0, 1, [&](const mx::array& p, const mx::array& i) {
+        return mx::scatter(p, i, upd, 0, cpu);
+      }));
+  check_dropped(
+      "scatter_add out of range", [&](mx::Device d) { return mx::scatter_add(a, idx, upd, 0, d); },
+      in_range_reference(a, idx, 0, 1, [&](const mx::array& p, const mx::array& i) {
+        return mx::scatter_add(p, i, upd, 0, cpu);
+      }));
+  // A window of 2 rows fits from rows -7..5: index 6 (and -1, which wraps to 6) is dropped.
+  auto upd2 = make_input({9, 2, 6}, mx::float32, Layout::contiguous, 1202, {}, cpu);
+  check_dropped(
+      "scatter_add window out of range",
+      [&](mx::Device d) { return mx::scatter_add(a, idx, upd2, 0, d); },
+      in_range_reference(a, idx, 0, 2, [&](const mx::array& p, const mx::array& i) {
+        return mx::scatter_add(p, i, upd2, 0, cpu);
+      }));
+  // Two index arrays: a position with either index out of range drops its window (the
+  // reference sends those to an extra row of axis 0).
+  {
+    auto c = make_input({5, 6, 4}, mx::float32, Layout::contiguous, 1205, {}, cpu);
+    auto i0 = mx::array({0, 2, 4, 1, 5, -5});
+    auto i1 = mx::array({1, 4, -4, -5, 2, 3});  // axis 2 has 4: 4 and -5 are out
+    auto uc = make_input({6, 1, 6, 1}, mx::float32, Layout::contiguous, 1206, {}, cpu);
+    auto padded = mx::concatenate({c, mx::zeros({1, 6, 4}, cpu)}, 0, cpu);
+    auto s0 = mx::array({0, 5, 4, 5, 5, 0});
+    auto s1 = mx::array({1, 0, 0, 0, 0, 3});
+    auto want =
+        mx::slice(mx::scatter_add(padded, {s0, s1}, uc, {0, 2}, cpu), {0, 0, 0}, {5, 6, 4}, cpu);
+    check_dropped(
+        "scatter_add two index arrays out of range",
+        [&](mx::Device d) {
+          return mx::scatter_add(c, {i0, i1}, uc, {0, 2}, d);
+        },
+        want);
+  }
+  // "each" mode: one index position, out of range, leaves the source as it was.
+  check_dropped(
+      "scatter one index out of range",
+      [&](mx::Device d) {
+        return mx::scatter(a, mx::array({-8}), mx::slice(upd, {0, 0, 0}, {1, 1, 6}, d), 0, d);
+      },
+      a);
+  // A huge uint64 index never wraps into range.
+  auto big = mx::array({uint64_t{1} << 63, uint64_t{2}}, mx::uint64);
+  check_dropped(
+      "scatter uint64 out of range",
+      [&](mx::Device d) {
+        return mx::scatter(a, big, mx::slice(upd, {0, 0, 0}, {2, 1, 6}, d), 0, d);
+      },
+      mx::scatter(a, mx::array({2}), mx::slice(upd, {1, 0, 0}, {2, 1, 6}, cpu), 0, cpu));
+  // "atomic" mode: 5000 int32 updates into 10 slots, about a third of them out of range.
+  auto ia = ints({5000}, -15, 15, mx::int32, 1203, cpu);
+  auto ua = ints({5000, 1}, -50, 50, mx::int32, 1204, cpu);
+  auto za = mx::zeros({10}, mx::int32, cpu);
+  check_dropped(
+      "atomic scatter_add out of range",
+      [&](mx::Device d) { return mx::scatter_add(za, ia, ua, 0, d); },
+      in_range_reference(za, ia, 0, 1, [&](const mx::array& p, const mx::array& i) {
+        return mx::scatter_add(p, i, ua, 0, cpu);
+      }));
+
+  // put_along_axis and scatter_add_axis ("seq"), along either axis.
+  auto b = make_input({5, 6}, mx::float32, Layout::contiguous, 1210, {}, cpu);
+  for (int axis : {0, 1}) {
+    int n = b.shape(axis);
+    auto ib = ints(axis == 0 ? mx::Shape{4, 6} : mx::Shape{5, 4}, -n - 3, n + 3, mx::int32,
+                   1211 + axis, cpu);
+    auto vb = make_input(ib.shape(), mx::float32, Layout::contiguous, 1213 + axis, {}, cpu);
+    std::string ax = " axis " + std::to_string(axis);
+    check_dropped(
+        "put_along_axis out of range" + ax,
+        [&](mx::Device d) { return mx::put_along_axis(b, ib, vb, axis, d); },
+        in_range_reference(b, ib, axis, 1, [&](const mx::array& p, const mx::array& i) {
+          return mx::put_along_axis(p, i, vb, axis, cpu);
+        }));
+    check_dropped(
+        "scatter_add_axis out of range" + ax,
+        [&](mx::Device d) { return mx::scatter_add_axis(b, ib, vb, axis, d); },
+        in_range_reference(b, ib, axis, 1, [&](const mx::array& p, const mx::array& i) {
+          return mx::scatter_add_axis(p, i, vb, axis, cpu);
+        }));
+  }
+  // scatter_add_axis along a long axis ("atomic"): values in eighths, exact in any order.
+  auto il = ints({2, 1000}, -12, 12, mx::int32, 1215, cpu);
+  auto vl = mx::divide(ints({2, 1000}, -16, 16, mx::int32, 1216, cpu), mx::array(8.0f), cpu);
+  auto zl = mx::zeros({2, 9}, cpu);
+  check_dropped(
+      "atomic scatter_add_axis out of range",
+      [&](mx::Device d) { return mx::scatter_add_axis(zl, il, vl, 1, d); },
+      in_range_reference(zl, il, 1, 1, [&](const mx::array& p, const mx::array& i) {
+        return mx::scatter_add_axis(p, i, vl, 1, cpu);
+      }));
+  check_no_fallback();
+}
+
 TEST_CASE("slice and slice_update at an array start on the GPU match the CPU") {
   if (!gpu_present())
     return;
