@@ -43,7 +43,8 @@ power remainder right_shift round rsqrt sigmoid sign sin sinh sqrt square subtra
 where contiguous full ones zeros concatenate""".split()
 KERNELS = {
     "elementwise / copy": ELEMENTWISE,
-    "reduce": "all any max min prod sum argmax argmin".split(),
+    "reduce": "all any max min prod sum".split(),
+    "arg_reduce": "argmax argmin".split(),
     "scan": "cummax cummin cumprod cumsum logcumsumexp".split(),
     "norm (softmax)": ["softmax"],
     "sort": "sort argsort partition argpartition".split(),
@@ -53,11 +54,17 @@ KERNELS = {
     "arange": ["arange"],
 }
 VIEWS = """as_strided broadcast_arrays broadcast_to expand_dims flatten moveaxis reshape squeeze
-swapaxes transpose slice split unflatten atleast_1d atleast_2d atleast_3d""".split()
+swapaxes transpose split unflatten atleast_1d atleast_2d atleast_3d""".split()
 COMPOSED = """allclose array_equal clip count_nonzero degrees diag diagonal diff eye flip identity inner
 isclose isfinite isneginf isposinf kron linspace logical_xor logsumexp mean median meshgrid
-nan_to_num ones_like zeros_like outer pad positive radians reciprocal repeat roll slice_update stack std
+nan_to_num ones_like zeros_like outer pad positive radians reciprocal repeat roll stack std
 stop_gradient tensordot tile topk trace tri tril triu trunc unstack var""".split()
+# Ops whose GPU route depends on the form called (static bounds, or a start held in an
+# array): their class (counted) and how each form runs.
+FORMS = {
+    "slice": ("view", "copy kernel when made dense; an array start: gather kernel"),
+    "slice_update": ("kernel", "copy into the window; an array start: scatter kernel"),
+}
 # Not device work: shapes, dtypes and files.
 HOST = "broadcast_shapes issubdtype result_type save_safetensors".split()
 # Python-only names (no C++ function in MLX).
@@ -87,6 +94,8 @@ def main():
         gpu.setdefault(op, "composition")
     for op in HOST:
         gpu[op] = "host (no device work)"
+    for op, (kind, detail) in FORMS.items():
+        gpu[op] = f"{kind} ({detail})"
     rows, counts = [], {}
     for op in MLX_OPS:
         if op in PYTHON_ONLY:
