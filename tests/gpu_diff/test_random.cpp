@@ -497,3 +497,138 @@ TEST_CASE("linspace, eye, identity, tri, tril and triu on the GPU match the CPU"
   auto routes = mx::vulkan::fallback_counts();
   CHECK_MESSAGE(routes.empty(), "a primitive took the CPU route: " << routes.begin()->first);
 }
+
+namespace {
+
+// Every GPU draw within bound(CPU draw) of the CPU's (NaN and inf must match); reports the
+// first that is not.
+bool within(const mx::array& got, const mx::array& want, const std::function<double(double)>& bound,
+            const std::string& what) {
+  REQUIRE_MESSAGE(got.shape() == want.shape(), what);
+  REQUIRE_MESSAGE(got.dtype() == want.dtype(), what);
+  auto g = to_doubles(got), w = to_doubles(want);
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (!mlx_test::close(g[i], w[i], 0, bound(w[i]))) {
+      FAIL_CHECK(what << ": draw " << i << " GPU " << g[i] << " CPU " << w[i] << " (bound "
+                      << bound(w[i]) << ")");
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+// Tolerances of the float draws below (measured on lavapipe over 2^18 draws and 4 keys: at
+// most 2.2 of the units below; the bounds allow 8).
+// - normal and truncated_normal are sqrt(2) * erfinv(u) (times scale, plus loc): erfinv's
+//   polynomial and, for truncated_normal, erf of the bounds (which set u's range) may differ
+//   in their last bits between devices. An error of a few float32 ulps in u becomes that many
+//   times the map's slope, sqrt(pi / 2) exp(z^2 / 2) scale at z = (x - loc) / scale (113x at
+//   z = 3), so the unit is 2^-24 (slope + |x|), bounded by 8 units.
+// - gumbel is -log(-log(u)): Vulkan allows log an absolute error of 2^-21 on [0.5, 2] (8 ulps
+//   of 1) and 3 ulps elsewhere, so 8 * 2^-24 (1 + |x|).
+// - 16-bit outputs round the float32 result once: default_tolerance (one rounding of the
+//   dtype), which holds as long as the bounds' erf, rounded to the dtype, agree (they do for
+//   these bounds: a flip would move every draw).
+TEST_CASE("truncated_normal, gumbel and 16-bit normals draw on the GPU what the CPU draws") {
+  if (!gpu_present())
+    return;
+  mx::vulkan::reset_fallback_counts();
+  const int n = 1 << 16;
+  const double unit = 0x1.0p-24;
+  auto erfinv_bound = [&](double loc, double scale) {
+    return [=](double x) {
+      double z = (x - loc) / scale;
+      return 8 * unit * (std::sqrt(kPi / 2) * std::exp(z * z / 2) * scale + std::abs(x));
+    };
+  };
+  for (uint64_t k : {400, 401}) {
+    auto key = rnd::key(k);
+    std::string seed = " key " + std::to_string(k);
+    // Scalar bounds, and per-column bounds out to 3 standard deviations.
+    auto t = [&](mx::Dtype dt, mx::Device d) {
+      return rnd::truncated_normal(mx::array(-1.0f), mx::array(2.0f), {n}, dt, key, d);
+    };
+    auto tc = [&](mx::Dtype dt, mx::Device d) {
+      return rnd::truncated_normal(mx::array({-3.0f, -0.5f, 0.0f}), mx::array({3.0f, 0.5f, 2.0f}),
+                                   {n / 4, 3}, dt, key, d);
+    };
+    CHECK(within(t(mx::float32, kGpu), t(mx::float32, kCpu), erfinv_bound(0, 1),
+                 "truncated_normal f32" + seed));
+    CHECK(within(tc(mx::float32, kGpu), tc(mx::float32, kCpu), erfinv_bound(0, 1),
+                 "truncated_normal f32 column bounds" + seed));
+    CHECK(all_close(tc(mx::bfloat16, kGpu), tc(mx::bfloat16, kCpu), default_tolerance(mx::bfloat16),
+                    "truncated_normal bf16" + seed));
+    auto g = [&](mx::Dtype dt, mx::Device d) { return rnd::gumbel({n}, dt, key, d); };
+    CHECK(within(
+        g(mx::float32, kGpu), g(mx::float32, kCpu),
+        [&](double x) { return 8 * unit * (1 + std::abs(x)); }, "gumbel f32" + seed));
+    CHECK(all_close(g(mx::float16, kGpu), g(mx::float16, kCpu), default_tolerance(mx::float16),
+                    "gumbel f16" + seed));
+    // normal(loc 0.5, scale 3) in 16-bit floats, and float32 over 2^16 draws.
+    for (auto dt : {mx::float16, mx::bfloat16, mx::float32}) {
+      auto z = [&](mx::Device d) { return rnd::normal({n}, dt, 0.5f, 3.0f, key, d); };
+      std::string what = "normal " + mx::dtype_to_string(dt) + seed;
+      if (dt == mx::float32) {
+        CHECK(within(z(kGpu), z(kCpu), erfinv_bound(0.5, 3), what));
+      } else {
+        CHECK(all_close(z(kGpu), z(kCpu), default_tolerance(dt), what));
+      }
+    }
+  }
+  auto routes = mx::vulkan::fallback_counts();
+  CHECK_MESSAGE(routes.empty(), "a primitive took the CPU route: " << routes.begin()->first);
+}
+
+// randint floors the same float32 uniform on both devices and categorical takes the argmax of
+// logits + gumbel: equal unless a draw lands within a float32 rounding of an integer (randint)
+// or two perturbed logits within the gumbel tolerance of each other (probability ~1e-6 per
+// draw); these keys have none, so the draws compare exactly.
+TEST_CASE("randint in 8- and 64-bit dtypes and multi-row categorical draw on the GPU exactly") {
+  if (!gpu_present())
+    return;
+  mx::vulkan::reset_fallback_counts();
+  struct Ints {
+    mx::Dtype dt;
+    mx::array lo, hi;
+  };
+  // int64 bounds past 2^31 (exact in float32: multiples of 2^9 near 3e9).
+  std::vector<Ints> cases = {{mx::int8, mx::array(-100), mx::array(100)},
+                             {mx::uint8, mx::array(0), mx::array(250)},
+                             {mx::int64, mx::array(int64_t{-3000000000}, mx::int64),
+                              mx::array(int64_t{3000000512}, mx::int64)},
+                             {mx::int64, mx::array(-7), mx::array(9)}};
+  for (uint64_t k : {410, 411}) {
+    for (const auto& c : cases) {
+      std::string what = "randint " + mx::dtype_to_string(c.dt) + " key " + std::to_string(k);
+      auto want = rnd::randint(c.lo, c.hi, {4099}, c.dt, rnd::key(k), kCpu);
+      auto got = gpu_eval_checked(
+          [&] {
+            return std::vector<mx::array>{
+                rnd::randint(c.lo, c.hi, {4099}, c.dt, rnd::key(k), kGpu)};
+          },
+          what)[0];
+      REQUIRE(got.dtype() == c.dt);
+      CHECK_MESSAGE(bytes_of(got) == bytes_of(want), what);
+    }
+  }
+  // Rows of logits along either axis, several samples per row (the Gumbel-max trick).
+  auto logits = mx::multiply(rnd::normal({8, 1000}, rnd::key(420), kCpu), mx::array(3.0f), kCpu);
+  auto cols = mx::multiply(rnd::normal({300, 6}, rnd::key(421), kCpu), mx::array(2.0f), kCpu);
+  mx::eval({logits, cols});
+  auto lg = on_device(logits, kGpu), cg = on_device(cols, kGpu);
+  for (uint64_t k : {430, 431}) {
+    std::string seed = " key " + std::to_string(k);
+    auto want = rnd::categorical(logits, -1, 5, rnd::key(k), kCpu);
+    auto got = rnd::categorical(lg, -1, 5, rnd::key(k), kGpu);
+    REQUIRE(got.shape() == mx::Shape{8, 5});
+    CHECK_MESSAGE(words_of(got) == words_of(want), "categorical rows" << seed);
+    auto want0 = rnd::categorical(cols, 0, 4, rnd::key(k), kCpu);
+    auto got0 = rnd::categorical(cg, 0, 4, rnd::key(k), kGpu);
+    REQUIRE(got0.shape() == mx::Shape{6, 4});
+    CHECK_MESSAGE(words_of(got0) == words_of(want0), "categorical along axis 0" << seed);
+  }
+  auto routes = mx::vulkan::fallback_counts();
+  CHECK_MESSAGE(routes.empty(), "a primitive took the CPU route: " << routes.begin()->first);
+}
