@@ -475,6 +475,39 @@ TEST_CASE("atomic scatters (many updates into few slots) accumulate duplicates e
   check_no_fallback();
 }
 
+TEST_CASE("int64 scatter_add on the GPU sums duplicates exactly, wrapping past 2^63") {
+  if (!gpu_present())
+    return;
+  mx::vulkan::reset_fallback_counts();
+  // Values near 2^62 (not exact in a double, so compared as int64 words): sums of duplicates
+  // wrap, in index order on both devices (64-bit dtypes always use "seq").
+  auto big = [](const mx::array& small, mx::Device d) {
+    auto s = mx::astype(small, mx::int64, d);
+    return mx::add(mx::multiply(s, mx::array(int64_t{1} << 59, mx::int64), d),
+                   mx::add(s, mx::array(int64_t{123456789}, mx::int64), d), d);
+  };
+  struct Shape64 {
+    int slots, n, width;
+  };
+  uint64_t seed = 1300;
+  for (auto c : {Shape64{7, 9, 6}, Shape64{10, 5000, 1}}) {
+    ++seed;
+    std::string what =
+        "int64 scatter_add " + std::to_string(c.n) + " into " + std::to_string(c.slots);
+    auto make = [&](mx::Device d) {
+      auto a = big(ints({c.slots, c.width}, -8, 8, mx::int32, seed, d), d);
+      auto idx = ints({c.n}, -c.slots, c.slots, mx::int32, seed + 1, d);
+      auto upd = big(ints({c.n, 1, c.width}, -8, 8, mx::int32, seed + 2, d), d);
+      return mx::scatter_add(a, idx, upd, 0, d);
+    };
+    auto want = make(cpu);
+    auto got = gpu_eval_checked([&] { return std::vector<mx::array>{make(gpu)}; }, what)[0];
+    REQUIRE(got.dtype() == mx::int64);
+    CHECK_MESSAGE(mlx_test::to_vector<int64_t>(got) == mlx_test::to_vector<int64_t>(want), what);
+  }
+  check_no_fallback();
+}
+
 TEST_CASE("put_along_axis and scatter_add_axis on the GPU match the CPU") {
   if (!gpu_present())
     return;
