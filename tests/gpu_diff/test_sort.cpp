@@ -1,6 +1,6 @@
 // sort, argsort, partition, argpartition and topk on the GPU (the "sort" family) match the
 // CPU reference exactly: every dtype, any axis and layout, rows within one block (<= 1024)
-// and rows that take the multi-launch bitonic chain (up to a vocabulary's 151936), ties
+// and rows that take the multi-launch bitonic chain (a vocabulary's 151936 and 2^19 + 7), ties
 // (inputs drawn from few values: argsort must be stable), NaN (last) and -0.0 next to 0.0
 // (equal: their order is kept). Exact comparison: sorting moves values, it computes none.
 #include <doctest/doctest.h>
@@ -111,4 +111,37 @@ TEST_CASE("partition, argpartition and topk on the GPU match the CPU") {
   auto counts = mx::vulkan::fallback_counts();
   CHECK(counts["Partition"] == 0);
   CHECK(counts["ArgPartition"] == 0);
+}
+
+TEST_CASE("a row of 2^19 + 7 sorts on the GPU as on the CPU: stable ties, NaN last") {
+  if (!gpu_present())
+    return;
+  mx::vulkan::reset_fallback_counts();
+  // Longer than a vocabulary row (P = 2^20: ten merge sizes past the 1024-blocks). Values are
+  // built on the host, the same on both devices: f32 quarters in [-64, 64) (each value ~2000
+  // times: argsort must keep their order), with NaN and -0.0 next to 0.0; int32 in [-300, 300).
+  const int n = (1 << 19) + 7;
+  mlx_test::Rng rng(90);
+  std::vector<float> f(n);
+  std::vector<int32_t> i(n);
+  for (int k = 0; k < n; ++k) {
+    double u = rng.uniform(0, 1);
+    f[k] = u < 0.01 ? std::nanf("") : u < 0.02 ? -0.0f : std::floor(rng.uniform(-256, 256)) / 4;
+    i[k] = static_cast<int32_t>(std::floor(rng.uniform(-300, 300)));
+  }
+  for (const auto& x :
+       {mx::array(f.begin(), {1, n}, mx::float32), mx::array(i.begin(), {1, n}, mx::int32)}) {
+    std::string what = "row of " + std::to_string(n) + " " + mx::dtype_to_string(x.dtype());
+    auto got = gpu_eval_checked(
+        [&] {
+          return std::vector<mx::array>{mx::sort(x, -1, mx::Device::gpu),
+                                        mx::argsort(x, -1, mx::Device::gpu)};
+        },
+        what);
+    CHECK(all_close(got[0], mx::sort(x, -1, mx::Device::cpu), kExact, "sort " + what));
+    CHECK(all_close(got[1], mx::argsort(x, -1, mx::Device::cpu), kExact, "argsort " + what));
+  }
+  auto counts = mx::vulkan::fallback_counts();
+  CHECK(counts["Sort"] == 0);
+  CHECK(counts["ArgSort"] == 0);
 }
