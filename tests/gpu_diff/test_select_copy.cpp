@@ -1,9 +1,10 @@
-// where (select) and astype/copy on the GPU match the CPU reference.
+// where (select), astype/copy and concatenate on the GPU match the CPU reference.
 #include <doctest/doctest.h>
 
 #include <cmath>
 
 #include "harness.h"
+#include "mlx/backend/vulkan/cpu_fallback.h"
 
 namespace mx = mlx::core;
 using namespace gpu_diff;
@@ -30,6 +31,27 @@ TEST_CASE("copy makes any layout contiguous on the GPU") {
   for (auto dt : gpu_dtypes) {
     sweep("copy", op, {{dt}}, {}, &exact, quick_shapes, quick_layouts);
   }
+}
+
+TEST_CASE("concatenate along an inner axis of more than 64 rows stays on the GPU") {
+  if (!gpu_present())
+    return;
+  mx::vulkan::reset_fallback_counts();
+  // 100 rows: a piece per row would pass MLX_VK_MAX_COPY_PIECES (64), so the inputs go
+  // through a temporary with the axis first. Inputs of every layout, one of them empty.
+  Op op = [](const std::vector<mx::array>& in, mx::StreamOrDevice s) {
+    auto b = mx::slice(in[1], {0, 0, 0}, {in[1].shape(0), in[1].shape(1), 2}, s);
+    auto empty = mx::zeros({in[0].shape(0), in[0].shape(1), 0}, in[0].dtype(), s);
+    return mx::concatenate({in[0], empty, b, in[0]}, -1, s);
+  };
+  Tolerance exact{0, 0};
+  sweep("concatenate many rows", op, {{mx::float32, mx::float32}}, {}, &exact,
+        {{100, 3, 5}, {5, 20, 3}}, {Layout::contiguous, Layout::transposed, Layout::reversed});
+  for (auto dt : {mx::uint8, mx::bfloat16, mx::int64}) {
+    sweep("concatenate many rows", op, {{dt, dt}}, {}, &exact, {{100, 3, 5}}, {Layout::transposed});
+  }
+  auto counts = mx::vulkan::fallback_counts();
+  CHECK_MESSAGE(counts.empty(), "a primitive took the CPU route: " << counts.begin()->first);
 }
 
 TEST_CASE("astype between every pair of GPU dtypes matches the CPU") {

@@ -3,11 +3,13 @@
 // The copy kernel writes a row-contiguous range, so a window is written as pieces: the
 // window's trailing dims that are row-contiguous in the output form one piece, and the
 // leading dims enumerate the pieces. Up to MLX_VK_MAX_COPY_PIECES (64) pieces per input run
-// on the GPU (one dispatch each); windows that would need more (a narrow column, a
-// negative innermost step) take the explicit CPU route.
+// on the GPU (one dispatch each). A concatenation that would need more goes through a
+// temporary with the axis first; a SliceUpdate window that would need more (a narrow
+// column, a negative innermost step) takes the explicit CPU route.
 #include <algorithm>
 
 #include "mlx/backend/common/utils.h"
+#include "mlx/backend/vulkan/command_encoder.h"
 #include "mlx/backend/vulkan/cpu_fallback.h"
 #include "mlx/backend/vulkan/elementwise.h"
 #include "mlx/backend/vulkan/utils.h"
@@ -93,6 +95,55 @@ bool fits(const std::vector<WindowCopy>& plans) {
                      [](const WindowCopy& w) { return w.pieces <= max_pieces(); });
 }
 
+// Concatenation along an inner axis of many rows (pad or roll of a tall matrix's columns)
+// needs a piece per row. Along the first axis each input's window is one contiguous range,
+// so the inputs go into a temporary with the axis moved first (one copy each), and the
+// temporary is copied into the output through a transposed view: twice the traffic, but
+// inputs + 1 launches whatever the shape.
+void concatenate_axis_first(int stream, const std::vector<array>& inputs, int axis, array& out) {
+  std::vector<int> perm{axis};
+  for (int d = 0; d < static_cast<int>(out.ndim()); ++d) {
+    if (d != axis) {
+      perm.push_back(d);
+    }
+  }
+  auto permuted = [&](const array& a) {
+    Shape shape;
+    Strides strides;
+    for (int d : perm) {
+      shape.push_back(a.shape(d));
+      strides.push_back(a.strides()[d]);
+    }
+    return std::pair<Shape, Strides>{shape, strides};
+  };
+  auto tmp = allocator::malloc(out.nbytes());
+  vulkan::encoder(stream).add_temporary(tmp);
+  int64_t offset = 0;  // elements: input k fills the rows after input k - 1's
+  for (auto& in : inputs) {
+    auto [shape, strides] = permuted(in);
+    vulkan::View src = vulkan::view_of(in);
+    src.strides = strides;
+    vulkan::View dst{tmp, offset * static_cast<int64_t>(out.itemsize()), out.dtype(),
+                     row_major_strides(shape)};
+    vulkan::launch_elementwise(stream, "Concatenate", "copy", "Copy", {src}, dst, shape);
+    offset += static_cast<int64_t>(in.size());
+  }
+  // The temporary read in the output's dim order: output dim perm[i] is its dim i.
+  Shape tshape;
+  for (int d : perm) {
+    tshape.push_back(out.shape(d));
+  }
+  auto tstrides = row_major_strides(tshape);
+  vulkan::View src{tmp, 0, out.dtype(), Strides(out.ndim())};
+  for (size_t i = 0; i < perm.size(); ++i) {
+    src.strides[perm[i]] = tstrides[i];
+  }
+  out.set_data(allocator::malloc(out.nbytes()));
+  vulkan::View dst = vulkan::view_of(out);
+  dst.strides = row_major_strides(out.shape());
+  vulkan::launch_elementwise(stream, "Concatenate", "copy", "Copy", {src}, dst, out.shape());
+}
+
 }  // namespace
 
 void SliceUpdate::eval_gpu(const std::vector<array>& inputs, array& out) {
@@ -139,8 +190,7 @@ void Concatenate::eval_gpu(const std::vector<array>& inputs, array& out) {
     offset += in.shape(axis()) * out_strides[axis()];
   }
   if (!fits(plans)) {
-    vulkan::cpu_fallback(*this, inputs, out,
-                         "an input's window needs more than MLX_VK_MAX_COPY_PIECES copies");
+    concatenate_axis_first(stream().index, inputs, axis(), out);
     return;
   }
   out.set_data(allocator::malloc(out.nbytes()));
