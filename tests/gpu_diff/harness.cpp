@@ -1,5 +1,9 @@
 #include "harness.h"
 
+#include <cmath>
+#include <functional>
+#include <numeric>
+
 namespace gpu_diff {
 
 const char* layout_name(Layout l) {
@@ -45,7 +49,18 @@ mx::array make_input(const mx::Shape& shape, mx::Dtype dtype, Layout layout, uin
                      const Domain& domain, mx::Device device) {
   mlx_test::Rng rng(seed);
   auto base_of = [&](const mx::Shape& s) {
-    return mlx_test::random_array(s, dtype, rng, domain.lo, domain.hi);
+    if (!domain.specials || !mx::issubdtype(dtype, mx::floating)) {
+      return mlx_test::random_array(s, dtype, rng, domain.lo, domain.hi);
+    }
+    const double specials[] = {NAN, INFINITY, -INFINITY, -0.0};
+    std::vector<double> vals;
+    for (int64_t i = 0, n = std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>());
+         i < n; ++i) {
+      double v = rng.uniform(domain.lo, domain.hi);
+      uint64_t r = rng.next();
+      vals.push_back(r % 8 == 0 ? specials[(r >> 3) % 4] : v);
+    }
+    return mx::array(vals.begin(), s, dtype);
   };
   int nd = static_cast<int>(shape.size());
   switch (layout) {
