@@ -1,7 +1,10 @@
 // eval_gpu of Sort, ArgSort, Partition and ArgPartition: the "sort" family (codegen/sort.h,
 // docs/sort.md). The input is read dense (copied when it is not row-contiguous) along its
 // axis in place: no transpose to move the axis last. Rows of at most 1024 elements sort in
-// one launch; longer rows run the bitonic chain over scratch keys and indices.
+// one launch; longer rows run the bitonic chain over scratch keys and indices, in groups
+// of rows whose scratch fits one binding.
+#include <algorithm>
+
 #include "codegen/sort.h"
 #include "mlx/backend/vulkan/allocator.h"
 #include "mlx/backend/vulkan/cpu_fallback.h"
@@ -15,6 +18,9 @@ namespace mlx::core {
 namespace {
 
 namespace codegen = vulkan::codegen;
+
+void sort_rows(vulkan::CommandEncoder& enc, const vulkan::Device& dev, const vulkan::Buf& x,
+               const vulkan::Buf& y, codegen::SortGeometry g, const char* dtype, bool arg);
 
 void sort_gpu(Primitive& p, const std::vector<array>& inputs, array& out, int axis, bool arg) {
   const array& in = inputs[0];
@@ -30,11 +36,15 @@ void sort_gpu(Primitive& p, const std::vector<array>& inputs, array& out, int ax
   for (int d = axis + 1; d < static_cast<int>(in.ndim()); ++d) {
     g.inner *= in.shape(d);
   }
-  g.rows = g.n == 0 ? 0 : static_cast<int64_t>(in.size()) / g.n;
+  int64_t rows = g.n == 0 ? 0 : static_cast<int64_t>(in.size()) / g.n;
+  // Whole outer blocks (inner rows each, contiguous) per launch chain, so the group's input,
+  // output and [rows][P] scratch each fit one binding: many long rows (64 vocabulary rows
+  // on lavapipe's 128 MiB bindings) take several chains instead of the CPU route.
   int64_t max_elems = vulkan::binding_elems(dev, 8);
-  int64_t scratch = g.rows * codegen::sort_padded(g.n);
-  if (!vulkan::copies_fit(inputs) || static_cast<int64_t>(in.size()) > max_elems ||
-      scratch > max_elems || !codegen::sort_supported(g)) {
+  int64_t block_rows = g.inner;
+  int64_t block_scratch = block_rows * codegen::sort_padded(g.n);
+  g.rows = rows;
+  if (!vulkan::copies_fit(inputs) || block_scratch > max_elems || !codegen::sort_supported(g)) {
     vulkan::cpu_fallback(p, inputs, out, "an operand wider than one storage binding");
     return;
   }
@@ -45,9 +55,23 @@ void sort_gpu(Primitive& p, const std::vector<array>& inputs, array& out, int ax
   int stream = p.stream().index;
   auto& enc = vulkan::encoder(stream);
   vulkan::Buf x = vulkan::dense_run(enc, stream, in, dtype);
-  auto bx = vulkan::bind_run(dev, x, static_cast<int64_t>(in.size()), false);
-  auto by = vulkan::bind_run(dev, vulkan::buf_of(out, arg ? "u32" : dtype),
-                             static_cast<int64_t>(out.size()), true);
+  vulkan::Buf y = vulkan::buf_of(out, arg ? "u32" : dtype);
+  int64_t blocks = rows / block_rows;
+  int64_t per = std::max<int64_t>(1, max_elems / block_scratch);
+  for (int64_t b0 = 0; b0 < blocks; b0 += per) {
+    g.rows = std::min(per, blocks - b0) * block_rows;
+    int64_t first = b0 * block_rows * g.n;  // element offset of the group
+    sort_rows(enc, dev, x.at(first), y.at(first), g, dtype, arg);
+  }
+}
+
+// One launch chain over g.rows rows of x into y.
+void sort_rows(vulkan::CommandEncoder& enc, const vulkan::Device& dev, const vulkan::Buf& x,
+               const vulkan::Buf& y, codegen::SortGeometry g, const char* dtype, bool arg) {
+  int64_t elems = g.rows * g.n;
+  int64_t scratch = g.rows * codegen::sort_padded(g.n);
+  auto bx = vulkan::bind_run(dev, x, elems, false);
+  auto by = vulkan::bind_run(dev, y, elems, true);
   g.in_offset = bx.elem_offset;
   g.out_offset = by.elem_offset;
   auto steps = codegen::sort_plan(g);
