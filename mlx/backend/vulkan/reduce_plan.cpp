@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "mlx/backend/vulkan/allocator.h"
-#include "mlx/backend/vulkan/elementwise.h"
+#include "mlx/backend/vulkan/dense_copy.h"
 #include "mlx/backend/vulkan/launch_memo.h"
 
 namespace mlx::core::vulkan {
@@ -71,7 +71,7 @@ Buf axes_last(CommandEncoder& enc, int stream, const array& in, const std::vecto
   Buf tmp = temporary(enc, static_cast<int64_t>(in.size()), dtype);
   // The temporary as an allocator buffer (an Allocation is the Vulkan buffer handle).
   View dst{allocator::Buffer(tmp.alloc), 0, in.dtype(), row_major_strides(shape)};
-  launch_elementwise(stream, "copy", "copy", "Copy", {src}, dst, shape);
+  copy_dense(stream, src, shape, dst);
   return tmp;
 }
 

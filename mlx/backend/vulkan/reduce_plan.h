@@ -36,20 +36,20 @@ Buf temporary(CommandEncoder& enc, int64_t elems, const std::string& dtype);
 // Elements of `itemsize` bytes one binding can hold once aligned.
 int64_t binding_elems(const Device& dev, int64_t itemsize);
 
-// Whether axes_last can copy `in`: its whole span fits one binding (conservative: the copy
-// kernel splits some wider views too). Otherwise the op takes the logged CPU route, as it
-// did before it had a kernel.
+// Whether `in`'s whole span fits one binding. Wider views still copy (copy_dense stages
+// them), so the row-kernel families use this only to pick a cheaper plan; ops that bind a
+// whole operand at once (sort, random, quantized) still route wider ones to the CPU.
 bool copy_fits(const array& in);
 
 // Copies `in` into a row-contiguous temporary with `axes` (sorted, normalized) moved last,
-// in their order; the other axes keep theirs.
+// in their order; the other axes keep theirs. Any view, whatever its span (copy_dense).
 Buf axes_last(CommandEncoder& enc, int stream, const array& in, const std::vector<int>& axes,
               const char* dtype);
 
 // The array as a dense run: in place when row-contiguous, else a row-contiguous copy.
 Buf dense_run(CommandEncoder& enc, int stream, const array& a, const char* dtype);
 
-// Whether every input is row-contiguous or can be copied (copy_fits).
+// Whether every input is row-contiguous or its whole span fits one binding (copy_fits).
 bool copies_fit(const std::vector<array>& inputs);
 
 // Binds `elems` elements of a run (at least one) for a launch.
