@@ -4,6 +4,8 @@
 #include <functional>
 #include <numeric>
 
+#include "mlx/backend/gpu/device_info.h"
+
 namespace gpu_diff {
 
 const char* layout_name(Layout l) {
@@ -180,6 +182,31 @@ bool all_close(const mx::array& got, const mx::array& want, Tolerance tol,
     }
   }
   return true;
+}
+
+size_t small_binding_range() {
+  if (!gpu_present()) {
+    return 0;
+  }
+  size_t range = std::get<size_t>(mx::gpu::device_info(0).at("max_storage_buffer_range"));
+  if (range > (size_t{1} << 28)) {
+    MESSAGE("maxStorageBufferRange is " << range << " bytes: wide operands not exercised here");
+    return 0;
+  }
+  return range;
+}
+
+mx::array small_ints(int rows, int cols, uint64_t seed) {
+  // Drawn on the host (xorshift64): random bits on lavapipe take seconds at this size.
+  std::vector<float> v(static_cast<size_t>(rows) * static_cast<size_t>(cols));
+  uint64_t s = seed * 0x9E3779B97F4A7C15ULL + 1;
+  for (auto& x : v) {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    x = static_cast<float>(static_cast<int>(s % 13) - 6);
+  }
+  return mx::array(v.begin(), {rows, cols}, mx::float32);
 }
 
 mx::array on_device(const mx::array& a, mx::Device d) {

@@ -114,4 +114,12 @@ inline bool gpu_present() {
   return mx::gpu::is_available();
 }
 
+// The device's maxStorageBufferRange in bytes when operands just wider than one binding
+// stay cheap to test (at most 256 MiB: lavapipe's 128 MiB), else 0 (after saying so).
+size_t small_binding_range();
+
+// A [rows, cols] float32 array of integers in [-6, 6] drawn from `seed`: sums of such
+// values are exact in f32 in any order, and ties are common.
+mx::array small_ints(int rows, int cols, uint64_t seed);
+
 }  // namespace gpu_diff

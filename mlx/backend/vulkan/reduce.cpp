@@ -7,9 +7,12 @@
 // copied with its reduced axes moved last, then reduced as rows. Rows that leave too few
 // workgroups (the all-reduce is one row) are split into slices whose partials a second
 // launch finishes; anything larger than one binding (maxStorageBufferRange) is cut into
-// launches that each fit one.
+// launches that each fit one: rows into segments, column blocks into chunks of rows, and a
+// view wider than a binding is read in memory order when it is a transpose of dense
+// memory, else copied by copy_dense. No layout takes the CPU route.
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 #include "codegen/reduce.h"
 #include "mlx/backend/vulkan/allocator.h"
@@ -132,14 +135,30 @@ void reduce_rows(Context& c, const Buf& in, int64_t count, int64_t len, const Bu
   reduce_rows(c, parts, count, segments * splits, out);
 }
 
-// [outer, len, inner] folded over len into outer * inner elements; false when even one
-// outer block is larger than a binding (the caller then reduces rows instead).
+// [outer, len, inner] folded over len into outer * inner elements. An outer block larger
+// than a binding is cut along len into chunks of whole rows, each folded into a row of
+// partials, and the partials are folded as columns again; false when not even two rows
+// fit one binding (the caller then copies the reduced axis last and reduces rows).
 bool reduce_columns(Context& c, const Buf& in, int64_t outer, int64_t len, int64_t inner,
                     const Buf& out) {
   int64_t max_elems = vulkan::binding_elems(c.dev, in.itemsize);
   int64_t block = len * inner;
   if (block > max_elems) {
-    return false;
+    int64_t rows = max_elems / inner;
+    if (rows < 2) {
+      return false;
+    }
+    int64_t chunks = (len + rows - 1) / rows;
+    std::string partial = codegen::reduce_partial_dtype(c.op, out.dtype);
+    for (int64_t o = 0; o < outer; ++o) {
+      Buf parts = vulkan::temporary(c.enc, chunks * inner, partial);
+      for (int64_t k = 0; k < chunks; ++k) {
+        reduce_columns(c, in.at(o * block + k * rows * inner), 1, std::min(rows, len - k * rows),
+                       inner, parts.at(k * inner));
+      }
+      reduce_columns(c, parts, 1, chunks, inner, out.at(o * inner));
+    }
+    return true;
   }
   int64_t per = std::max<int64_t>(1, max_elems / std::max<int64_t>(block, 1));
   for (int64_t o0 = 0; o0 < outer; o0 += per) {
@@ -159,6 +178,42 @@ bool reduce_columns(Context& c, const Buf& in, int64_t outer, int64_t len, int64
     Buf parts = vulkan::temporary(c.enc, g.count * g.splits, partial);
     launch(c, in.at(o0 * block), parts, g);
     reduce_columns(c, parts, n, g.splits, inner, out.at(o0 * inner));
+  }
+  return true;
+}
+
+// The dims of size > 1 from the largest stride to the smallest when `in` is a permutation
+// of a dense run starting at its offset (those strides are row-major over that order).
+std::optional<std::vector<int>> memory_order(const array& in) {
+  std::vector<int> order;
+  for (int d = 0; d < static_cast<int>(in.ndim()); ++d) {
+    if (in.shape(d) > 1) {
+      order.push_back(d);
+    }
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return in.strides(a) > in.strides(b); });
+  int64_t expect = 1;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    if (in.strides(*it) != expect) {
+      return std::nullopt;
+    }
+    expect *= in.shape(*it);
+  }
+  return order;
+}
+
+// Whether the kept dims appear in `order` in increasing (the output's) order.
+template <typename Reduced>
+bool keeps_kept_order(const std::vector<int>& order, Reduced reduced) {
+  int last = -1;
+  for (int d : order) {
+    if (!reduced(d)) {
+      if (d < last) {
+        return false;
+      }
+      last = d;
+    }
   }
   return true;
 }
@@ -184,13 +239,29 @@ void Reduce::eval_gpu(const std::vector<array>& inputs, array& out) {
     reduce_rows(c, dst, static_cast<int64_t>(out.size()), 0, dst);  // identities
     return;
   }
-  // Blocks of merged dims (size-1 dims dropped): (extent, reduced?).
-  std::vector<std::pair<int64_t, bool>> blocks;
+  // The dims the plan walks, outermost first: the logical order, or for a view wider than
+  // one binding that is a permutation of dense memory (a transpose) the memory order, read
+  // in place, when that keeps the kept dims' order (the output's).
+  bool dense = in.flags().row_contiguous;
+  std::vector<int> dims;
   for (int d = 0; d < static_cast<int>(in.ndim()); ++d) {
-    if (in.shape(d) == 1) {
-      continue;
+    if (in.shape(d) > 1) {
+      dims.push_back(d);
     }
-    bool r = std::find(axes().begin(), axes().end(), d) != axes().end();
+  }
+  auto reduced_dim = [&](int d) {
+    return std::find(axes().begin(), axes().end(), d) != axes().end();
+  };
+  if (!dense && !vulkan::copy_fits(in)) {
+    if (auto order = memory_order(in); order && keeps_kept_order(*order, reduced_dim)) {
+      dims = *order;
+      dense = true;
+    }
+  }
+  // Blocks of merged dims: (extent, reduced?).
+  std::vector<std::pair<int64_t, bool>> blocks;
+  for (int d : dims) {
+    bool r = reduced_dim(d);
     if (!blocks.empty() && blocks.back().second == r) {
       blocks.back().first *= in.shape(d);
     } else {
@@ -203,7 +274,6 @@ void Reduce::eval_gpu(const std::vector<array>& inputs, array& out) {
   for (auto& [n, r] : blocks) {
     reduced *= r ? n : 1;
   }
-  bool dense = in.flags().row_contiguous;
   size_t nb = blocks.size();
   if (dense && nb <= 3 && !(nb == 3 && blocks[0].second)) {
     // [R], [K, R], [R, K], [K, R, K], or no reduced dims at all (a cast).
@@ -217,10 +287,6 @@ void Reduce::eval_gpu(const std::vector<array>& inputs, array& out) {
     if (reduce_columns(c, src, outer, reduced, inner, dst)) {
       return;
     }
-  }
-  if (!vulkan::copy_fits(in)) {
-    vulkan::cpu_fallback(*this, inputs, out, "a view wider than one storage binding");
-    return;
   }
   Buf rows = vulkan::axes_last(c.enc, stream, in, axes(), in_dtype);
   reduce_rows(c, rows, total / reduced, reduced, dst);
