@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "harness.h"
+#include "mlx/backend/vulkan/cpu_fallback.h"
 
 namespace mx = mlx::core;
 using namespace gpu_diff;
@@ -103,4 +104,51 @@ TEST_CASE("argmax over a vocabulary-sized row is split across workgroups and kee
   mx::array x(v.begin(), {1, 151936});
   CHECK(mx::argmax(x, -1, false, mx::Device::gpu).item<uint32_t>() == 100000u);
   CHECK(mx::argmin(x, -1, false, mx::Device::gpu).item<uint32_t>() == 100000u);
+}
+
+TEST_CASE("argmax and argmin of operands wider than one binding run on the GPU, first wins") {
+  size_t range = small_binding_range();
+  if (!range)
+    return;
+  mx::vulkan::reset_fallback_counts();
+  auto gpu = mx::Device::gpu;
+  auto cpu = mx::Device::cpu;
+  // One f32 row longer than a binding: cut into segments whose pairs carry row-global
+  // indices. The extreme 9 sits twice in the last segment (the first must win), the
+  // minimum -9 once in the middle of the row; a NaN in the last segment beats both in a
+  // second row, the first of two NaNs winning.
+  int n = static_cast<int>(range / 4) + 4099;
+  auto idx = mx::arange(n, cpu);
+  auto at = [&](int i) { return mx::equal(idx, mx::array(i), cpu); };
+  auto row = mx::reshape(small_ints(1, n, 43), {n}, cpu);
+  row = mx::where(mx::logical_or(at(n - 10), at(n - 5), cpu), mx::array(9.0f), row, cpu);
+  row = mx::where(at(n / 2 + 3), mx::array(-9.0f), row, cpu);
+  auto nans = mx::where(mx::logical_or(at(n - 7), at(n - 3), cpu), mx::array(NAN), row, cpu);
+  mx::eval({row, nans});
+  auto got = gpu_eval_checked(
+      [&] {
+        return std::vector<mx::array>{
+            mx::argmax(row, 0, false, gpu), mx::argmin(row, 0, false, gpu),
+            mx::argmax(nans, 0, false, gpu), mx::argmin(nans, 0, false, gpu)};
+      },
+      "long-row arg reductions");
+  CHECK(got[0].item<uint32_t>() == static_cast<uint32_t>(n - 10));
+  CHECK(got[1].item<uint32_t>() == static_cast<uint32_t>(n / 2 + 3));
+  CHECK(got[2].item<uint32_t>() == static_cast<uint32_t>(n - 7));
+  CHECK(got[3].item<uint32_t>() == static_cast<uint32_t>(n - 7));
+  // A transposed square just wider than a binding (copied axis-last in staged blocks) and
+  // the dense matrix's columns (a column block wider than a binding): ties everywhere.
+  int side = static_cast<int>(std::sqrt(range / 4.0)) + 64;
+  auto x = small_ints(side, side, 44);
+  auto ops = [&](mx::Device d) {
+    auto t = mx::transpose(x, d);
+    return std::vector<mx::array>{mx::argmax(t, 1, false, d), mx::argmin(t, 0, false, d),
+                                  mx::argmax(x, 0, false, d)};
+  };
+  auto wide = gpu_eval_checked([&] { return ops(gpu); }, "wide arg reductions");
+  auto want = ops(cpu);
+  for (size_t i = 0; i < wide.size(); ++i) {
+    CHECK(all_close(wide[i], want[i], {0, 0}, "wide arg reduction " + std::to_string(i)));
+  }
+  CHECK(mx::vulkan::fallback_counts().empty());
 }

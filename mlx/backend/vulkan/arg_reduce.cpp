@@ -1,12 +1,14 @@
 // eval_gpu of ArgReduce: the "arg_reduce" row kernel (codegen/reduce.h, docs/reduce.md). A
 // row-contiguous input is read in place (rows when the axis is last; columns otherwise, for arg
-// reductions); any other layout is copied with the axis moved last. Launches are cut so each fits
-// one binding; a single row longer than a binding takes the explicit CPU route.
+// reductions); any other layout (and a column block wider than one binding) is copied with the
+// axis moved last (copy_dense, whatever the view's span). Launches are cut so each fits one
+// binding; a row longer than a binding is cut into segments (run_long_rows).
 #include <algorithm>
 
 #include "codegen/reduce.h"
 #include "mlx/backend/vulkan/allocator.h"
 #include "mlx/backend/vulkan/cpu_fallback.h"
+#include "mlx/backend/vulkan/elementwise.h"
 #include "mlx/backend/vulkan/kernel_library.h"
 #include "mlx/backend/vulkan/kernels.h"
 #include "mlx/backend/vulkan/launch_memo.h"
@@ -52,16 +54,61 @@ void launch(const std::string& op, const Buf& in, const Buf& out, codegen::Reduc
   vulkan::record_launch(enc, *planned.kernel, planned.launch, std::span(bindings, n));
 }
 
-// Rows of `len` in groups that fit one binding; false when one row alone does not. Few
+// Rows longer than one binding: each row in segments of at most a binding, each segment
+// split into slices whose (value, index) pairs go into one list per row; one Add shifts the
+// indices from segment-local to row-global, and a finishing launch picks each row's winner
+// (ties and NaNs compare indices, so the first extreme still wins). An empty slice's ~0u
+// index wraps to the index before its segment, but it carries the identity, which only
+// wins when every element equals it, and then index 0 wins the tie.
+void run_long_rows(const std::string& op, const Buf& in, int64_t count, int64_t len, const Buf& out,
+                   int64_t max_elems, int stream) {
+  auto& enc = vulkan::encoder(stream);
+  std::vector<uint32_t> shift;  // per pair of a row: its segment's first index
+  std::vector<int64_t> splits;
+  for (int64_t s0 = 0; s0 < len; s0 += max_elems) {
+    splits.push_back(codegen::reduce_splits(1, std::min(max_elems, len - s0)));
+    shift.insert(shift.end(), static_cast<size_t>(splits.back()), static_cast<uint32_t>(s0));
+  }
+  int64_t pairs = static_cast<int64_t>(shift.size());
+  Buf indices = vulkan::temporary(enc, count * pairs, "u32");
+  Buf values = vulkan::temporary(enc, count * pairs, codegen::arg_reduce_value_dtype(in.dtype));
+  for (int64_t r = 0; r < count; ++r) {
+    int64_t p = r * pairs;
+    for (size_t s = 0; s < splits.size(); ++s) {
+      int64_t s0 = static_cast<int64_t>(s) * max_elems;
+      codegen::ReduceGeometry g;
+      g.count = 1;
+      g.len = std::min(max_elems, len - s0);
+      g.splits = splits[s];
+      Buf vals = values.at(p);
+      launch(op, in.at(r * len + s0), indices.at(p), g, stream, codegen::ArgStage::Split, &vals);
+      p += g.splits;
+    }
+  }
+  Buf shifts = vulkan::temporary(enc, pairs, "u32");
+  enc.write({shifts.alloc, 0, static_cast<VkDeviceSize>(pairs * 4), false}, shift.data(),
+            static_cast<size_t>(pairs * 4));
+  vulkan::View idx{allocator::Buffer(indices.alloc), indices.offset, uint32, {pairs, 1}};
+  vulkan::View by{allocator::Buffer(shifts.alloc), 0, uint32, {0, 1}};
+  vulkan::launch_elementwise(stream, "ArgReduce", "binary", "Add", {idx, by}, idx,
+                             {static_cast<int>(count), static_cast<int>(pairs)});
+  codegen::ReduceGeometry f;
+  f.count = count;
+  f.len = pairs;
+  launch(op, values, out, f, stream, codegen::ArgStage::Finish, &indices);
+}
+
+// Rows of `len` in groups that fit one binding (rows longer than that: run_long_rows). Few
 // long rows (a decode step's argmax over the vocabulary is one row) are split across
 // workgroups: per slice a (value, index) pair, then a finishing launch over the pairs.
-bool run_rows(const std::string& op, const Buf& in, int64_t count, int64_t len, const Buf& out,
+void run_rows(const std::string& op, const Buf& in, int64_t count, int64_t len, const Buf& out,
               int stream) {
   auto& dev = vulkan::device(op.c_str());
   int64_t max_elems = vulkan::binding_elems(dev, in.itemsize);
   int64_t max_out = vulkan::binding_elems(dev, out.itemsize);
   if (len > max_elems) {
-    return false;
+    run_long_rows(op, in, count, len, out, max_elems, stream);
+    return;
   }
   auto& enc = vulkan::encoder(stream);
   // Rows per launch: both the input and the output of a launch must fit one binding.
@@ -87,7 +134,6 @@ bool run_rows(const std::string& op, const Buf& in, int64_t count, int64_t len, 
     f.len = g.splits;
     launch(op, values, out.at(r0), f, stream, codegen::ArgStage::Finish, &indices);
   }
-  return true;
 }
 
 }  // namespace
@@ -140,14 +186,8 @@ void ArgReduce::eval_gpu(const std::vector<array>& inputs, array& out) {
   }
   auto& enc = vulkan::encoder(stream);
   bool in_place = in.flags().row_contiguous && inner == 1;
-  if (!in_place && !vulkan::copy_fits(in)) {
-    vulkan::cpu_fallback(*this, inputs, out, "a view wider than one storage binding");
-    return;
-  }
   Buf rows = in_place ? vulkan::buf_of(in, dtype) : vulkan::axes_last(enc, stream, in, {ax}, dtype);
-  if (!run_rows(op, rows, count, len, dst, stream)) {
-    vulkan::cpu_fallback(*this, inputs, out, "a row longer than one storage binding");
-  }
+  run_rows(op, rows, count, len, dst, stream);
 }
 
 }  // namespace mlx::core
