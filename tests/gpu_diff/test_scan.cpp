@@ -461,6 +461,50 @@ TEST_CASE("few long rows are scanned in segments: every op, direction and dtype 
   }
 }
 
+TEST_CASE("scans of lines wider than one binding run on the GPU and carry across chunks") {
+  size_t range = small_binding_range();
+  if (!range)
+    return;
+  mx::vulkan::reset_fallback_counts();
+  auto gpu = mx::Device::gpu;
+  auto cpu = mx::Device::cpu;
+  // One int32 row longer than a binding (a two-level scan over segments of the row); a
+  // square just wider than a binding scanned down its columns (segments of rows), also
+  // transposed (a staged copy first); two rows of more than half a binding scanned across
+  // them (one elementwise launch per row). Integers: every result is exact. Each input lives
+  // for its own cases only (the device holds 2 GiB on lavapipe).
+  auto check = [&](const char* what, const mx::array& x, int axis, ScanOp op, bool reverse,
+                   bool inclusive) {
+    auto got = gpu_eval_checked(
+        [&] { return std::vector<mx::array>{scan(op, x, axis, reverse, inclusive, gpu)}; },
+        what)[0];
+    auto want = scan(op, x, axis, reverse, inclusive, cpu);
+    // array_equal first: converting 2^25 elements to doubles is the slow part.
+    bool same = mx::array_equal(got, want, cpu).item<bool>();
+    CHECK_MESSAGE((same || all_close(got, want, {0, 0}, what)), what);
+  };
+  {
+    int n = static_cast<int>(range / 4) + 4099;
+    auto row = mx::astype(mx::reshape(small_ints(1, n, 51), {n}, cpu), mx::int32, cpu);
+    row.eval();
+    check("row cumsum", row, 0, ScanOp::Sum, false, true);
+    check("row reverse exclusive cumsum", row, 0, ScanOp::Sum, true, false);
+  }
+  {
+    int side = static_cast<int>(std::sqrt(range / 4.0)) + 64;
+    auto square = small_ints(side, side, 52);
+    check("columns reverse exclusive cummin", square, 0, ScanOp::Min, true, false);
+    check("transposed columns exclusive cumsum", mx::transpose(square, cpu), 0, ScanOp::Sum, false,
+          false);
+  }
+  {
+    auto rows = mx::astype(small_ints(2, static_cast<int>(range / 8) + 5, 53), mx::int32, cpu);
+    rows.eval();
+    check("across rows of half a binding, reverse exclusive", rows, 0, ScanOp::Sum, true, false);
+  }
+  CHECK(mx::vulkan::fallback_counts().empty());
+}
+
 TEST_CASE("scan keys render and compile for both modes and index widths") {
   namespace cg = mlx::core::vulkan::codegen;
   cg::DeviceCaps caps;
