@@ -13,6 +13,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <functional>
 
 #include "harness.h"
 #include "mlx/backend/vulkan/cpu_fallback.h"
@@ -156,4 +157,68 @@ TEST_CASE("norms of rows with NaN or infinities give what the CPU gives") {
       CHECK_MESSAGE(same, "op " << which << " element " << i << ": " << g[i] << " vs " << c[i]);
     }
   }
+}
+
+TEST_CASE("norms of rows wider than one binding run on the GPU and match a double loop") {
+  size_t range = small_binding_range();
+  if (!range)
+    return;
+  mx::vulkan::reset_fallback_counts();
+  auto gpu = mx::Device::gpu;
+  // Rows longer than one binding: the statistics from the reduce family, the rest from
+  // elementwise launches. Against double-precision loops: a plain f32 sum of 2^25 squares
+  // on the CPU loses digits. One op at a time: the device holds 2 GiB on lavapipe.
+  int n = static_cast<int>(range / 4) + 4100;
+  auto x = small_ints(1, n, 71);
+  auto w = mx::reshape(mx::multiply(small_ints(1, n, 72), mx::array(0.25f), gpu), {n}, gpu);
+  auto xd = mlx_test::to_doubles(x);
+  auto wd = mlx_test::to_doubles(w);
+  double sum = 0, squares = 0;
+  for (double v : xd) {
+    sum += v;
+    squares += v * v;
+  }
+  double mean = sum / n;
+  double centered = 0;
+  for (double v : xd) {
+    centered += (v - mean) * (v - mean);
+  }
+  auto check = [&](const mx::array& y, const std::function<double(size_t)>& want,
+                   const std::string& what) {
+    auto g = mlx_test::to_doubles(y);
+    size_t bad = g.size();
+    for (size_t i = 0; i < g.size() && bad == g.size(); ++i) {
+      if (!mlx_test::close(g[i], want(i), 2e-5, 1e-5)) {
+        bad = i;
+      }
+    }
+    CHECK_MESSAGE(bad == g.size(), what << ": element " << bad << " GPU "
+                                        << (bad < g.size() ? g[bad] : 0.0) << " reference "
+                                        << (bad < g.size() ? want(bad) : 0.0));
+  };
+  double rms = 1 / std::sqrt(squares / n + 1e-5);
+  check(
+      gpu_eval_checked([&] { return std::vector<mx::array>{mx::fast::rms_norm(x, w, 1e-5f, gpu)}; },
+                       "long-row rms_norm")[0],
+      [&](size_t i) { return xd[i] * rms * wd[i]; }, "rms_norm");
+  double ln = 1 / std::sqrt(centered / n + 1e-5);
+  // The weight doubles as the bias.
+  check(
+      gpu_eval_checked(
+          [&] { return std::vector<mx::array>{mx::fast::layer_norm(x, w, w, 1e-5f, gpu)}; },
+          "long-row layer_norm")[0],
+      [&](size_t i) { return (xd[i] - mean) * ln * wd[i] + wd[i]; }, "layer_norm");
+  // A bf16 row longer than a bf16 binding: read through an f32 copy, rounded once on store.
+  // Constant (the values would not fit the host twice over): 2 * 3 / sqrt(9 + eps) is 2 in
+  // bf16.
+  int nb = static_cast<int>(range / 2) + 4100;
+  auto xb = mx::full({1, nb}, mx::array(3.0f), mx::bfloat16, gpu);
+  auto wb = mx::full({nb}, mx::array(2.0f), mx::bfloat16, gpu);
+  auto yb = gpu_eval_checked(
+      [&] { return std::vector<mx::array>{mx::fast::rms_norm(xb, wb, 1e-5f, gpu)}; },
+      "long-row bf16 rms_norm")[0];
+  CHECK(yb.dtype() == mx::bfloat16);
+  CHECK(mx::min(yb, false, mx::Device::cpu).item<float>() == 2.0f);
+  CHECK(mx::max(yb, false, mx::Device::cpu).item<float>() == 2.0f);
+  CHECK(mx::vulkan::fallback_counts().empty());
 }

@@ -3,9 +3,11 @@
 // short and long rows, and for rows with NaN and infinities.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "harness.h"
+#include "mlx/backend/vulkan/cpu_fallback.h"
 
 namespace mx = mlx::core;
 using namespace gpu_diff;
@@ -45,4 +47,45 @@ TEST_CASE("softmax rows with NaN or infinities give what the CPU gives") {
     bool same = (std::isnan(g[i]) && std::isnan(c[i])) || std::abs(g[i] - c[i]) <= 1e-6;
     CHECK_MESSAGE(same, "element " << i << ": " << g[i] << " vs " << c[i]);
   }
+}
+
+TEST_CASE("softmax of operands wider than one binding runs on the GPU and matches") {
+  size_t range = small_binding_range();
+  if (!range)
+    return;
+  mx::vulkan::reset_fallback_counts();
+  // One f32 row longer than a binding (statistics by the reduce family, the rest by
+  // elementwise launches): against a double-precision loop, since a plain f32 sum of 2^25
+  // terms on the CPU loses most of its digits.
+  int n = static_cast<int>(range / 4) + 4099;
+  auto x = small_ints(1, n, 61);
+  auto got = gpu_eval_checked(
+      [&] { return std::vector<mx::array>{mx::softmax(x, -1, false, mx::Device::gpu)}; },
+      "long-row softmax")[0];
+  auto xv = mlx_test::to_doubles(x);
+  double top = *std::max_element(xv.begin(), xv.end());
+  double sum = 0;
+  for (double v : xv) {
+    sum += std::exp(v - top);
+  }
+  auto g = mlx_test::to_doubles(got);
+  size_t bad = g.size();
+  for (size_t i = 0; i < g.size() && bad == g.size(); ++i) {
+    if (!mlx_test::close(g[i], std::exp(xv[i] - top) / sum, 1e-5, 0)) {
+      bad = i;
+    }
+  }
+  CHECK_MESSAGE(bad == g.size(), "element " << bad << " differs from the double reference");
+  // A transposed square just wider than a binding: copied dense in staged blocks first.
+  int side = static_cast<int>(std::sqrt(range / 4.0)) + 64;
+  auto sq = small_ints(side, side, 62);
+  auto wide = gpu_eval_checked(
+      [&] {
+        return std::vector<mx::array>{
+            mx::softmax(mx::transpose(sq, mx::Device::gpu), -1, false, mx::Device::gpu)};
+      },
+      "wide softmax")[0];
+  auto want = mx::softmax(mx::transpose(sq, mx::Device::cpu), -1, false, mx::Device::cpu);
+  CHECK(all_close(wide, want, {1e-5, 1e-7}, "transposed softmax"));
+  CHECK(mx::vulkan::fallback_counts().empty());
 }

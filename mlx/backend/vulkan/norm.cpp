@@ -1,7 +1,8 @@
 // eval_gpu of RMSNorm, LayerNorm and Softmax: the "norm" family of row normalizations
 // (codegen/fast.h, docs/fast.md). Row-contiguous operands are read in place; other layouts
-// are copied dense first. Launches are cut so every operand fits one binding; a single row
-// wider than a binding takes the explicit CPU route.
+// are copied dense first (copy_dense, whatever their span). Launches are cut so every
+// operand fits one binding; a single row wider than a binding is computed from reduce and
+// elementwise launches instead (norm_long.h).
 #include <algorithm>
 #include <cstring>
 
@@ -11,6 +12,7 @@
 #include "mlx/backend/vulkan/kernel_library.h"
 #include "mlx/backend/vulkan/kernels.h"
 #include "mlx/backend/vulkan/launch_memo.h"
+#include "mlx/backend/vulkan/norm_long.h"
 #include "mlx/backend/vulkan/reduce_plan.h"
 #include "mlx/fast_primitives.h"
 
@@ -34,12 +36,12 @@ void eval_norm(Primitive& p, const std::string& op, float eps, const std::vector
   auto& dev = vulkan::device(p.name());
   int64_t len = out.ndim() == 0 ? 1 : out.shape(-1);
   int64_t max_elems = vulkan::binding_elems(dev, out.itemsize());
-  if (!vulkan::copies_fit(inputs) || len > max_elems) {
-    vulkan::cpu_fallback(p, inputs, out, "an operand wider than one storage binding");
-    return;
-  }
   out.set_data(allocator::malloc(out.nbytes()));
   if (out.size() == 0) {
+    return;
+  }
+  if (len > max_elems) {
+    vulkan::eval_norm_long_rows(p, op, eps, inputs, out);
     return;
   }
   int stream = p.stream().index;
