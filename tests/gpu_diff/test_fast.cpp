@@ -222,3 +222,60 @@ TEST_CASE("norms of rows wider than one binding run on the GPU and match a doubl
   CHECK(mx::max(yb, false, mx::Device::cpu).item<float>() == 2.0f);
   CHECK(mx::vulkan::fallback_counts().empty());
 }
+
+TEST_CASE("rope of rows wider than one binding runs on the GPU in pieces and matches") {
+  size_t range = small_binding_range();
+  if (!range)
+    return;
+  mx::vulkan::reset_fallback_counts();
+  // Pairs in pieces of one binding, both pair layouts, computed frequencies and a freqs
+  // table, and features past dims passed through.
+  int n = static_cast<int>(range / 4) + 4100;
+  int dims = n - 100;
+  auto x = mx::reshape(small_ints(1, n, 76), {1, 1, 1, n}, mx::Device::gpu);
+  auto freqs =
+      mx::add(mx::arange(dims / 2, mx::float32, mx::Device::cpu), mx::array(1.5f), mx::Device::cpu);
+  freqs.eval();
+  for (bool trad : {false, true}) {
+    auto op = [&](mx::Device d) {
+      return trad ? mx::fast::rope(x, dims, true, std::nullopt, 0.5f, 2, freqs, d)
+                  : mx::fast::rope(x, dims, false, 10000.0f, 1.0f, 3, std::nullopt, d);
+    };
+    auto got =
+        gpu_eval_checked([&] { return std::vector<mx::array>{op(mx::Device::gpu)}; }, "rope")[0];
+    CHECK(all_close(got, op(mx::Device::cpu), {1e-4, 1e-4},
+                    trad ? "long-row rope (traditional, freqs)" : "long-row rope"));
+  }
+  CHECK(mx::vulkan::fallback_counts().empty());
+}
+
+TEST_CASE("norms and rope of views wider than one binding run on the GPU and match") {
+  size_t range = small_binding_range();
+  if (!range)
+    return;
+  mx::vulkan::reset_fallback_counts();
+  // A transposed square just wider than one binding: copied dense in staged blocks first.
+  int side = (static_cast<int>(std::sqrt(range / 4.0)) + 64) / 2 * 2;
+  auto sq = small_ints(side, side, 74);
+  auto sw = mx::reshape(small_ints(1, side, 75), {side}, mx::Device::gpu);
+  int long_side = static_cast<int>(range / 4 / 16 + 64) / 2 * 2;
+  auto tall = small_ints(long_side, 16, 76);
+  using Make = std::function<mx::array(mx::Device)>;
+  const std::vector<std::pair<const char*, Make>> ops = {
+      {"transposed rms_norm",
+       [&](mx::Device d) { return mx::fast::rms_norm(mx::transpose(sq, d), sw, 1e-5f, d); }},
+      {"transposed layer_norm",
+       [&](mx::Device d) { return mx::fast::layer_norm(mx::transpose(sq, d), sw, sw, 1e-5f, d); }},
+      {"transposed rope", [&](mx::Device d) {
+         // Few rows (positions stay small: f32 angles of large positions differ by ulps),
+         // each long.
+         auto t = mx::transpose(mx::reshape(tall, {1, long_side, 16}, d), {0, 2, 1}, d);
+         return mx::fast::rope(t, long_side, false, 10000.0f, 1.0f, 5, std::nullopt, d);
+       }}};
+  for (const auto& [what, make] : ops) {
+    auto got =
+        gpu_eval_checked([&] { return std::vector<mx::array>{make(mx::Device::gpu)}; }, what)[0];
+    CHECK(all_close(got, make(mx::Device::cpu), {1e-4, 1e-4}, what));
+  }
+  CHECK(mx::vulkan::fallback_counts().empty());
+}
