@@ -223,6 +223,49 @@ TEST_CASE("norms of rows wider than one binding run on the GPU and match a doubl
   CHECK(mx::vulkan::fallback_counts().empty());
 }
 
+TEST_CASE("norms and softmax of rows of millions of elements match a double loop") {
+  if (!gpu_present())
+    return;
+  // Rows past 2^20 elements that fit a binding take the reduce + elementwise path: on
+  // lavapipe the row kernel's loops over an 8M-element row hit llvmpipe's 65535-iteration
+  // limit and gave zeros (rms_norm) and sums of 64 (softmax times n).
+  mx::vulkan::reset_fallback_counts();
+  auto gpu = mx::Device::gpu;
+  const int n = (8 << 20) + 3;
+  auto x = small_ints(1, n, 73);
+  auto xd = mlx_test::to_doubles(x);
+  double squares = 0, top = -1e30;
+  for (double v : xd) {
+    squares += v * v;
+    top = std::max(top, v);
+  }
+  double denom = 0;
+  for (double v : xd) {
+    denom += std::exp(v - top);
+  }
+  double rms = 1 / std::sqrt(squares / n + 1e-5);
+  auto got = gpu_eval_checked(
+      [&] {
+        return std::vector<mx::array>{mx::fast::rms_norm(x, std::nullopt, 1e-5f, gpu),
+                                      mx::softmax(x, -1, false, gpu)};
+      },
+      "8M-element rows");
+  auto r = mlx_test::to_doubles(got[0]);
+  auto s = mlx_test::to_doubles(got[1]);
+  size_t bad_r = r.size(), bad_s = s.size();
+  for (size_t i = 0; i < r.size(); ++i) {
+    if (bad_r == r.size() && !mlx_test::close(r[i], xd[i] * rms, 2e-5, 1e-5)) {
+      bad_r = i;
+    }
+    if (bad_s == s.size() && !mlx_test::close(s[i], std::exp(xd[i] - top) / denom, 2e-5, 1e-12)) {
+      bad_s = i;
+    }
+  }
+  CHECK_MESSAGE(bad_r == r.size(), "rms_norm element " << bad_r);
+  CHECK_MESSAGE(bad_s == s.size(), "softmax element " << bad_s);
+  CHECK(mx::vulkan::fallback_counts().empty());
+}
+
 TEST_CASE("rope of rows wider than one binding runs on the GPU in pieces and matches") {
   size_t range = small_binding_range();
   if (!range)

@@ -19,6 +19,12 @@
 namespace mlx::core::fast {
 
 namespace codegen = vulkan::codegen;
+
+// Rows longer than this take the reduce + elementwise path (norm_long.h) even when they fit
+// a binding: one workgroup walking millions of elements leaves a GPU idle, and on lavapipe,
+// which stops an invocation after 65535 loop iterations, rows of ~8M elements came back
+// wrong from the row kernel's three passes (docs/scan.md has the limit).
+constexpr int64_t kLongRow = int64_t{1} << 20;
 using vulkan::bind_run;
 using vulkan::Buf;
 using vulkan::dense_run;
@@ -40,7 +46,7 @@ void eval_norm(Primitive& p, const std::string& op, float eps, const std::vector
   if (out.size() == 0) {
     return;
   }
-  if (len > max_elems) {
+  if (len > std::min(max_elems, kLongRow)) {
     vulkan::eval_norm_long_rows(p, op, eps, inputs, out);
     return;
   }

@@ -81,8 +81,8 @@ void launch(const std::string& op, const Buf& in, const Buf& out, codegen::ScanG
 
 // Rows in segments: each segment's total, an exclusive scan of the totals (each
 // segment's carry, in the same direction), then each segment scanned from its carry.
-// Only where the stored dtype is the accumulator's (not f16/bf16, whose totals would be
-// rounded before they are carried).
+// Only where the stored dtype is the accumulator's: f16/bf16 rows go through an f32 copy
+// (scan_blocks), as their totals would be rounded before they are carried.
 void scan_segments(const std::string& op, const Buf& src, const Buf& dst, codegen::ScanGeometry g,
                    int stream) {
   auto& enc = vulkan::encoder(stream);
@@ -105,9 +105,12 @@ void scan_segments(const std::string& op, const Buf& src, const Buf& dst, codege
   launch(op, src, dst, g, stream, &carries);
 }
 
-bool use_segments(Dtype dtype, bool columns, int64_t count, int64_t len) {
-  bool half_float = issubdtype(dtype, floating) && size_of(dtype) == 2;
-  return !columns && !half_float && count < kSegmentRowsBelow && len >= 2 * kSegment;
+bool use_segments(bool columns, int64_t count, int64_t len) {
+  return !columns && count < kSegmentRowsBelow && len >= 2 * kSegment;
+}
+
+bool half_float(Dtype dtype) {
+  return issubdtype(dtype, floating) && size_of(dtype) == 2;
 }
 
 // The binary op of the scan's combine.
@@ -273,8 +276,29 @@ void scan_blocks(const Lines& l, const Buf& in, const Buf& out, int64_t outer, i
     g.inner = columns ? inner : 1;
     g.reverse = l.reverse;
     g.inclusive = inclusive;
-    if (use_segments(l.dtype, columns, g.count, len)) {
+    if (use_segments(columns, g.count, len) && !half_float(l.dtype)) {
       scan_segments(l.op, in.at(o0 * block), out.at(o0 * block), g, l.stream);
+      continue;
+    }
+    int64_t f32_rows = vulkan::binding_elems(vulkan::device("Scan"), 4) / len;
+    if (use_segments(columns, g.count, len) && f32_rows > 0) {
+      // f16/bf16: the segments in an f32 copy (as many rows as fit one binding in f32),
+      // rounded once into the output as the row kernel rounds; carries stored in the dtype
+      // would add a rounding each.
+      auto& enc = vulkan::encoder(l.stream);
+      Strides dense{len, 1};
+      for (int64_t r0 = 0; r0 < g.count; r0 += f32_rows) {
+        codegen::ScanGeometry part = g;
+        part.count = std::min(f32_rows, g.count - r0);
+        Shape shape{static_cast<int>(part.count), static_cast<int>(len)};
+        Buf wide = vulkan::temporary(enc, part.count * len, "f32");
+        Buf src = in.at(o0 * block + r0 * len), dst = out.at(o0 * block + r0 * len);
+        vulkan::copy_dense(l.stream, view_at(src, l.dtype, dense), shape,
+                           view_at(wide, float32, dense));
+        scan_segments(l.op, wide, wide, part, l.stream);
+        vulkan::copy_dense(l.stream, view_at(wide, float32, dense), shape,
+                           view_at(dst, l.dtype, dense));
+      }
       continue;
     }
     launch(l.op, in.at(o0 * block), out.at(o0 * block), g, l.stream);
