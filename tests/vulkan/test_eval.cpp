@@ -223,8 +223,10 @@ TEST_CASE("reading a result waits for the work that wrote it, not for work recor
   VK_REQUIRE_DEVICE();
   // A chain of dependent ops long enough to run >= 200 ms on this device (sized from the
   // time of one op, so lavapipe and a fast GPU both get a chain that is still running when
-  // the small result is read; reading it used to wait for the whole stream).
-  auto big = iota_f32({1 << 22});
+  // the small result is read; reading it used to wait for the whole stream). 256 MiB per
+  // array, larger than a GPU's cache: with 16 MiB an H200 ran each step from its 50 MiB L2
+  // about as fast as the host recorded it, and the chain was done before the read.
+  auto big = iota_f32({1 << 13, 1 << 13});
   auto step = [&](const mx::array& x) {
     return mx::add(mx::multiply(x, mx::array(0.5f), gpu), mx::array(1.0f), gpu);
   };
