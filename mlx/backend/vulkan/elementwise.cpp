@@ -9,6 +9,7 @@
 #include "codegen/elementwise.h"
 #include "mlx/backend/common/utils.h"
 #include "mlx/backend/vulkan/command_encoder.h"
+#include "mlx/backend/vulkan/dense_copy.h"
 #include "mlx/backend/vulkan/kernel_library.h"
 #include "mlx/backend/vulkan/launch_memo.h"
 #include "mlx/primitives.h"
@@ -148,6 +149,29 @@ void launch_elementwise(int stream, const char* name, const std::string& family,
     int64_t one_row = (hi1 - lo1 + 1) * c.itemsize;
     int64_t step = nd ? std::abs(c.strides[0]) * c.itemsize : 0;
     int64_t fit = step ? (max_range - align - one_row) / step + 1 : rows_total;
+    size_t k = static_cast<size_t>(&c - arrays.data());
+    thread_local bool staging = false;  // a staged input that still does not fit: throw
+    if ((nd == 0 || fit < 1) && k < inputs.size() && !staging) {
+      // An input no cut along dim 0 brings under a binding (a transposed matrix larger
+      // than one: every output row reads all of it) is first copied dense over the output's
+      // shape (copy_dense stages it in memory order), then read from there. `inputs` may be
+      // the array overload's scratch views and this function's scratch is reused below: the
+      // staged list is a copy, and nothing here is used after the call.
+      auto dense = allocator::malloc(total * static_cast<size_t>(c.itemsize));
+      enc.add_temporary(dense);
+      std::vector<View> staged = inputs;
+      staged[k] = View{dense, 0, inputs[k].dtype, row_major_strides(out_shape)};
+      copy_dense(stream, inputs[k], out_shape, staged[k]);
+      staging = true;
+      try {
+        launch_elementwise(stream, name, family, op, staged, out, out_shape);
+      } catch (...) {
+        staging = false;
+        throw;
+      }
+      staging = false;
+      return;
+    }
     if (nd == 0 || fit < 1) {
       throw std::runtime_error(
           std::string("[") + name + "] an array view spans " +
