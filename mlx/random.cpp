@@ -196,7 +196,22 @@ array uniform(const Shape& shape, Dtype dtype, const std::optional<array>& key, 
         "[uniform] can only generate uniform numbers with real floating point dtypes, got " +
         dtype_to_string(dtype) + ".");
   }
-  return uniform(array(0.0, dtype), array(1.0, dtype), shape, dtype, key, s);
+  if (dtype == float64) {
+    return uniform(array(0.0, dtype), array(1.0, dtype), shape, dtype, key, s);
+  }
+  // [0, 1): the mapping above with range 1 and low 0 is u itself (1 * u and u + 0 are
+  // exact for u >= 0, and u <= upper < 1 never rounds up to high), so the same values in
+  // 3 launches instead of ~12 (a sampling step draws one such number per token).
+  check_shape(shape, "uniform");
+  float upper = std::nextafter(1.0f, 0.0f);
+  if (dtype == float16) {
+    upper = static_cast<float>(float16_t::from_bits(0x3bffu));
+  } else if (dtype == bfloat16) {
+    upper = static_cast<float>(bfloat16_t::from_bits(0x3f7fu));
+  }
+  auto raw = bits(shape, 4, key, s);
+  auto u = divide(raw, array(static_cast<float>(std::numeric_limits<uint32_t>::max()), float32), s);
+  return astype(minimum(u, array(upper, float32), s), dtype, s);
 }
 
 array normal(const Shape& shape, Dtype dtype, const std::optional<array>& loc,
