@@ -26,6 +26,7 @@ constexpr uint32_t kRowWorkgroup = 128;
 
 void check(const ScanGeometry& g, const std::string& where) {
   bool segmented = g.seg != 0 || g.segs != 1 || g.totals || g.carry_in;
+  // segs segments of seg elements cover the row, and the last one is not empty.
   bool segments_ok =
       g.seg >= 0 && g.segs >= 1 &&
       (g.seg == 0 ? g.segs == 1
