@@ -115,6 +115,19 @@ array below(const array& hi, Dtype dt, StreamOrDevice s) {
   return subtract(hi, step, s);
 }
 
+// MLX's u in [0, 1) from 32 random bits: bits / (2^32 - 1) in float32, capped at the
+// largest value below 1 in the output dtype's precision, cast to dtype (not float64).
+array unit_uniform(const array& raw, Dtype dtype, StreamOrDevice s) {
+  float upper = std::nextafter(1.0f, 0.0f);
+  if (dtype == float16) {
+    upper = static_cast<float>(float16_t::from_bits(0x3bffu));  // the largest below 1
+  } else if (dtype == bfloat16) {
+    upper = static_cast<float>(bfloat16_t::from_bits(0x3f7fu));
+  }
+  auto u = divide(raw, array(static_cast<float>(std::numeric_limits<uint32_t>::max()), float32), s);
+  return astype(minimum(u, array(upper, float32), s), dtype, s);
+}
+
 }  // namespace
 
 array key(uint64_t seed) {
@@ -179,15 +192,7 @@ array uniform(const array& low, const array& high, const Shape& shape, Dtype dty
     auto u = multiply(astype(raw, float64, s), array(0x1.0p-32, float64), s);
     return below_high(add(multiply(range, u, s), lo, s));
   }
-  float upper = std::nextafter(1.0f, 0.0f);
-  if (dtype == float16) {
-    upper = static_cast<float>(float16_t::from_bits(0x3bffu));  // the largest below 1
-  } else if (dtype == bfloat16) {
-    upper = static_cast<float>(bfloat16_t::from_bits(0x3f7fu));
-  }
-  auto u = divide(raw, array(static_cast<float>(std::numeric_limits<uint32_t>::max()), float32), s);
-  u = astype(minimum(u, array(upper, float32), s), dtype, s);
-  return below_high(add(multiply(range, u, s), lo, s));
+  return below_high(add(multiply(range, unit_uniform(raw, dtype, s), s), lo, s));
 }
 
 array uniform(const Shape& shape, Dtype dtype, const std::optional<array>& key, StreamOrDevice s) {
@@ -203,15 +208,7 @@ array uniform(const Shape& shape, Dtype dtype, const std::optional<array>& key, 
   // exact for u >= 0, and u <= upper < 1 never rounds up to high), so the same values in
   // 3 launches instead of ~12 (a sampling step draws one such number per token).
   check_shape(shape, "uniform");
-  float upper = std::nextafter(1.0f, 0.0f);
-  if (dtype == float16) {
-    upper = static_cast<float>(float16_t::from_bits(0x3bffu));
-  } else if (dtype == bfloat16) {
-    upper = static_cast<float>(bfloat16_t::from_bits(0x3f7fu));
-  }
-  auto raw = bits(shape, 4, key, s);
-  auto u = divide(raw, array(static_cast<float>(std::numeric_limits<uint32_t>::max()), float32), s);
-  return astype(minimum(u, array(upper, float32), s), dtype, s);
+  return unit_uniform(bits(shape, 4, key, s), dtype, s);
 }
 
 array normal(const Shape& shape, Dtype dtype, const std::optional<array>& loc,
