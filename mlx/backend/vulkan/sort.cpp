@@ -19,8 +19,39 @@ namespace {
 
 namespace codegen = vulkan::codegen;
 
+// One launch chain over g.rows rows of x into y.
 void sort_rows(vulkan::CommandEncoder& enc, const vulkan::Device& dev, const vulkan::Buf& x,
-               const vulkan::Buf& y, codegen::SortGeometry g, const char* dtype, bool arg);
+               const vulkan::Buf& y, codegen::SortGeometry g, const char* dtype, bool arg) {
+  int64_t elems = g.rows * g.n;
+  int64_t scratch = g.rows * codegen::sort_padded(g.n);
+  auto bx = vulkan::bind_run(dev, x, elems, false);
+  auto by = vulkan::bind_run(dev, y, elems, true);
+  g.in_offset = bx.elem_offset;
+  g.out_offset = by.elem_offset;
+  auto steps = codegen::sort_plan(g);
+  // Scratch keys and indices for rows longer than one block; a one-launch sort binds the
+  // output in their place (never touched).
+  vulkan::Binding keys = by.binding, idx = by.binding;
+  if (steps.size() > 1) {
+    int kb = codegen::sort_key_bytes(dtype);
+    keys = vulkan::bind_run(dev, vulkan::temporary(enc, scratch, kb == 8 ? "u64" : "u32"), scratch,
+                            true)
+               .binding;
+    idx = vulkan::bind_run(dev, vulkan::temporary(enc, scratch, "u32"), scratch, true).binding;
+  }
+  std::vector<vulkan::Binding> bindings{bx.binding, keys, idx, by.binding};
+  const vulkan::Kernel* kernels[2] = {nullptr, nullptr};
+  for (const auto& step : steps) {
+    const vulkan::Kernel*& kernel = kernels[step.global ? 1 : 0];
+    if (kernel == nullptr) {
+      kernel = &vulkan::kernel_library().get(codegen::sort_key(dtype, arg, step.global));
+    }
+    auto launch =
+        codegen::sort_launch(codegen::sort_key(dtype, arg, step.global), kernel->source, g, step);
+    auto b = bindings;
+    vulkan::record_launch(enc, *kernel, launch, b);
+  }
+}
 
 void sort_gpu(Primitive& p, const std::vector<array>& inputs, array& out, int axis, bool arg) {
   const array& in = inputs[0];
@@ -62,40 +93,6 @@ void sort_gpu(Primitive& p, const std::vector<array>& inputs, array& out, int ax
     g.rows = std::min(per, blocks - b0) * block_rows;
     int64_t first = b0 * block_rows * g.n;  // element offset of the group
     sort_rows(enc, dev, x.at(first), y.at(first), g, dtype, arg);
-  }
-}
-
-// One launch chain over g.rows rows of x into y.
-void sort_rows(vulkan::CommandEncoder& enc, const vulkan::Device& dev, const vulkan::Buf& x,
-               const vulkan::Buf& y, codegen::SortGeometry g, const char* dtype, bool arg) {
-  int64_t elems = g.rows * g.n;
-  int64_t scratch = g.rows * codegen::sort_padded(g.n);
-  auto bx = vulkan::bind_run(dev, x, elems, false);
-  auto by = vulkan::bind_run(dev, y, elems, true);
-  g.in_offset = bx.elem_offset;
-  g.out_offset = by.elem_offset;
-  auto steps = codegen::sort_plan(g);
-  // Scratch keys and indices for rows longer than one block; a one-launch sort binds the
-  // output in their place (never touched).
-  vulkan::Binding keys = by.binding, idx = by.binding;
-  if (steps.size() > 1) {
-    int kb = codegen::sort_key_bytes(dtype);
-    keys = vulkan::bind_run(dev, vulkan::temporary(enc, scratch, kb == 8 ? "u64" : "u32"), scratch,
-                            true)
-               .binding;
-    idx = vulkan::bind_run(dev, vulkan::temporary(enc, scratch, "u32"), scratch, true).binding;
-  }
-  std::vector<vulkan::Binding> bindings{bx.binding, keys, idx, by.binding};
-  const vulkan::Kernel* kernels[2] = {nullptr, nullptr};
-  for (const auto& step : steps) {
-    const vulkan::Kernel*& kernel = kernels[step.global ? 1 : 0];
-    if (kernel == nullptr) {
-      kernel = &vulkan::kernel_library().get(codegen::sort_key(dtype, arg, step.global));
-    }
-    auto launch =
-        codegen::sort_launch(codegen::sort_key(dtype, arg, step.global), kernel->source, g, step);
-    auto b = bindings;
-    vulkan::record_launch(enc, *kernel, launch, b);
   }
 }
 
