@@ -46,7 +46,7 @@ const char* op_name(Scan::ReduceType type) {
 
 // Few rows at least this long are scanned in segments of kSegment elements, a workgroup
 // each (three launches, templates/scan.glsl), instead of one workgroup walking the row:
-// cumsum f32 of 1x151936 on an H200 went from ~200 us to ~15 us (categorical sampling's
+// cumsum f32 of 1x151936 on an H200 went from ~200 us to 17-18 us (categorical sampling's
 // inverse CDF is one such row).
 constexpr int64_t kSegment = 4096;
 constexpr int64_t kSegmentRowsBelow = 128;  // more rows than this fill the GPU already
@@ -58,18 +58,14 @@ void launch(const std::string& op, const Buf& in, const Buf& out, codegen::ScanG
   auto& dev = vulkan::device("Scan");
   auto& enc = vulkan::encoder(stream);
   int64_t parts = g.count * g.segs;
-  int64_t last = std::max<int64_t>(g.count * g.len - 1, 0);
-  int64_t out_last = g.totals ? std::max<int64_t>(parts - 1, 0) : last;
-  auto bi = vulkan::bind_operand(dev, {in.alloc, in.offset, in.itemsize, 0, last}, false);
-  auto bo = vulkan::bind_operand(dev, {out.alloc, out.offset, out.itemsize, 0, out_last}, true);
+  int64_t elems = g.count * g.len;
+  auto bi = vulkan::bind_run(dev, in, elems, false);
+  auto bo = vulkan::bind_run(dev, out, g.totals ? parts : elems, true);
   g.in_offset = bi.elem_offset;
   g.out_offset = bo.elem_offset;
   std::vector<vulkan::Binding> bindings{bi.binding, bo.binding};
   if (g.carry_in) {
-    auto bc = vulkan::bind_operand(
-        dev,
-        {carries->alloc, carries->offset, carries->itemsize, 0, std::max<int64_t>(parts - 1, 0)},
-        false);
+    auto bc = vulkan::bind_run(dev, *carries, parts, false);
     g.carry_offset = bc.elem_offset;
     bindings.push_back(bc.binding);
   }
