@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <stdexcept>
+#include <vector>
 
 #include "codegen/dtypes.h"
 #include "codegen/internal.h"
@@ -76,13 +77,26 @@ std::string bit(bool v) {
   return v ? "1" : "0";
 }
 
-constexpr GemmTile kCoopTile{64, 64, 32, 32, 32, true};
+// The cooperative-matrix tiles (templates/gemm_coop.glsl), tm x tn being each subgroup's
+// part, largest first (measured on an H200, docs/matmul.md): 8 subgroups of 64 x 64 (k steps
+// of 16 so that two stages fit 48 KB), 8 of 64 x 32, 4 of 32 x 32.
+constexpr GemmTile kCoopTiles[] = {
+    {128, 256, 16, 64, 64, true}, {128, 128, 32, 64, 32, true}, {64, 64, 32, 32, 32, true}};
 
 GemmTile parse_tile(const std::string& text, const std::string& where) {
-  if (text == kCoopTile.name()) {
-    return kCoopTile;
-  }
   GemmTile t{};
+  if (text.rfind("coopnv", 0) == 0) {
+    t.coop = true;
+    // Each subgroup's part is whole 16 x 16 fragments; k steps are whole fragments too.
+    if (std::sscanf(text.c_str(), "coopnv%dx%dx%dw%dx%d", &t.bm, &t.bn, &t.bk, &t.tm, &t.tn) != 5 ||
+        t.name() != text || t.tm < 16 || t.tn < 16 || t.tm % 16 != 0 || t.tn % 16 != 0 ||
+        t.bm % t.tm != 0 || t.bn % t.tn != 0 || t.bk < 16 || t.bk % 16 != 0) {
+      throw std::invalid_argument("[render] " + where +
+                                  ": a cooperative-matrix tile must be coopnvBMxBNxBKwWMxWN with "
+                                  "WM, WN and BK multiples of 16 dividing the tile.");
+    }
+    return t;
+  }
   if (std::sscanf(text.c_str(), "%dx%dx%dx%dx%d", &t.bm, &t.bn, &t.bk, &t.tm, &t.tn) != 5 ||
       t.name() != text || t.tm < 1 || t.tn < 1 || t.bm % t.tm != 0 || t.bn % t.tn != 0 ||
       t.bk < 1) {
@@ -104,13 +118,27 @@ int64_t tile_shared_bytes(const GemmTile& t) {
   return int64_t{4} * t.bk * (t.bm + 1 + t.bn + 1);
 }
 
-// gemm_coop.glsl: f16 A (64 x 40) and B (32 x 72) stages and the f32 64 x 64 result.
-constexpr int64_t kCoopSharedBytes = 2 * (64 * 40 + 32 * 72) + 4 * 64 * 64;
+int coop_subgroups(const GemmTile& t) {
+  return (t.bm / t.tm) * (t.bn / t.tn);
+}
+
+// gemm_coop.glsl's two f16 stages of A and B, rows padded by 16 bytes, for the larger of
+// the two orientations of each.
+int64_t coop_shared_bytes(const GemmTile& t) {
+  auto stage = [&](int64_t side) { return std::max(side * (t.bk + 8), t.bk * (side + 8)) * 2; };
+  return 2 * (stage(t.bm) + stage(t.bn));
+}
 
 bool tile_fits(const GemmTile& t, const DeviceCaps& caps) {
   if (t.coop) {
-    return caps.cooperative_matrix && 4 * caps.subgroup_size <= caps.max_workgroup_invocations &&
-           kCoopSharedBytes <= static_cast<int64_t>(caps.max_shared_memory);
+    uint32_t invocations = static_cast<uint32_t>(coop_subgroups(t)) * caps.subgroup_size;
+    // Every invocation loads whole 8-value chunks of both stages.
+    // The epilogue stages 64 uvec4s per subgroup in A's two stages.
+    int64_t a_stages = 2 * std::min(t.bm * (t.bk / 8 + 1), t.bk * (t.bm / 8 + 1));
+    return caps.cooperative_matrix && invocations <= caps.max_workgroup_invocations &&
+           (t.bm * t.bk / 8) % invocations == 0 && (t.bn * t.bk / 8) % invocations == 0 &&
+           64 * coop_subgroups(t) <= a_stages &&
+           coop_shared_bytes(t) <= static_cast<int64_t>(caps.max_shared_memory);
   }
   return static_cast<uint32_t>(tile_invocations(t)) <= caps.max_workgroup_invocations &&
          tile_shared_bytes(t) <= static_cast<int64_t>(caps.max_shared_memory);
@@ -165,15 +193,46 @@ bool reach_needs_64(uint64_t reach) {
 
 std::string GemmTile::name() const {
   if (coop) {
-    return "coopnv" + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk);
+    return "coopnv" + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) +
+           "w" + std::to_string(tm) + "x" + std::to_string(tn);
   }
   return std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + "x" +
          std::to_string(tm) + "x" + std::to_string(tn);
 }
 
+bool coop_aligned(const MatmulGeometry& g) {
+  // 8 f16 values are 16 bytes: each chunk gemm_coop.glsl loads is one aligned vector, wholly
+  // inside or outside the matrix. A quantized B is read by words instead, 8 values of one
+  // group at a time (its groups of >= 32 values keep that aligned).
+  int64_t a_contig = g.a_t ? g.m : g.k;
+  std::vector<int64_t> values{a_contig, static_cast<int64_t>(g.a_offset), g.lda, g.a_bs0, g.a_bs1};
+  if (g.bits == 0) {
+    values.insert(values.end(),
+                  {g.b_t ? g.k : g.n, static_cast<int64_t>(g.b_offset), g.ldb, g.b_bs0, g.b_bs1});
+  }
+  for (int64_t v : values) {
+    if (v % 8 != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
 GemmTile gemm_tile(const MatmulGeometry& g, const DeviceCaps& caps, const std::string& dtype) {
-  if (dtype == "f16" && tile_fits(kCoopTile, caps)) {
-    return kCoopTile;
+  if (dtype == "f16" && coop_aligned(g)) {
+    const GemmTile* chosen = nullptr;
+    for (const GemmTile& t : kCoopTiles) {
+      if (!tile_fits(t, caps)) {
+        continue;
+      }
+      chosen = &t;
+      if (ceil_div(g.m, t.bm) * ceil_div(g.n, t.bn) * g.batches >= kBusyGroups / 2) {
+        break;
+      }
+    }
+    if (chosen != nullptr) {
+      return *chosen;
+    }
   }
   // Each step halves the tile's side and so quarters its work: the largest tile that still
   // gives enough workgroups, else the smallest.
@@ -201,6 +260,18 @@ GemmTile gemm_tile(const MatmulGeometry& g, const DeviceCaps& caps, const std::s
         "shared memory per workgroup).");
   }
   return *chosen;
+}
+
+GemmTile parse_gemm_tile(const std::string& name) {
+  return parse_tile(name, "tile " + name);
+}
+
+bool gemm_tile_usable(const GemmTile& t, const MatmulGeometry& g, const DeviceCaps& caps,
+                      const std::string& dtype) {
+  if (t.coop && (dtype != "f16" || !coop_aligned(g))) {
+    return false;
+  }
+  return tile_fits(t, caps);
 }
 
 KernelKey gemm_key(const std::string& dtype, const MatmulGeometry& g, const GemmTile& tile) {
@@ -254,15 +325,33 @@ KernelSource gemm_source(const KernelKey& key, const DeviceCaps& caps, bool quan
   add_input_defines("IN0_", dt, defines);
   add_output_defines(dt, defines);
   if (t.coop) {
-    if (quant || std::string(dt.name) != "f16") {
+    if (std::string(dt.name) != "f16") {
       throw std::invalid_argument("[render] " + where +
-                                  ": the cooperative-matrix tile takes f16 gemm keys only.");
+                                  ": the cooperative-matrix tile takes f16 keys only.");
     }
-    defines.push_back(std::string("A_T ") + bit(flag(key, "a_t", where)));
-    defines.push_back(std::string("B_T ") + bit(flag(key, "b_t", where)));
-    defines.push_back(std::string("ADDMM ") + bit(flag(key, "addmm", where)));
-    KernelSource source = row_kernel_source("gemm_coop.glsl", defines, 3, kFields, idx64, caps);
-    uint32_t wg = 4 * caps.subgroup_size;  // 2 x 2 subgroups
+    if (quant) {
+      int bits = 0, gs = 0;
+      parse_quant(key, where, bits, gs);
+      defines.push_back("A_T 0");
+      defines.push_back(std::string("B_T ") + bit(flag(key, "trans", where)));
+      defines.push_back("ADDMM 0");
+      defines.push_back("QUANT 1");
+      defines.push_back("BITS " + std::to_string(bits));
+      defines.push_back("GS " + std::to_string(gs));
+    } else {
+      defines.push_back(std::string("A_T ") + bit(flag(key, "a_t", where)));
+      defines.push_back(std::string("B_T ") + bit(flag(key, "b_t", where)));
+      defines.push_back(std::string("ADDMM ") + bit(flag(key, "addmm", where)));
+    }
+    defines.push_back(std::string("EDGE ") + bit(flag(key, "edge", where)));
+    defines.push_back("BM " + std::to_string(t.bm));
+    defines.push_back("BN " + std::to_string(t.bn));
+    defines.push_back("BK " + std::to_string(t.bk));
+    defines.push_back("WM " + std::to_string(t.tm));
+    defines.push_back("WN " + std::to_string(t.tn));
+    KernelSource source =
+        row_kernel_source("gemm_coop.glsl", defines, quant ? 5 : 3, kFields, idx64, caps);
+    uint32_t wg = static_cast<uint32_t>(coop_subgroups(t)) * caps.subgroup_size;
     source.workgroup_size = {wg, 1, 1};
     source.spec_constants = {{0, wg}};
     return source;
@@ -608,16 +697,16 @@ KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
   uint32_t wg = row_workgroup_size(caps);
   if ((vec != "1" && vec != std::to_string(lanes)) ||
       (mr != "1" && mr != "2" && mr != "4" && mr != "8") || (nc != "1" && nc != "2" && nc != "4") ||
-      tpr < 1 || tpr > 32 ||
-      (tpr & (tpr - 1)) != 0 || wg % tpr != 0 ||
+      tpr < 1 || tpr > 32 || (tpr & (tpr - 1)) != 0 || wg % tpr != 0 ||
       (sg && (!caps.subgroup_shuffle || tpr > caps.subgroup_size)) || (wvec && bits % 4 != 0) ||
       ((norm || res || glu) && idx64) || (glu && (nc != "2" || res))) {
-    throw std::invalid_argument("[render] " + where +
-                                ": vec must be 1 or 16 bytes of lanes, mr 1, 2, 4 or 8, nc 1, 2 "
-                                "or 4, tpr a "
-                                "power of two up to 32 (the subgroup size with sg 1), wvec 1 "
-                                "only for 4 or 8 bits, norm, res and glu 1 only with idx 32, glu with nc 2 "
-                                "and no res.");
+    throw std::invalid_argument(
+        "[render] " + where +
+        ": vec must be 1 or 16 bytes of lanes, mr 1, 2, 4 or 8, nc 1, 2 "
+        "or 4, tpr a "
+        "power of two up to 32 (the subgroup size with sg 1), wvec 1 "
+        "only for 4 or 8 bits, norm, res and glu 1 only with idx 32, glu with nc 2 "
+        "and no res.");
   }
   std::vector<std::string> defines =
       storage_defines({&dt, &dtype_info("u32", where)}, idx64, caps, where);

@@ -61,17 +61,29 @@ struct MatmulGeometry {
 // outputs per invocation (so the workgroup has (BM / TM) * (BN / TN) invocations).
 struct GemmTile {
   int bm, bn, bk, tm, tn;
-  // The f16 cooperative-matrix kernel (templates/gemm_coop.glsl): 64 x 64 x 32 tiles, four
-  // subgroups of 32 x 32; tm and tn are unused.
+  // The f16 cooperative-matrix kernel (templates/gemm_coop.glsl): tm x tn is then each
+  // subgroup's part of the tile (a multiple of 16 x 16), not each invocation's.
   bool coop = false;
-  std::string name() const;  // "128x128x16x8x8", or "coopnv64x64x32": the key's form
+  std::string name() const;  // "128x128x16x8x8", or "coopnv128x128x32w64x32": the key's form
 };
+
+// Whether gemm_coop.glsl can read the operands: f16 rows that start on 16 bytes and
+// contiguous extents that are multiples of 8 values (not quantized).
+bool coop_aligned(const MatmulGeometry& g);
 
 // The heuristic tile for a problem on a device: the largest tile that still gives enough
 // workgroups to fill the device, among those its workgroup and shared-memory limits allow.
 // With cooperative matrices (caps.cooperative_matrix: VK_NV_cooperative_matrix enabled by
-// MLX_VK_COOPMAT=on) an f16 product takes the cooperative-matrix tile.
+// MLX_VK_COOPMAT=on) an f16 product whose operands are coop_aligned takes a
+// cooperative-matrix tile, the larger one when it still fills the device.
 GemmTile gemm_tile(const MatmulGeometry& g, const DeviceCaps& caps, const std::string& dtype = "");
+
+// A tile from its name (GemmTile::name()); std::invalid_argument if malformed.
+GemmTile parse_gemm_tile(const std::string& name);
+// Whether a tile can run the problem on the device (its limits, and for a cooperative-matrix
+// tile f16 and coop_aligned operands): MLX_VK_GEMM_TILE's check (docs/matmul.md).
+bool gemm_tile_usable(const GemmTile& t, const MatmulGeometry& g, const DeviceCaps& caps,
+                      const std::string& dtype);
 
 // "gemm:a_t=0|1,addmm=0|1,b_t=0|1,dtype=f16|bf16|f32,edge=0|1,idx=32|64,tile=BMxBNxBKxTMxTN".
 // edge 0 when m, n, k are multiples of the tile (no bounds checks).

@@ -5,26 +5,56 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int16 : require
-// The f16 GEMM on cooperative matrices (VK_NV_cooperative_matrix): the "gemm" family with
-// mma=coopnv, the same operands, push constants and epilogue as gemm.glsl (read it first).
-// A workgroup of 2 x 2 subgroups owns a BM x BN = 64 x 64 output tile; each subgroup a
-// 32 x 32 quarter as 2 x 2 accumulators of 16 x 16 f32. BK = 32 steps of k pass through
-// shared memory as f16 (A as m x k, B as k x n, whatever their layout in memory, so every
-// fragment load is row-major); each step is 2 x 2 x 2 16x16x16 multiply-adds per subgroup.
-// The accumulators go through shared memory to the epilogue, which rounds once and checks
-// bounds, so any M, N and K work. Not yet run on a device: opt-in (MLX_VK_COOPMAT=on),
-// docs/matmul.md.
+#extension GL_EXT_control_flow_attributes : require
+// The f16 GEMM and quantized GEMM on cooperative matrices (VK_NV_cooperative_matrix): the
+// "gemm" and "qmm" families with a "coopnv" tile, the same push constants and epilogue
+// rules as gemm.glsl (read it first).
 //
-// The engine defines A_T, B_T, ADDMM, IN0_* and OUT_* (f16), and the workgroup size
-// (4 subgroups) as spec constant 0.
+// A workgroup owns a BM x BN output tile, each subgroup a WM x WN part of it as
+// (WM / 16) x (WN / 16) accumulators of 16 x 16 f32. Steps of BK values of k pass through
+// shared memory in two stages. The stages keep each operand's layout in memory (the
+// contiguous dim stays contiguous, plus 16 bytes of padding per row so that the eight
+// 16-byte rows a fragment load reads fall in different banks); a fragment of a transposed
+// operand is loaded column-major instead of being transposed on the way in. Every loop over
+// fragments and chunks is unrolled: left as loops, the driver kept the accumulators in
+// local memory (35 against 143 TFLOPS on an H200, docs/matmul.md).
+//
+// The planner (codegen/matmul.cpp, coop_aligned) only picks this kernel when every row of
+// A and B starts on 16 bytes and the contiguous extents are multiples of 8, so each
+// invocation's chunk of 8 values is wholly inside or outside the matrix: EDGE checks rows
+// and chunks, not elements. QUANT 1 reads B from MLX's packed format instead (gemm.glsl
+// explains it), 8 values of one group per chunk, dequantized to f16 on the way to the
+// stage. The accumulators leave through a 16 x 16 f32 staging area per subgroup (in A's
+// stages) to the epilogue, which checks bounds, applies alpha / beta and rounds once.
+//
+// The engine defines A_T, B_T, ADDMM, EDGE, BM, BN, BK, WM, WN, QUANT (with BITS, GS),
+// IN0_* and OUT_* (f16), and the workgroup size ((BM / WM) * (BN / WN) subgroups) as spec
+// constant 0.
 #ifndef A_T
 #define A_T 0
 #endif
 #ifndef B_T
-#define B_T 0
+#define B_T 1
 #endif
 #ifndef ADDMM
 #define ADDMM 0
+#endif
+#ifndef EDGE
+#define EDGE 1
+#endif
+#ifndef BM
+#define BM 128
+#define BN 128
+#define BK 32
+#define WM 64
+#define WN 32
+#endif
+#ifndef QUANT
+#define QUANT 0
+#endif
+#if QUANT && !defined(BITS)
+#define BITS 4
+#define GS 64
 #endif
 #ifndef IN0_ST
 #define MLX_STORAGE_16BIT 1
@@ -37,143 +67,314 @@
 
 #include "include/operands.glsl"
 
-#define BM 64
-#define BN 64
-#define BK 32
-#define PAD 8  // f16 elements after each shared row (keeps 16-byte row alignment)
-#define LDA (BK + PAD)
-#define LDB (BN + PAD)
-
 layout(local_size_x_id = 0) in;
 #define WGS gl_WorkGroupSize.x
+#define SG_N (BN / WN)
+#define FM (WM / 16)
+#define FN (WN / 16)
+
+// Each operand's stage as rows of its contiguous dim, in uvec4s (8 f16 values) + 1 of padding.
+#if A_T == 0
+#define A_ROWS BM
+#define A_COLS BK
+#else
+#define A_ROWS BK
+#define A_COLS BM
+#endif
+#if B_T == 0
+#define B_ROWS BK
+#define B_COLS BN
+#else
+#define B_ROWS BN
+#define B_COLS BK
+#endif
+#define A_LD (A_COLS / 8 + 1)
+#define B_LD (B_COLS / 8 + 1)
+#define A_STAGE (A_ROWS * A_LD)
+#define B_STAGE (B_ROWS * B_LD)
+#define A_CHUNKS (A_ROWS * A_COLS / 8 / WGS)
+#define B_CHUNKS (B_ROWS * B_COLS / 8 / WGS)
 
 layout(std430, set = 0, binding = 0) readonly buffer A {
-  IN0_ST a[];
+  uvec4 a4[];
 };
+#if QUANT
+layout(std430, set = 0, binding = 1) readonly buffer W {
+  uint wq[];
+};
+layout(std430, set = 0, binding = 2) readonly buffer Scales {
+  IN0_ST scales[];
+};
+layout(std430, set = 0, binding = 3) readonly buffer Biases {
+  IN0_ST qbiases[];
+};
+#define OUT_BINDING 4
+#else
 layout(std430, set = 0, binding = 1) readonly buffer B {
-  IN0_ST b[];
+  uvec4 b4[];
 };
+#define OUT_BINDING 2
+#endif
 #if ADDMM
-layout(std430, set = 0, binding = 2) buffer Out {
+layout(std430, set = 0, binding = OUT_BINDING) buffer Out {
   OUT_ST outv[];
 };
 #else
-layout(std430, set = 0, binding = 2) writeonly buffer Out {
+layout(std430, set = 0, binding = OUT_BINDING) writeonly buffer Out {
   OUT_ST outv[];
 };
 #endif
 
 #include "include/matmul_params.glsl"
-// extra0 / extra1: alpha and beta as f32 bits.
+// extra0 / extra1: alpha and beta as f32 bits; QUANT: the scales' and biases' offsets.
 
-shared float16_t as[BM * LDA];
-shared float16_t bs[BK * LDB];
-shared float cs[BM * BN];
-
-float16_t load_a(IDX_T a_base, IDX_T m, IDX_T k) {
-  if (m >= pc.m || k >= pc.k) {
-    return float16_t(0.0);
+#if QUANT
+// The 8 values of W's row `row` from column `col` (a multiple of 8, so they share one
+// scale and bias and start on a byte): BITS bytes of the row's little-endian bit stream,
+// in at most two words. Each value becomes scale * q + bias in f32, then f16 for the
+// multiply-adds (a step coarser than gemm.glsl's f32 stage: tolerances in docs/matmul.md).
+uvec4 dequant_chunk(IDX_T w_base, IDX_T s_base, IDX_T row, IDX_T col) {
+  IDX_T bitpos = col * BITS;
+  IDX_T word = w_base + row * pc.ldb + (bitpos >> 5);
+  uint sh = uint(bitpos & 31);
+  uint lo = wq[uint(word)];
+  uint hi = sh + 8u * BITS > 32u ? wq[uint(word + 1)] : 0u;
+  IDX_T g = s_base + row * (pc.ldb * 32 / BITS / GS) + col / GS;
+  float scale = float(IN0_LOAD(scales[uint(pc.extra0 + g)]));
+  float bias = float(IN0_LOAD(qbiases[uint(pc.extra1 + g)]));
+  const uint mask = (1u << BITS) - 1u;
+  float v[8];
+  [[unroll]] for (uint j = 0; j < 8u; ++j) {
+    uint b = sh + j * BITS;
+    uint q = b >= 32u ? hi >> (b - 32u) : (lo >> b) | (b + BITS > 32u ? hi << (32u - b) : 0u);
+    v[j] = scale * float(q & mask) + bias;
   }
-#if A_T == 0
-  IDX_T at = a_base + m * pc.lda + k;
-#else
-  IDX_T at = a_base + k * pc.lda + m;
-#endif
-  return uint16BitsToFloat16(uint16_t(a[uint(at)]));
+  return uvec4(packHalf2x16(vec2(v[0], v[1])), packHalf2x16(vec2(v[2], v[3])),
+               packHalf2x16(vec2(v[4], v[5])), packHalf2x16(vec2(v[6], v[7])));
 }
+#endif
 
-float16_t load_b(IDX_T b_base, IDX_T k, IDX_T n) {
-  if (n >= pc.n || k >= pc.k) {
-    return float16_t(0.0);
-  }
-#if B_T == 0
-  IDX_T at = b_base + k * pc.ldb + n;
-#else
-  IDX_T at = b_base + n * pc.ldb + k;
-#endif
-  return uint16BitsToFloat16(uint16_t(b[uint(at)]));
-}
+shared uvec4 as4[2 * A_STAGE];
+shared uvec4 bs4[2 * B_STAGE];
+
+// One of this invocation's chunks of an operand: where it is at k = 0 and where it goes in
+// a stage. row and col are in the operand's stored layout (for a quantized B, W's rows and
+// columns), counted from k = 0 along k.
+struct Chunks {
+  IDX_T at;        // element index of the chunk's first value (not used for a quantized B)
+  IDX_T row;       // along the stage's rows
+  IDX_T col;       // first column, along the stage's contiguous dim
+  uint shared_at;  // uvec4 index within a stage
+};
 
 void main() {
   uint t = gl_LocalInvocationID.x;
   uint sg = gl_SubgroupID;
-  uint sg_m = sg / 2u;
-  uint sg_n = sg % 2u;
+  uint sg_m = sg / SG_N;
+  uint sg_n = sg % SG_N;
   IDX_T z = IDX_T(gl_WorkGroupID.z);
   IDX_T outer = z / pc.nb1;
   IDX_T inner = z - outer * pc.nb1;
   IDX_T a_base = pc.a_offset + outer * pc.a_bs0 + inner * pc.a_bs1;
   IDX_T b_base = pc.b_offset + outer * pc.b_bs0 + inner * pc.b_bs1;
+#if QUANT
+  // Scales and biases are dense: one per GS values of each packed row.
+  IDX_T s_base = (outer * pc.b_bs0 + inner * pc.b_bs1) * 32 / BITS / GS;
+#endif
   IDX_T row0 = IDX_T(gl_WorkGroupID.y) * BM;
   IDX_T col0 = IDX_T(gl_WorkGroupID.x) * BN;
 
-  fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc[2][2];
-  for (uint i = 0; i < 2; ++i) {
-    for (uint j = 0; j < 2; ++j) {
+  // Chunk c of a stage is row c / (COLS / 8), 8 values at column 8 * (c % (COLS / 8)).
+  Chunks ca[A_CHUNKS];
+  [[unroll]] for (uint i = 0; i < A_CHUNKS; ++i) {
+    uint c = t + i * WGS;
+    uint r = c / (A_COLS / 8), q = c % (A_COLS / 8);
+#if A_T == 0
+    ca[i].row = row0 + IDX_T(r);  // m
+    ca[i].col = IDX_T(q * 8);     // k, from k0
+#else
+    ca[i].row = IDX_T(r);             // k, from k0
+    ca[i].col = row0 + IDX_T(q * 8);  // m
+#endif
+    ca[i].at = a_base + ca[i].row * pc.lda + ca[i].col;
+    ca[i].shared_at = r * A_LD + q;
+  }
+  Chunks cb[B_CHUNKS];
+  [[unroll]] for (uint i = 0; i < B_CHUNKS; ++i) {
+    uint c = t + i * WGS;
+    uint r = c / (B_COLS / 8), q = c % (B_COLS / 8);
+#if B_T == 0
+    cb[i].row = IDX_T(r);             // k, from k0
+    cb[i].col = col0 + IDX_T(q * 8);  // n
+#else
+    cb[i].row = col0 + IDX_T(r);  // n
+    cb[i].col = IDX_T(q * 8);     // k, from k0
+#endif
+    cb[i].at = b_base + cb[i].row * pc.ldb + cb[i].col;
+    cb[i].shared_at = r * B_LD + q;
+  }
+  // Index steps per k: along the contiguous dim (1) or the rows (the leading stride).
+#if A_T == 0
+  IDX_T a_kstep = 1;
+#else
+  IDX_T a_kstep = pc.lda;
+#endif
+#if B_T == 0
+  IDX_T b_kstep = pc.ldb;
+#else
+  IDX_T b_kstep = 1;
+#endif
+
+  IDX_T nk = (pc.k + BK - 1) / BK;
+
+  // Global loads of one k step into a register set; out-of-range chunks read as zeros.
+#if EDGE
+#if A_T == 0
+#define A_IN(i, k0) (ca[i].row < pc.m && ca[i].col + k0 < pc.k)
+#else
+#define A_IN(i, k0) (ca[i].row + k0 < pc.k && ca[i].col < pc.m)
+#endif
+#if B_T == 0
+#define B_IN(i, k0) (cb[i].row + k0 < pc.k && cb[i].col < pc.n)
+#else
+#define B_IN(i, k0) (cb[i].row < pc.n && cb[i].col + k0 < pc.k)
+#endif
+#else
+#define A_IN(i, k0) true
+#define B_IN(i, k0) true
+#endif
+#if QUANT && B_T == 0
+#define B_CHUNK(i, k0) dequant_chunk(b_base, s_base, cb[i].row + k0, cb[i].col)
+#elif QUANT
+#define B_CHUNK(i, k0) dequant_chunk(b_base, s_base, cb[i].row, cb[i].col + k0)
+#else
+#define B_CHUNK(i, k0) b4[uint((cb[i].at + k0 * b_kstep) / 8)]
+#endif
+#define LOAD_STEP(ra, rb, step)                                                    \
+  {                                                                                \
+    IDX_T k0 = (step) * BK;                                                        \
+    [[unroll]] for (uint i = 0; i < A_CHUNKS; ++i) {                               \
+      ra[i] = A_IN(i, k0) ? a4[uint((ca[i].at + k0 * a_kstep) / 8)] : uvec4(0);    \
+    }                                                                              \
+    [[unroll]] for (uint i = 0; i < B_CHUNKS; ++i) {                               \
+      rb[i] = B_IN(i, k0) ? B_CHUNK(i, k0) : uvec4(0);                             \
+    }                                                                              \
+  }
+#define STORE_STEP(ra, rb, stage)                                                  \
+  [[unroll]] for (uint i = 0; i < A_CHUNKS; ++i) {                                 \
+    as4[(stage) * A_STAGE + ca[i].shared_at] = ra[i];                              \
+  }                                                                                \
+  [[unroll]] for (uint i = 0; i < B_CHUNKS; ++i) {                                 \
+    bs4[(stage) * B_STAGE + cb[i].shared_at] = rb[i];                              \
+  }
+
+  fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc[FM][FN];
+  [[unroll]] for (uint i = 0; i < FM; ++i) {
+    [[unroll]] for (uint j = 0; j < FN; ++j) {
       acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
     }
   }
 
-  for (IDX_T k0 = 0; k0 < pc.k; k0 += BK) {
-    // Consecutive invocations take consecutive elements of the operand's contiguous dim.
-    for (uint e = t; e < BM * BK; e += WGS) {
+  // The multiply-adds of one k step from a stage.
 #if A_T == 0
-      uint mm = e / BK, kk = e % BK;
+#define LOAD_A(f, at, m_off, kk) coopMatLoadNV(f, as4, (at) + (m_off) * A_LD + (kk) / 8u, A_LD, false)
 #else
-      uint mm = e % BM, kk = e / BM;
+#define LOAD_A(f, at, m_off, kk) coopMatLoadNV(f, as4, (at) + (kk) * A_LD + (m_off) / 8u, A_LD, true)
 #endif
-      as[mm * LDA + kk] = load_a(a_base, row0 + IDX_T(mm), k0 + IDX_T(kk));
-    }
-    for (uint e = t; e < BK * BN; e += WGS) {
 #if B_T == 0
-      uint kk = e / BN, nn = e % BN;
+#define LOAD_B(f, at, n_off, kk) coopMatLoadNV(f, bs4, (at) + (kk) * B_LD + (n_off) / 8u, B_LD, false)
 #else
-      uint kk = e % BK, nn = e / BK;
+#define LOAD_B(f, at, n_off, kk) coopMatLoadNV(f, bs4, (at) + (n_off) * B_LD + (kk) / 8u, B_LD, true)
 #endif
-      bs[kk * LDB + nn] = load_b(b_base, k0 + IDX_T(kk), col0 + IDX_T(nn));
-    }
-    barrier();
-    for (uint kk = 0; kk < BK; kk += 16) {
-      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[2];
-      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fb[2];
-      for (uint i = 0; i < 2; ++i) {
-        coopMatLoadNV(fa[i], as, (sg_m * 32u + i * 16u) * LDA + kk, uint(LDA), false);
-      }
-      for (uint j = 0; j < 2; ++j) {
-        coopMatLoadNV(fb[j], bs, kk * LDB + sg_n * 32u + j * 16u, uint(LDB), false);
-      }
-      for (uint i = 0; i < 2; ++i) {
-        for (uint j = 0; j < 2; ++j) {
-          acc[i][j] = coopMatMulAddNV(fa[i], fb[j], acc[i][j]);
-        }
-      }
-    }
-    barrier();
+#define MULTIPLY_STEP(stage)                                                       \
+  [[unroll]] for (uint kk = 0; kk < BK; kk += 16) {                                \
+    fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[FM];                               \
+    fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fb[FN];                               \
+    [[unroll]] for (uint i = 0; i < FM; ++i) {                                     \
+      LOAD_A(fa[i], (stage) * A_STAGE, sg_m * WM + i * 16u, kk);                   \
+    }                                                                              \
+    [[unroll]] for (uint j = 0; j < FN; ++j) {                                     \
+      LOAD_B(fb[j], (stage) * B_STAGE, sg_n * WN + j * 16u, kk);                   \
+    }                                                                              \
+    [[unroll]] for (uint i = 0; i < FM; ++i) {                                     \
+      [[unroll]] for (uint j = 0; j < FN; ++j) {                                   \
+        acc[i][j] = coopMatMulAddNV(fa[i], fb[j], acc[i][j]);                      \
+      }                                                                            \
+    }                                                                              \
   }
 
-  for (uint i = 0; i < 2; ++i) {
-    for (uint j = 0; j < 2; ++j) {
-      coopMatStoreNV(acc[i][j], cs, (sg_m * 32u + i * 16u) * BN + sg_n * 32u + j * 16u, uint(BN),
-                     false);
-    }
+  // Two register sets keep global loads three steps ahead: step s writes the set holding
+  // step s + 1 to the free stage, reloads that set with step s + 3, then multiplies, so
+  // each load has two steps of multiply-adds to arrive in.
+  uvec4 ra0[A_CHUNKS], rb0[B_CHUNKS], ra1[A_CHUNKS], rb1[B_CHUNKS];
+  LOAD_STEP(ra0, rb0, IDX_T(0));
+  STORE_STEP(ra0, rb0, 0u);
+  if (nk > 1) {
+    LOAD_STEP(ra0, rb0, IDX_T(1));
+  }
+  if (nk > 2) {
+    LOAD_STEP(ra1, rb1, IDX_T(2));
   }
   barrier();
+  for (IDX_T kt = 0; kt < nk; kt += 2) {
+    if (kt + 1 < nk) {
+      STORE_STEP(ra0, rb0, 1u);
+    }
+    if (kt + 3 < nk) {
+      LOAD_STEP(ra0, rb0, kt + 3);
+    }
+    MULTIPLY_STEP(0u);
+    barrier();
+    if (kt + 1 >= nk) {
+      break;
+    }
+    if (kt + 2 < nk) {
+      STORE_STEP(ra1, rb1, 0u);
+    }
+    if (kt + 4 < nk) {
+      LOAD_STEP(ra1, rb1, kt + 4);
+    }
+    MULTIPLY_STEP(1u);
+    barrier();
+  }
 
+  // Epilogue: each 16 x 16 accumulator through this subgroup's staging area (64 uvec4s of
+  // the first stage, free after the last barrier), then bounds, alpha / beta, one rounding.
+#if QUANT
+  const float alpha = 1.0;
+#else
   float alpha = uintBitsToFloat(uint(pc.extra0));
+#endif
 #if ADDMM
   float beta = uintBitsToFloat(uint(pc.extra1));
 #endif
   IDX_T out_base = pc.out_offset + z * pc.m * pc.n;
-  for (uint e = t; e < BM * BN; e += WGS) {
-    IDX_T row = row0 + IDX_T(e / BN);
-    IDX_T col = col0 + IDX_T(e % BN);
-    if (row < pc.m && col < pc.n) {
-      IDX_T at = out_base + row * pc.n + col;
-      float v = alpha * cs[e];
-#if ADDMM
-      v += beta * float(IN0_LOAD(outv[uint(at)]));
+  uint stage_at = sg * 64u;
+  uint lane = gl_SubgroupInvocationID;
+  [[unroll]] for (uint i = 0; i < FM; ++i) {
+    [[unroll]] for (uint j = 0; j < FN; ++j) {
+      coopMatStoreNV(acc[i][j], as4, stage_at, 4u, false);
+      subgroupMemoryBarrierShared();
+      subgroupBarrier();
+      IDX_T tile_row = row0 + IDX_T(sg_m * WM + i * 16u);
+      IDX_T tile_col = col0 + IDX_T(sg_n * WN + j * 16u);
+      for (uint e = lane; e < 256u; e += gl_SubgroupSize) {
+        IDX_T row = tile_row + IDX_T(e / 16u);
+        IDX_T col = tile_col + IDX_T(e % 16u);
+#if EDGE
+        if (row >= pc.m || col >= pc.n) {
+          continue;
+        }
 #endif
-      outv[uint(at)] = OUT_STORE(v);
+        IDX_T at = out_base + row * pc.n + col;
+        float v = alpha * uintBitsToFloat(as4[stage_at + e / 4u][e % 4u]);
+#if ADDMM
+        v += beta * float(IN0_LOAD(outv[uint(at)]));
+#endif
+        outv[uint(at)] = OUT_STORE(v);
+      }
+      subgroupMemoryBarrierShared();
+      subgroupBarrier();
     }
   }
 }

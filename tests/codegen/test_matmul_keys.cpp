@@ -41,19 +41,43 @@ TEST_CASE("gemm tiles follow the grid size, and f16 takes cooperative matrices w
   CHECK(cg::gemm_tile(square(4096), plain, "f16").name() == "128x128x16x8x8");
   CHECK(cg::gemm_tile(square(256), plain, "f32").name() == "32x32x16x2x2");
   auto coop = nvidia_like(true);
-  CHECK(cg::gemm_tile(square(4096), coop, "f16").coop);
+  CHECK(cg::gemm_tile(square(4096), coop, "f16").name() == "coopnv128x256x16w64x64");
+  auto wide = square(2048);
+  wide.m = 1024;  // 64 workgroups of 128 x 256, 128 of 128 x 128
+  CHECK(cg::gemm_tile(wide, coop, "f16").name() == "coopnv128x128x32w64x32");
+  CHECK(cg::gemm_tile(square(512), coop, "f16").name() == "coopnv64x64x32w32x32");
   CHECK_FALSE(cg::gemm_tile(square(4096), coop, "bf16").coop);
   CHECK_FALSE(cg::gemm_tile(square(4096), coop, "f32").coop);
   auto small = coop;
-  small.max_shared_memory = 16384;  // the coop stages need 26 KB
+  small.max_shared_memory = 16384;  // the smaller coop tile's two stages need 20 KB
   CHECK_FALSE(cg::gemm_tile(square(4096), small, "f16").coop);
+  // Rows that do not start on 16 bytes, or a contiguous extent not a multiple of 8, take
+  // the FMA tiles: the coop kernel loads whole 16-byte chunks.
+  auto ragged = square(4096);
+  ragged.k = 4095;
+  CHECK_FALSE(cg::gemm_tile(ragged, coop, "f16").coop);
+  auto shifted = square(4096);
+  shifted.a_offset = 4;
+  CHECK_FALSE(cg::gemm_tile(shifted, coop, "f16").coop);
+  auto tall = square(4096);
+  tall.m = 4097;  // m is not A's contiguous dim: the edge checks take it
+  CHECK(cg::gemm_tile(tall, coop, "f16").coop);
 }
 
 TEST_CASE("the cooperative-matrix gemm renders, compiles and validates for every layout") {
   auto caps = nvidia_like(true);
   for (bool a_t : {false, true}) {
     for (bool b_t : {false, true}) {
-      auto g = square(100);  // ragged: edge checks on
+      auto g = square(104);  // not a tile multiple: edge checks on
+      g.m = 100;
+      if (a_t) {
+        g.m = 104;  // A's contiguous dim
+        g.n = b_t ? 100 : 104;
+      } else if (!b_t) {
+        g.n = 104;
+      } else {
+        g.n = 100;
+      }
       g.a_t = a_t;
       g.b_t = b_t;
       g.addmm = a_t && b_t;
@@ -67,7 +91,7 @@ TEST_CASE("the cooperative-matrix gemm renders, compiles and validates for every
       auto mod = cg::compile(key, src);
       CHECK(cg::validate_spirv(mod.words) == "");
       auto launch = cg::gemm_launch(key, src, g);
-      CHECK(launch.groups[0] == 2);  // ceil(100 / 64)
+      CHECK(launch.groups[0] == 2);  // ceil(n / 64)
       CHECK(launch.groups[1] == 2);
     }
   }
@@ -75,6 +99,46 @@ TEST_CASE("the cooperative-matrix gemm renders, compiles and validates for every
   auto g = square(64);
   auto key = cg::gemm_key("f16", g, cg::gemm_tile(g, caps, "f16"));
   CHECK_THROWS_AS(cg::render(key, nvidia_like(false)), std::runtime_error);
+}
+
+TEST_CASE("the cooperative-matrix qmm renders, compiles and validates for every bits x transpose") {
+  auto caps = nvidia_like(true);
+  for (int bits : {2, 3, 4, 5, 6, 8}) {
+    for (bool trans : {false, true}) {
+      cg::MatmulGeometry g;
+      g.m = 100;  // rows past a tile: edge checks on
+      g.n = 256;
+      g.k = 512;
+      g.lda = g.k;
+      g.b_t = trans;
+      g.ldb = (trans ? g.k : g.n) * bits / 32;
+      g.bits = bits;
+      g.group_size = 64;
+      auto tile = cg::gemm_tile(g, caps, "f16");
+      REQUIRE(tile.coop);
+      auto key = cg::qmm_key("f16", g, tile);
+      CAPTURE(key.canonical());
+      auto src = cg::render(key, caps);
+      CHECK(src.template_name == "gemm_coop.glsl");
+      CHECK(src.num_buffers == 5);
+      auto mod = cg::compile(key, src);
+      CHECK(cg::validate_spirv(mod.words) == "");
+    }
+  }
+  // x rows that do not start on 16 bytes keep the FMA tiles; a bf16 product too.
+  cg::MatmulGeometry g;
+  g.m = 64;
+  g.n = 256;
+  g.k = 512;
+  g.lda = 516;
+  g.b_t = true;
+  g.ldb = 64;
+  g.bits = 4;
+  g.group_size = 64;
+  CHECK_FALSE(cg::gemm_tile(g, caps, "f16").coop);
+  g.lda = 512;
+  CHECK(cg::gemm_tile(g, caps, "f16").coop);
+  CHECK_FALSE(cg::gemm_tile(g, caps, "bf16").coop);
 }
 
 TEST_CASE("qmv teams own up to 4 columns (2 of one row) while the launch keeps 128 workgroups") {
@@ -110,8 +174,8 @@ TEST_CASE("qmv teams own up to 4 columns (2 of one row) while the launch keeps 1
       auto mod = cg::compile(key, src);
       CHECK(cg::validate_spirv(mod.words) == "");
       auto launch = cg::qmv_launch(key, src, g);
-      int64_t per_group = src.workgroup_size[0] / std::stol(key.params["tpr"]) *
-                          std::stol(key.params["nc"]);
+      int64_t per_group =
+          src.workgroup_size[0] / std::stol(key.params["tpr"]) * std::stol(key.params["nc"]);
       CHECK(launch.groups[0] == (151936 + per_group - 1) / per_group);
     }
   }

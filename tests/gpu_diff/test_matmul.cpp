@@ -184,3 +184,26 @@ TEST_CASE("matmul on the GPU splits long k for few columns and uses the large ti
   auto counts = mx::vulkan::fallback_counts();
   CHECK(counts["Matmul"] == 0);
 }
+
+TEST_CASE("f16 products on every cooperative-matrix tile, layout and number of k steps") {
+  if (!gpu_present())
+    return;
+  mx::vulkan::reset_fallback_counts();
+  // Where the device has cooperative matrices (docs/matmul.md), these pick the
+  // 128x256x16, 128x128x32 and 64x64x32 tiles in turn (grids of >= 128 workgroups, then
+  // fewer); k of 16 to 80 runs the two-stage pipeline for 1 to 5 steps, ragged m and n
+  // take the edge checks. Elsewhere they run the FMA tiles.
+  uint64_t seed = 1100;
+  for (int k : {16, 48, 80}) {
+    check_product({1024, 4096, k, false, true}, mx::float16, ++seed);
+  }
+  check_product({1000, 4088, 64, false, false}, mx::float16, ++seed);
+  for (int k : {32, 96, 160}) {
+    check_product({1024, 2048, k, false, k == 96}, mx::float16, ++seed);
+  }
+  check_product({1016, 2040, 40, true, false}, mx::float16, ++seed);
+  check_product({200, 136, 72, true, true, {2}}, mx::float16, ++seed);
+  check_product({64, 64, 32, false, true}, mx::float16, ++seed);
+  auto counts = mx::vulkan::fallback_counts();
+  CHECK(counts["Matmul"] == 0);
+}

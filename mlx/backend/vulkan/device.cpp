@@ -95,6 +95,32 @@ std::string subgroup_ops_string(VkSubgroupFeatureFlags f) {
   return s;
 }
 
+// Whether the device's cooperative matrices include the shape gemm_coop.glsl multiplies:
+// 16x16x16 per subgroup, f16 A and B, f32 C and result.
+bool has_coop_f16_shape(VkPhysicalDevice pd) {
+  if (!vkGetPhysicalDeviceCooperativeMatrixPropertiesNV) {
+    return false;
+  }
+  uint32_t n = 0;
+  vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, &n, nullptr);
+  std::vector<VkCooperativeMatrixPropertiesNV> props(
+      n, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV, nullptr, 0, 0, 0,
+          VK_COMPONENT_TYPE_FLOAT16_NV, VK_COMPONENT_TYPE_FLOAT16_NV, VK_COMPONENT_TYPE_FLOAT16_NV,
+          VK_COMPONENT_TYPE_FLOAT16_NV, VK_SCOPE_SUBGROUP_NV});
+  if (n > 0) {
+    vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, &n, props.data());
+  }
+  for (const auto& c : props) {
+    if (c.MSize == 16 && c.NSize == 16 && c.KSize == 16 &&
+        c.AType == VK_COMPONENT_TYPE_FLOAT16_NV && c.BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+        c.CType == VK_COMPONENT_TYPE_FLOAT32_NV && c.DType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+        c.scope == VK_SCOPE_SUBGROUP_NV) {
+      return true;
+    }
+  }
+  return false;
+}
+
 std::string hex_bytes(const uint8_t* p, size_t n) {
   std::ostringstream os;
   for (size_t i = 0; i < n; ++i) {
@@ -550,14 +576,15 @@ struct DeviceFactory {
       executable_info.pNext = &f11;
     }
 
-    // VK_NV_cooperative_matrix for the f16 GEMM (templates/gemm_coop.glsl): opt-in with
-    // MLX_VK_COOPMAT=on until that kernel has been verified on a device (docs/matmul.md).
+    // VK_NV_cooperative_matrix for the f16 GEMM (templates/gemm_coop.glsl), on by default
+    // where the device multiplies 16x16x16 f16 into f32 per subgroup; MLX_VK_COOPMAT=off
+    // keeps the FMA tiles (docs/matmul.md).
     auto coop = make_info<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
-    bool want_coop = env_flag("MLX_VK_COOPMAT", false) &&
-                     p.has(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) &&
-                     p.features12.shaderFloat16 && p.features.shaderInt16 &&
-                     p.features11.storageBuffer16BitAccess;
+    bool want_coop = env_flag("MLX_VK_COOPMAT", true) &&
+                     p.has(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) && p.features12.shaderFloat16 &&
+                     p.features.shaderInt16 && p.features11.storageBuffer16BitAccess &&
+                     has_coop_f16_shape(p.handle);
     if (want_coop) {
       VkPhysicalDeviceFeatures2 query{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &coop, {}};
       vkGetPhysicalDeviceFeatures2(p.handle, &query);

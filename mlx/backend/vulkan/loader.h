@@ -36,7 +36,8 @@
 // Instance functions of extensions that may be missing (null then).
 #define MLX_VK_OPTIONAL_INSTANCE_FUNCTIONS(X) \
   X(vkCreateDebugUtilsMessengerEXT)           \
-  X(vkDestroyDebugUtilsMessengerEXT)
+  X(vkDestroyDebugUtilsMessengerEXT)          \
+  X(vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)
 
 #define MLX_VK_DEVICE_FUNCTIONS(X) \
   X(vkDestroyDevice)               \

@@ -16,6 +16,7 @@
 #include "mlx/backend/vulkan/kernels.h"
 #include "mlx/backend/vulkan/launch_memo.h"
 #include "mlx/backend/vulkan/reduce_plan.h"
+#include "mlx/backend/vulkan/utils.h"
 #include "mlx/primitives.h"
 
 namespace mlx::core::vulkan {
@@ -263,6 +264,14 @@ void matmul_gpu(int stream, const array& a_in, const array& b_in, array& out, bo
   if (!codegen::gemv_applies(g)) {
     const auto& planned = memoized(matmul_signature("gemm", dtype, g), [&] {
       auto tile = codegen::gemm_tile(g, dev.caps(), dtype);
+      // A tile forced for measurements (docs/matmul.md), where it can run the problem.
+      static const std::string forced = env_string("MLX_VK_GEMM_TILE");
+      if (!forced.empty()) {
+        auto f = codegen::parse_gemm_tile(forced);
+        if (codegen::gemm_tile_usable(f, g, dev.caps(), dtype)) {
+          tile = f;
+        }
+      }
       auto key = codegen::gemm_key(dtype, g, tile);
       const auto& kernel = kernel_library().get(key);
       return MemoEntry{&kernel, codegen::gemm_launch(key, kernel.source, g)};

@@ -217,7 +217,7 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
           const auto& kernel = vulkan::kernel_library().get(key);
           return vulkan::MemoEntry{&kernel, codegen::qmv_launch(key, kernel.source, g)};
         }
-        auto key = codegen::qmm_key(dtype, g, codegen::gemm_tile(g, dev.caps()));
+        auto key = codegen::qmm_key(dtype, g, codegen::gemm_tile(g, dev.caps(), dtype));
         const auto& kernel = vulkan::kernel_library().get(key);
         return vulkan::MemoEntry{&kernel, codegen::qmm_launch(key, kernel.source, g)};
       });
