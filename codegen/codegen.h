@@ -28,7 +28,13 @@ struct DeviceCaps {
   // conversions were verified exact (round to nearest even, subnormals kept) by
   // tests/gpu_diff ("f16 conversions are exact at every rounding boundary").
   bool f16_hw_convert = false;
+  // Cooperative matrices with a 16x16x16 subgroup multiply into f32: VK_NV_cooperative_matrix
+  // with f16 A/B (templates/gemm_coop.glsl as compiled), VK_KHR_cooperative_matrix with f16
+  // A/B, and the KHR extension with bf16 A/B (VK_KHR_shader_bfloat16). The KHR kernels are
+  // the NV module rewritten (codegen/coop_rewrite.h).
   bool cooperative_matrix = false;
+  bool cooperative_matrix_khr = false;
+  bool cooperative_matrix_bf16 = false;
   uint32_t max_workgroup_invocations = 128;
   uint32_t max_shared_memory = 16384;
   // vendor:device:driver_version:pipelineCacheUUID:driver name/info, set by the runtime.
@@ -60,6 +66,10 @@ struct KernelSource {
   std::array<uint32_t, 3> workgroup_size{1, 1, 1};
   // Specialization constants (constant_id -> value), e.g. workgroup size.
   std::map<uint32_t, uint32_t> spec_constants;
+  // After compilation, rewrite SPV_NV_cooperative_matrix into the KHR extension (with bf16
+  // A/B fragments when coop_khr_bf16): codegen/coop_rewrite.h.
+  bool coop_khr = false;
+  bool coop_khr_bf16 = false;
 };
 
 // The numbers of one dispatch of a rendered kernel. Every family's launch planner returns

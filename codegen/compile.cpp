@@ -16,6 +16,7 @@
 #include <spirv-tools/optimizer.hpp>
 
 #include "codegen/codegen.h"
+#include "codegen/coop_rewrite.h"
 #include "codegen/internal.h"
 
 namespace mlx::core::vulkan::codegen {
@@ -185,6 +186,10 @@ SpirvModule compile(const KernelKey& key, const KernelSource& source, int optimi
       throw std::runtime_error("[vulkan] kernel " + key.canonical() +
                                " produced invalid SPIR-V: " + error);
     }
+  }
+  // After validation: this SPIRV-Tools predates SPV_KHR_cooperative_matrix and bfloat16.
+  if (source.coop_khr) {
+    module.words = coop_nv_to_khr(module.words, source.coop_khr_bf16);
   }
   return module;
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -85,15 +86,19 @@ constexpr GemmTile kCoopTiles[] = {
 
 GemmTile parse_tile(const std::string& text, const std::string& where) {
   GemmTile t{};
-  if (text.rfind("coopnv", 0) == 0) {
+  bool nv = text.rfind("coopnv", 0) == 0;
+  if (nv || text.rfind("coopkhr", 0) == 0) {
     t.coop = true;
+    t.khr = !nv;
     // Each subgroup's part is whole 16 x 16 fragments; k steps are whole fragments too.
-    if (std::sscanf(text.c_str(), "coopnv%dx%dx%dw%dx%d", &t.bm, &t.bn, &t.bk, &t.tm, &t.tn) != 5 ||
+    if (std::sscanf(text.c_str() + (nv ? 6 : 7), "%dx%dx%dw%dx%d", &t.bm, &t.bn, &t.bk, &t.tm,
+                    &t.tn) != 5 ||
         t.name() != text || t.tm < 16 || t.tn < 16 || t.tm % 16 != 0 || t.tn % 16 != 0 ||
         t.bm % t.tm != 0 || t.bn % t.tn != 0 || t.bk < 16 || t.bk % 16 != 0) {
-      throw std::invalid_argument("[render] " + where +
-                                  ": a cooperative-matrix tile must be coopnvBMxBNxBKwWMxWN with "
-                                  "WM, WN and BK multiples of 16 dividing the tile.");
+      throw std::invalid_argument(
+          "[render] " + where +
+          ": a cooperative-matrix tile must be coopnv|coopkhr BMxBNxBKwWMxWN with "
+          "WM, WN and BK multiples of 16 dividing the tile.");
     }
     return t;
   }
@@ -129,13 +134,24 @@ int64_t coop_shared_bytes(const GemmTile& t) {
   return 2 * (stage(t.bm) + stage(t.bn));
 }
 
+// Whether the device multiplies the dtype on the tile's cooperative-matrix path.
+bool coop_supported(const GemmTile& t, const DeviceCaps& caps, const std::string& dtype) {
+  if (!t.khr) {
+    return dtype == "f16" && caps.cooperative_matrix;
+  }
+  return (dtype == "f16" && caps.cooperative_matrix_khr) ||
+         (dtype == "bf16" && caps.cooperative_matrix_bf16);
+}
+
 bool tile_fits(const GemmTile& t, const DeviceCaps& caps) {
   if (t.coop) {
+    bool path = t.khr ? caps.cooperative_matrix_khr || caps.cooperative_matrix_bf16
+                      : caps.cooperative_matrix;
     uint32_t invocations = static_cast<uint32_t>(coop_subgroups(t)) * caps.subgroup_size;
     // Every invocation loads whole 8-value chunks of both stages.
     // The epilogue stages 64 uvec4s per subgroup in A's two stages.
     int64_t a_stages = 2 * std::min(t.bm * (t.bk / 8 + 1), t.bk * (t.bm / 8 + 1));
-    return caps.cooperative_matrix && invocations <= caps.max_workgroup_invocations &&
+    return path && invocations <= caps.max_workgroup_invocations &&
            (t.bm * t.bk / 8) % invocations == 0 && (t.bn * t.bk / 8) % invocations == 0 &&
            64 * coop_subgroups(t) <= a_stages &&
            coop_shared_bytes(t) <= static_cast<int64_t>(caps.max_shared_memory);
@@ -193,8 +209,8 @@ bool reach_needs_64(uint64_t reach) {
 
 std::string GemmTile::name() const {
   if (coop) {
-    return "coopnv" + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) +
-           "w" + std::to_string(tm) + "x" + std::to_string(tn);
+    return (khr ? "coopkhr" : "coopnv") + std::to_string(bm) + "x" + std::to_string(bn) + "x" +
+           std::to_string(bk) + "w" + std::to_string(tm) + "x" + std::to_string(tn);
   }
   return std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + "x" +
          std::to_string(tm) + "x" + std::to_string(tn);
@@ -219,18 +235,22 @@ bool coop_aligned(const MatmulGeometry& g) {
 }
 
 GemmTile gemm_tile(const MatmulGeometry& g, const DeviceCaps& caps, const std::string& dtype) {
-  if (dtype == "f16" && coop_aligned(g)) {
-    const GemmTile* chosen = nullptr;
-    for (const GemmTile& t : kCoopTiles) {
-      if (!tile_fits(t, caps)) {
+  if (coop_aligned(g)) {
+    // The KHR rewrite where the device has it (faster than the NV module on an H200:
+    // docs/matmul.md), else NV for f16.
+    bool khr = !(dtype == "f16" && caps.cooperative_matrix && !caps.cooperative_matrix_khr);
+    std::optional<GemmTile> chosen;
+    for (GemmTile t : kCoopTiles) {
+      t.khr = khr;
+      if (!coop_supported(t, caps, dtype) || !tile_fits(t, caps)) {
         continue;
       }
-      chosen = &t;
+      chosen = t;
       if (ceil_div(g.m, t.bm) * ceil_div(g.n, t.bn) * g.batches >= kBusyGroups / 2) {
         break;
       }
     }
-    if (chosen != nullptr) {
+    if (chosen) {
       return *chosen;
     }
   }
@@ -268,7 +288,7 @@ GemmTile parse_gemm_tile(const std::string& name) {
 
 bool gemm_tile_usable(const GemmTile& t, const MatmulGeometry& g, const DeviceCaps& caps,
                       const std::string& dtype) {
-  if (t.coop && (dtype != "f16" || !coop_aligned(g))) {
+  if (t.coop && (!coop_supported(t, caps, dtype) || !coop_aligned(g))) {
     return false;
   }
   return tile_fits(t, caps);
@@ -325,9 +345,17 @@ KernelSource gemm_source(const KernelKey& key, const DeviceCaps& caps, bool quan
   add_input_defines("IN0_", dt, defines);
   add_output_defines(dt, defines);
   if (t.coop) {
-    if (std::string(dt.name) != "f16") {
+    std::string dtype = dt.name;
+    if (dtype != "f16" && !(t.khr && dtype == "bf16")) {
       throw std::invalid_argument("[render] " + where +
-                                  ": the cooperative-matrix tile takes f16 keys only.");
+                                  ": a cooperative-matrix tile takes f16 keys (bf16 on coopkhr).");
+    }
+    if (!coop_supported(t, caps, dtype)) {
+      throw std::runtime_error("[vulkan] " + where +
+                               ": the device has no cooperative matrices for this dtype.");
+    }
+    if (dtype == "bf16") {
+      defines.push_back("COOP_BF16 1");
     }
     if (quant) {
       int bits = 0, gs = 0;
@@ -351,6 +379,8 @@ KernelSource gemm_source(const KernelKey& key, const DeviceCaps& caps, bool quan
     defines.push_back("WN " + std::to_string(t.tn));
     KernelSource source =
         row_kernel_source("gemm_coop.glsl", defines, quant ? 5 : 3, kFields, idx64, caps);
+    source.coop_khr = t.khr;
+    source.coop_khr_bf16 = dtype == "bf16";
     uint32_t wg = static_cast<uint32_t>(coop_subgroups(t)) * caps.subgroup_size;
     source.workgroup_size = {wg, 1, 1};
     source.spec_constants = {{0, wg}};

@@ -64,7 +64,11 @@ struct GemmTile {
   // The f16 cooperative-matrix kernel (templates/gemm_coop.glsl): tm x tn is then each
   // subgroup's part of the tile (a multiple of 16 x 16), not each invocation's.
   bool coop = false;
-  std::string name() const;  // "128x128x16x8x8", or "coopnv128x128x32w64x32": the key's form
+  // The cooperative-matrix kernel on VK_KHR_cooperative_matrix (the NV module rewritten,
+  // codegen/coop_rewrite.h): f16, or bf16 where the device multiplies bf16.
+  bool khr = false;
+  // "128x128x16x8x8", "coopnv128x128x32w64x32" or "coopkhr128x128x32w64x32": the key's form
+  std::string name() const;
 };
 
 // Whether gemm_coop.glsl can read the operands: f16 rows that start on 16 bytes and
@@ -73,9 +77,9 @@ bool coop_aligned(const MatmulGeometry& g);
 
 // The heuristic tile for a problem on a device: the largest tile that still gives enough
 // workgroups to fill the device, among those its workgroup and shared-memory limits allow.
-// With cooperative matrices (caps.cooperative_matrix: VK_NV_cooperative_matrix enabled by
-// MLX_VK_COOPMAT=on) an f16 product whose operands are coop_aligned takes a
-// cooperative-matrix tile, the larger one when it still fills the device.
+// A product whose operands are coop_aligned takes a cooperative-matrix tile where the device
+// multiplies its dtype (f16 on VK_NV_cooperative_matrix first, else f16 or bf16 on the KHR
+// extension), the larger one when it still fills the device.
 GemmTile gemm_tile(const MatmulGeometry& g, const DeviceCaps& caps, const std::string& dtype = "");
 
 // A tile from its name (GemmTile::name()); std::invalid_argument if malformed.

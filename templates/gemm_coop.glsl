@@ -52,6 +52,11 @@
 #ifndef QUANT
 #define QUANT 0
 #endif
+// COOP_BF16: A and B are bf16 (only on the KHR path, whose rewrite makes the fragments bf16;
+// the GLSL below still names them f16, as glslang 12 has no bf16 type).
+#ifndef COOP_BF16
+#define COOP_BF16 0
+#endif
 #if QUANT && !defined(BITS)
 #define BITS 4
 #define GS 64
@@ -149,10 +154,19 @@ uvec4 dequant_chunk(IDX_T w_base, IDX_T s_base, IDX_T row, IDX_T col) {
     uint q = b >= 32u ? hi >> (b - 32u) : (lo >> b) | (b + BITS > 32u ? hi << (32u - b) : 0u);
     v[j] = scale * float(q & mask) + bias;
   }
+#if COOP_BF16
+  return uvec4(pack_bf16x2(v[0], v[1]), pack_bf16x2(v[2], v[3]), pack_bf16x2(v[4], v[5]),
+               pack_bf16x2(v[6], v[7]));
+#else
   return uvec4(packHalf2x16(vec2(v[0], v[1])), packHalf2x16(vec2(v[2], v[3])),
                packHalf2x16(vec2(v[4], v[5])), packHalf2x16(vec2(v[6], v[7])));
+#endif
 }
 #endif
+
+// B's fragments give their row count as a specialization constant (always 16), so that
+// their type differs from A's: the KHR path (codegen/coop_rewrite.h) needs one use per type.
+layout(constant_id = 1) const uint COOP_K = 16;
 
 shared uvec4 as4[2 * A_STAGE];
 shared uvec4 bs4[2 * B_STAGE];
@@ -289,7 +303,7 @@ void main() {
 #define MULTIPLY_STEP(stage)                                                       \
   [[unroll]] for (uint kk = 0; kk < BK; kk += 16) {                                \
     fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[FM];                               \
-    fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fb[FN];                               \
+    fcoopmatNV<16, gl_ScopeSubgroup, COOP_K, 16> fb[FN];                           \
     [[unroll]] for (uint i = 0; i < FM; ++i) {                                     \
       LOAD_A(fa[i], (stage) * A_STAGE, sg_m * WM + i * 16u, kk);                   \
     }                                                                              \

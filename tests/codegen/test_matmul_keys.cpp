@@ -4,7 +4,12 @@
 // cooperative matrices: its numbers are checked on the GPU machine, docs/matmul.md.)
 #include <doctest/doctest.h>
 
+#include <map>
+#include <set>
 #include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "codegen/codegen.h"
 #include "codegen/matmul.h"
@@ -179,4 +184,84 @@ TEST_CASE("qmv teams own up to 4 columns (2 of one row) while the launch keeps 1
       CHECK(launch.groups[0] == (151936 + per_group - 1) / per_group);
     }
   }
+}
+
+namespace {
+
+// (opcode, operands) of every instruction after the header.
+std::vector<std::pair<uint32_t, std::vector<uint32_t>>> instructions(
+    const std::vector<uint32_t>& w) {
+  std::vector<std::pair<uint32_t, std::vector<uint32_t>>> out;
+  for (size_t i = 5; i < w.size();) {
+    uint32_t count = w[i] >> 16;
+    REQUIRE(count > 0);
+    out.push_back(
+        {w[i] & 0xffffu, std::vector<uint32_t>(w.begin() + i + 1, w.begin() + i + count)});
+    i += count;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the KHR rewrite turns the NV gemm into KHR cooperative matrices, one use per type") {
+  auto caps = nvidia_like(false);
+  caps.cooperative_matrix_khr = true;
+  caps.cooperative_matrix_bf16 = true;
+  auto g = square(4096);
+  g.b_t = true;
+  for (const char* dtype : {"f16", "bf16"}) {
+    CAPTURE(dtype);
+    auto tile = cg::gemm_tile(g, caps, dtype);
+    REQUIRE(tile.khr);
+    CHECK(tile.name() == "coopkhr128x256x16w64x64");
+    auto key = cg::gemm_key(dtype, g, tile);
+    auto src = cg::render(key, caps);
+    CHECK(src.coop_khr);
+    CHECK(src.coop_khr_bf16 == (std::string(dtype) == "bf16"));
+    auto words = cg::compile(key, src).words;
+    std::map<uint32_t, uint32_t> constant;  // result id -> value of 32-bit OpConstant
+    std::map<uint32_t, uint32_t> bf16_types;
+    std::set<uint32_t> uses;
+    int nv = 0, muladds = 0;
+    bool khr_cap = false;
+    for (const auto& [op, ops] : instructions(words)) {
+      if (op >= 5357 && op <= 5362) {
+        ++nv;
+      }
+      if (op == 43 && ops.size() == 3) {
+        constant[ops[1]] = ops[2];
+      }
+      if (op == 22 && ops.size() == 3 && ops[1] == 16 && ops[2] == 0) {
+        bf16_types[ops[0]] = 1;
+      }
+      if (op == 17 && ops[0] == 6022) {
+        khr_cap = true;
+      }
+      if (op == 4456) {  // OpTypeCooperativeMatrixKHR: id, component, scope, rows, cols, use
+        REQUIRE(ops.size() == 6);
+        REQUIRE(constant.count(ops[5]));
+        uint32_t use = constant[ops[5]];
+        CHECK(uses.insert(use).second);  // each use once: A, B and the accumulator
+        if (use != 2) {
+          CHECK(bf16_types.count(ops[1]) == (std::string(dtype) == "bf16" ? 1u : 0u));
+        }
+      }
+      muladds += op == 4459;
+    }
+    CHECK(nv == 0);
+    CHECK(khr_cap);
+    CHECK(uses == std::set<uint32_t>{0, 1, 2});
+    CHECK(muladds == 2);  // one loop nest in each of the two stages' multiply steps
+    CHECK(words[3] > 0);
+  }
+  // bf16 without the KHR bf16 shape keeps the FMA tiles; f16 prefers KHR over NV where both
+  // exist, and takes NV where only NV does.
+  caps.cooperative_matrix_bf16 = false;
+  CHECK_FALSE(cg::gemm_tile(g, caps, "bf16").coop);
+  caps.cooperative_matrix = true;
+  CHECK(cg::gemm_tile(g, caps, "f16").khr);
+  caps.cooperative_matrix_khr = false;
+  CHECK(cg::gemm_tile(g, caps, "f16").coop);
+  CHECK_FALSE(cg::gemm_tile(g, caps, "f16").khr);
 }

@@ -121,6 +121,32 @@ bool has_coop_f16_shape(VkPhysicalDevice pd) {
   return false;
 }
 
+// The A/B component types for which the device's VK_KHR_cooperative_matrix multiplies
+// 16x16x16 per subgroup into f32: {f16, bf16}.
+std::pair<bool, bool> khr_coop_shapes(VkPhysicalDevice pd) {
+  if (!vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR) {
+    return {false, false};
+  }
+  uint32_t n = 0;
+  vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR(pd, &n, nullptr);
+  VkCooperativeMatrixPropertiesKHR blank{};
+  blank.sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR;
+  std::vector<VkCooperativeMatrixPropertiesKHR> props(n, blank);
+  if (n > 0) {
+    vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR(pd, &n, props.data());
+  }
+  constexpr uint32_t kF16 = 0, kF32 = 1, kBF16 = 1000141000, kSubgroup = 3;
+  bool f16 = false, bf16 = false;
+  for (const auto& c : props) {
+    if (c.MSize == 16 && c.NSize == 16 && c.KSize == 16 && c.AType == c.BType && c.CType == kF32 &&
+        c.ResultType == kF32 && c.scope == kSubgroup) {
+      f16 = f16 || c.AType == kF16;
+      bf16 = bf16 || c.AType == kBF16;
+    }
+  }
+  return {f16, bf16};
+}
+
 std::string hex_bytes(const uint8_t* p, size_t n) {
   std::ostringstream os;
   for (size_t i = 0; i < n; ++i) {
@@ -576,12 +602,18 @@ struct DeviceFactory {
       executable_info.pNext = &f11;
     }
 
-    // VK_NV_cooperative_matrix for the f16 GEMM (templates/gemm_coop.glsl), on by default
-    // where the device multiplies 16x16x16 f16 into f32 per subgroup; MLX_VK_COOPMAT=off
-    // keeps the FMA tiles (docs/matmul.md).
+    // Cooperative matrices for the f16/bf16 GEMMs (templates/gemm_coop.glsl), on by default
+    // where the device multiplies 16x16x16 into f32 per subgroup: VK_NV_cooperative_matrix
+    // for f16, VK_KHR_cooperative_matrix (the rewritten module) for bf16 and for f16 where
+    // NV is absent. MLX_VK_COOPMAT=off keeps the FMA tiles; nv or khr allows one path only
+    // (docs/matmul.md).
+    std::string coop_mode = env_string("MLX_VK_COOPMAT", "on");
+    bool coop_on = coop_mode != "off" && coop_mode != "0";
+    bool f16_ready = p.features12.shaderFloat16 && p.features.shaderInt16 &&
+                     p.features11.storageBuffer16BitAccess && p.features12.vulkanMemoryModel;
     auto coop = make_info<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
-    bool want_coop = env_flag("MLX_VK_COOPMAT", true) &&
+    bool want_coop = coop_on && coop_mode != "khr" &&
                      p.has(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) && p.features12.shaderFloat16 &&
                      p.features.shaderInt16 && p.features11.storageBuffer16BitAccess &&
                      has_coop_f16_shape(p.handle);
@@ -590,12 +622,48 @@ struct DeviceFactory {
       vkGetPhysicalDeviceFeatures2(p.handle, &query);
       want_coop = coop.cooperativeMatrix == VK_TRUE;
     }
+    VkPhysicalDeviceCooperativeMatrixFeaturesKHR coop_khr{};
+    coop_khr.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR;
+    VkPhysicalDeviceShaderBfloat16FeaturesKHR bf16_features{};
+    bf16_features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR;
+    bool want_khr_f16 = false, want_khr_bf16 = false;
+    if (coop_on && coop_mode != "nv" && f16_ready &&
+        p.has(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME)) {
+      VkPhysicalDeviceFeatures2 query{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &coop_khr, {}};
+      bool bf16_ext = p.has(VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME);
+      if (bf16_ext) {
+        coop_khr.pNext = &bf16_features;
+      }
+      vkGetPhysicalDeviceFeatures2(p.handle, &query);
+      auto [f16_shape, bf16_shape] = khr_coop_shapes(p.handle);
+      bool khr = coop_khr.cooperativeMatrix == VK_TRUE;
+      want_khr_f16 = khr && f16_shape;
+      want_khr_bf16 = khr && bf16_shape && bf16_ext && bf16_features.shaderBFloat16Type &&
+                      bf16_features.shaderBFloat16CooperativeMatrix;
+    }
     void* chain = executable_info.pipelineExecutableInfo ? static_cast<void*>(&executable_info)
                                                          : static_cast<void*>(&f11);
     if (want_coop) {
       exts.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
       coop.pNext = chain;
       chain = &coop;
+    }
+    if (want_khr_f16 || want_khr_bf16) {
+      exts.push_back(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
+      coop_khr = {};
+      coop_khr.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR;
+      coop_khr.cooperativeMatrix = VK_TRUE;
+      coop_khr.pNext = chain;
+      chain = &coop_khr;
+    }
+    if (want_khr_bf16) {
+      exts.push_back(VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME);
+      bf16_features = {};
+      bf16_features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR;
+      bf16_features.shaderBFloat16Type = VK_TRUE;
+      bf16_features.shaderBFloat16CooperativeMatrix = VK_TRUE;
+      bf16_features.pNext = chain;
+      chain = &bf16_features;
     }
 
     float priority = 1.0f;
@@ -633,10 +701,12 @@ struct DeviceFactory {
     c.shader_int64 = p.features.shaderInt64;
     c.storage_8bit = p.features12.storageBuffer8BitAccess;
     c.storage_16bit = p.features11.storageBuffer16BitAccess;
-    // bf16 is not enabled (the 1.3.239 headers predate VK_KHR_shader_bfloat16); cooperative
-    // matrices only with MLX_VK_COOPMAT=on (above). device_info reports the extensions.
+    // bf16 arithmetic in GLSL is not used (glslang 12 has no bf16 type); VK_KHR_shader_bfloat16
+    // is enabled only for the cooperative-matrix kernels' bf16 fragments (above).
     c.bfloat16 = false;
     c.cooperative_matrix = want_coop;
+    c.cooperative_matrix_khr = want_khr_f16;
+    c.cooperative_matrix_bf16 = want_khr_bf16;
     c.f16_hw_convert = f16_hardware_conversions(p.props12.driverID);
     c.max_workgroup_invocations = p.props.limits.maxComputeWorkGroupInvocations;
     c.max_shared_memory = p.props.limits.maxComputeSharedMemorySize;

@@ -11,6 +11,8 @@
 #endif
 #include <vulkan/vulkan.h>
 
+#include "mlx/backend/vulkan/khr_coopmat.h"
+
 #include <string>
 
 // Functions that need no instance.
@@ -34,10 +36,11 @@
   X(vkGetDeviceProcAddr)
 
 // Instance functions of extensions that may be missing (null then).
-#define MLX_VK_OPTIONAL_INSTANCE_FUNCTIONS(X) \
-  X(vkCreateDebugUtilsMessengerEXT)           \
-  X(vkDestroyDebugUtilsMessengerEXT)          \
-  X(vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)
+#define MLX_VK_OPTIONAL_INSTANCE_FUNCTIONS(X)         \
+  X(vkCreateDebugUtilsMessengerEXT)                   \
+  X(vkDestroyDebugUtilsMessengerEXT)                  \
+  X(vkGetPhysicalDeviceCooperativeMatrixPropertiesNV) \
+  X(vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR)
 
 #define MLX_VK_DEVICE_FUNCTIONS(X) \
   X(vkDestroyDevice)               \
