@@ -127,6 +127,47 @@ RowsTile rows_tile(const std::string& dtype, const AttentionGeometry& g, const D
   return RowsTile{4, 8, 1, half, half};
 }
 
+// The coop mode (sdpa.glsl MODE_COOP): 64 query rows on 4 subgroups of 32 lanes, 64 keys
+// per tile. Mirrors the template's shared arrays: the Q/K/V tile, S, P, a factor per row
+// and the row-index matrix.
+constexpr int64_t kCoopRows = 64, kCoopKeys = 64;
+int64_t coop_shared_bytes(int64_t d, int64_t dv) {
+  int64_t kld = std::max(d, dv) / 8 + 1;
+  return 16 * std::max(kCoopRows, kCoopKeys) * kld + 4 * 64 * (kCoopKeys + 4) +
+         16 * 64 * (kCoopKeys / 8 + 1) + 4 * kCoopRows + 4 * 256;
+}
+
+// Whether every offset and stride of q, k and v is a multiple of n elements (strides of
+// dims of size 1 never move).
+bool strides_multiple_of(const AttentionGeometry& g, int64_t n) {
+  auto ok = [n](int64_t size, int64_t stride) { return size == 1 || stride % n == 0; };
+  int64_t heads = g.hkv * g.groups;
+  return g.q_offset % n == 0 && g.k_offset % n == 0 && g.v_offset % n == 0 && ok(g.batch, g.q_sb) &&
+         ok(heads, g.q_sh) && ok(g.lq, g.q_si) && ok(g.batch, g.k_sb) && ok(g.hkv, g.k_sh) &&
+         ok(g.lkv, g.k_sj) && ok(g.batch, g.v_sb) && ok(g.hkv, g.v_sh) && ok(g.lkv, g.v_sj);
+}
+
+// The cooperative-matrix path for a prefill ("nv", "khr"), or "" for the rows mode: f16 (bf16
+// on KHR) with head dims that are multiples of 16 up to 128, 32-lane subgroups with
+// shuffles, 16-byte aligned rows, and the tiles within the device's shared memory. KHR is
+// preferred where the device has it, as for the GEMM (docs/matmul.md).
+std::string coop_path(const std::string& dtype, const AttentionGeometry& g,
+                      const DeviceCaps& caps) {
+  if (g.d % 16 != 0 || g.dv % 16 != 0 || g.d > 128 || g.dv > 128 || caps.subgroup_size != 32 ||
+      !caps.subgroup_shuffle || caps.max_workgroup_invocations < 4 * 32 ||
+      coop_shared_bytes(g.d, g.dv) > static_cast<int64_t>(caps.max_shared_memory) ||
+      !strides_multiple_of(g, 8)) {
+    return "";
+  }
+  if (dtype == "bf16") {
+    return caps.cooperative_matrix_bf16 ? "khr" : "";
+  }
+  if (dtype == "f16") {
+    return caps.cooperative_matrix_khr ? "khr" : caps.cooperative_matrix ? "nv" : "";
+  }
+  return "";
+}
+
 // Whether every 4-element quad of q, k and v starts at a multiple of 4 elements (strides of
 // dims of size 1 never move), so the rows mode loads each as one vector.
 bool rows_vector_loads(const AttentionGeometry& g) {
@@ -215,6 +256,11 @@ KernelKey attention_key(const std::string& dtype, const AttentionGeometry& g,
     // Each lane's d / tpr and dv / tpr elements of a K and V row as 4-element vectors.
     bool quads = (g.d / tpr) % 4 == 0 && (g.dv / tpr) % 4 == 0 && rows_vector_loads(g);
     key.params["vec"] = quads ? "1" : "0";
+  } else if (std::string path = coop_path(dtype, g, caps); !path.empty()) {
+    key.params["mode"] = "coop";
+    key.params["bq"] = std::to_string(kCoopRows);
+    key.params["bk"] = std::to_string(kCoopKeys);
+    key.params["path"] = path;
   } else {
     RowsTile t = rows_tile(dtype, g, caps);
     key.params["mode"] = "rows";
@@ -290,10 +336,10 @@ KernelSource render_attention(const KernelKey& key, const DeviceCaps& caps) {
       add_operand("IN1_", mdtype, where, dts, defines);
     }
     if (mode == "vector") {
-      check_params(
-          key,
-          {"d", "dtype", "dv", "mask", "mdtype", "mode", "rb", "sdtype", "sg", "split", "tpr", "vec"},
-          where);
+      check_params(key,
+                   {"d", "dtype", "dv", "mask", "mdtype", "mode", "rb", "sdtype", "sg", "split",
+                    "tpr", "vec"},
+                   where);
       uint32_t tpr = static_cast<uint32_t>(std::atoi(key_param(key, "tpr", where).c_str()));
       int rb = std::atoi(key_param(key, "rb", where).c_str());
       bool sg = key_param(key, "sg", where) == "1";
@@ -358,13 +404,44 @@ KernelSource render_attention(const KernelKey& key, const DeviceCaps& caps) {
       defines.push_back(std::string("IN0_HALF ") + (dt.bits != 16                   ? "0"
                                                     : std::string(dt.name) == "f16" ? "1"
                                                                                     : "2"));
+    } else if (mode == "coop") {
+      check_params(
+          key, {"bk", "bq", "d", "dtype", "dv", "mask", "mdtype", "mode", "path", "sdtype"}, where);
+      const std::string& path = key_param(key, "path", where);
+      std::string dtype = dt.name;
+      if (key_param(key, "bq", where) != std::to_string(kCoopRows) ||
+          key_param(key, "bk", where) != std::to_string(kCoopKeys) || d % 16 != 0 || dv % 16 != 0 ||
+          d > 128 || dv > 128 || (path != "nv" && path != "khr") ||
+          (dtype != "f16" && !(dtype == "bf16" && path == "khr"))) {
+        throw std::invalid_argument("[render] " + where +
+                                    ": coop takes bq 64, bk 64, d and dv multiples of 16 up to "
+                                    "128, f16 (bf16 on path khr).");
+      }
+      bool have = path == "nv" ? caps.cooperative_matrix
+                               : (dtype == "f16" ? caps.cooperative_matrix_khr
+                                                 : caps.cooperative_matrix_bf16);
+      if (!have || caps.subgroup_size != 32 || !caps.subgroup_shuffle ||
+          coop_shared_bytes(d, dv) > static_cast<int64_t>(caps.max_shared_memory)) {
+        throw std::runtime_error("[vulkan] " + where +
+                                 ": the device has no cooperative matrices for this kernel.");
+      }
+      wg = 4 * caps.subgroup_size;
+      defines.push_back("MODE MODE_COOP");
+      defines.push_back("BQ " + std::to_string(kCoopRows));
+      defines.push_back("BK " + std::to_string(kCoopKeys));
+      defines.push_back(std::string("COOP_BF16 ") + (dtype == "bf16" ? "1" : "0"));
     } else {
-      throw std::invalid_argument("[render] " + where + ": mode must be vector, rows or merge.");
+      throw std::invalid_argument("[render] " + where +
+                                  ": mode must be vector, rows, coop or merge.");
     }
   }
   std::vector<std::string> all = storage_defines(dts, false, caps, where);
   all.insert(all.end(), defines.begin(), defines.end());
   KernelSource source = row_kernel_source("sdpa.glsl", all, 6, kFields, false, caps);
+  if (mode == "coop") {
+    source.coop_khr = key_param(key, "path", where) == "khr";
+    source.coop_khr_bf16 = std::string(dt.name) == "bf16";
+  }
   source.workgroup_size = {wg, 1, 1};
   source.spec_constants = {{0, wg}};
   return source;

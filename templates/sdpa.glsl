@@ -32,6 +32,7 @@
 #define MODE_VECTOR 0
 #define MODE_ROWS 1
 #define MODE_MERGE 2
+#define MODE_COOP 3
 #define MASK_NONE 0
 #define MASK_CAUSAL 1
 #define MASK_BOOL 2
@@ -67,9 +68,14 @@
 #ifndef SUBGROUP
 #define SUBGROUP 0
 #endif
-#if SUBGROUP
+#if SUBGROUP || MODE == MODE_COOP
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
+#endif
+#if MODE == MODE_COOP
+#extension GL_NV_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #endif
 
 #include "include/operands.glsl"
@@ -95,6 +101,20 @@ layout(local_size_x_id = 0) in;
 #if MODE == MODE_MERGE
 layout(std430, set = 0, binding = 0) readonly buffer Partial {
   float part[];
+};
+#elif MODE == MODE_COOP
+// 8 16-bit values per load: codegen/attention.cpp checks every offset and stride.
+layout(std430, set = 0, binding = 0) readonly buffer Q {
+  uvec4 q4[];
+};
+layout(std430, set = 0, binding = 1) readonly buffer K {
+  uvec4 k4[];
+};
+layout(std430, set = 0, binding = 2) readonly buffer V {
+  uvec4 v4[];
+};
+layout(std430, set = 0, binding = 3) readonly buffer Mask {
+  IN1_ST maskv[];
 };
 #else
 layout(std430, set = 0, binding = 0) readonly buffer Q {
@@ -181,7 +201,7 @@ float finish(float o, float m, float l, int h) {
 #endif
 }
 
-#if MODE != MODE_MERGE
+#if MODE != MODE_MERGE && MODE != MODE_COOP
 #ifndef IN0_HALF
 #define IN0_HALF 0  // 0: f32 operands, 1: f16, 2: bf16
 #endif
@@ -457,7 +477,7 @@ void main() {
   }
 }
 
-#else  // MODE_ROWS
+#elif MODE == MODE_ROWS
 // Register-tiled flash attention. Each invocation owns TR = 4 query rows of the block (rows
 // rg + RG * i: a subgroup's row groups then read consecutive rows of the Q tile, in distinct
 // banks) and, per tile of BK keys, TK keys (lane + LPR * j: consecutive lanes read
@@ -793,6 +813,257 @@ void main() {
         outv[uint(at + 3)] = OUT_STORE(r.w);
       }
     }
+  }
+}
+#else  // MODE_COOP
+// Flash attention on cooperative matrices (prefill, d and dv multiples of 16 up to 128,
+// f16, or bf16 through the KHR rewrite: codegen/coop_rewrite.h). A workgroup of 4
+// subgroups (32 lanes each) owns BQ = 64 query rows of one (batch, KV head), a subgroup 16
+// of them: its Q fragments stay in registers for the whole kernel and its output as DV / 16
+// accumulators of 16 x 16 f32. Per tile of BK keys:
+//   1. K (BK x D) goes to shared memory; S = Q K^T as BK / 16 accumulators (a K fragment,
+//      K being rows of keys, loads column-major as the B operand);
+//   2. S goes to this subgroup's part of shared memory, where two lanes per row scale and
+//      mask it and run the online softmax (running max m and each lane's part of the sum
+//      l, as in MODE_ROWS); P goes back as 16-bit values, and each row's rescale factor c;
+//   3. the output accumulators are rescaled by their rows' c: the element-to-row map of an
+//      accumulator is the driver's, so it is read once from a matrix of row indices
+//      loaded the same way;
+//   4. V (BK x DV) replaces K in shared memory, and O += P V.
+// The end divides by l and rounds once. Masks, sinks, causal tile skipping and the block
+// order are MODE_ROWS's. codegen/attention.cpp picks this mode (docs/attention.md).
+#ifndef COOP_BF16
+#define COOP_BF16 0
+#endif
+#define SGS 4                       // subgroups of 16 rows
+#define KPL (BK / 2)                // keys per lane in the softmax: 2 lanes per row
+#define DM (D > DV ? D : DV)
+#define KLD (DM / 8 + 1)            // row stride of the Q, K and V tiles in uvec4s (+1: banks)
+#define SLD (BK + 4)                // row stride of S in floats (16-byte multiple)
+#define PLD (BK / 8 + 1)            // row stride of P in uvec4s
+#define TILE_ROWS (BQ > BK ? BQ : BK)
+layout(constant_id = 1) const uint COOP_K = 16;  // B's rows: its type must differ from A's
+#define FA fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
+#define FB fcoopmatNV<16, gl_ScopeSubgroup, COOP_K, 16>
+#define FC fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
+
+shared uvec4 tile4[TILE_ROWS * KLD];  // Q first, then K and V in turn
+shared float ss[SGS * 16 * SLD];      // each subgroup's 16 x BK scores; the output at the end
+shared uvec4 ps4[SGS * 16 * PLD];     // each subgroup's 16 x BK probabilities, 16-bit
+shared float rowf[BQ];                // per row: this tile's rescale factor, then 1 / l
+shared float ridx[256];               // the row of each element of a 16 x 16 matrix
+
+uint pack2(float a, float b) {
+#if COOP_BF16
+  return pack_bf16x2(a, b);
+#else
+  return packHalf2x16(vec2(a, b));
+#endif
+}
+
+// Rows j0 .. j0 + BK of K (or V) into the tile; rows past Lkv are 0.
+void stage_kv(bool is_k, int base, int j0) {
+  const uint chunks = (is_k ? D : DV) / 8;
+  for (uint e = gl_LocalInvocationID.x; e < BK * chunks; e += gl_WorkGroupSize.x) {
+    uint j = e / chunks, c = e % chunks;
+    int kj = j0 + int(j);
+    uvec4 w = uvec4(0u);
+    if (kj < pc.lkv) {
+      w = is_k ? k4[uint(base + kj * pc.k_sj + int(c) * 8) / 8u]
+               : v4[uint(base + kj * pc.v_sj + int(c) * 8) / 8u];
+    }
+    tile4[j * KLD + c] = w;
+  }
+}
+
+void main() {
+  uint sg = gl_SubgroupID;
+  uint lane = gl_SubgroupInvocationID;
+  uint row = lane / 2u;   // this lane's row of the subgroup's 16 in the softmax
+  uint part = lane % 2u;  // and its half of the tile's keys
+  int bk = int(gl_WorkGroupID.x);
+  int b = bk / pc.hkv;
+  int kvh = bk - b * pc.hkv;
+  int rows = pc.groups * pc.lq;
+  int blk = int(gl_WorkGroupID.y);
+  if (MASK == MASK_CAUSAL && pc.lq % BQ == 0) {
+    int per_head = pc.lq / BQ;
+    blk = (blk % pc.groups) * per_head + per_head - 1 - blk / pc.groups;
+  }
+  int r0 = blk * BQ;
+  float scale = uintBitsToFloat(uint(pc.scale_bits));
+  int kbase = pc.k_offset + b * pc.k_sb + kvh * pc.k_sh;
+  int vbase = pc.v_offset + b * pc.v_sb + kvh * pc.v_sh;
+
+  // Q's rows (zeros past the last) and the row-index matrix.
+  for (uint e = gl_LocalInvocationID.x; e < BQ * (D / 8); e += gl_WorkGroupSize.x) {
+    uint r = e / (D / 8), c = e % (D / 8);
+    int rr = r0 + int(r);
+    uvec4 w = uvec4(0u);
+    if (rr < rows) {
+      int g = rr / pc.lq;
+      int i = rr - g * pc.lq;
+      w = q4[uint(pc.q_offset + b * pc.q_sb + (kvh * pc.groups + g) * pc.q_sh + i * pc.q_si +
+                  int(c) * 8) / 8u];
+    }
+    tile4[r * KLD + c] = w;
+  }
+  for (uint e = gl_LocalInvocationID.x; e < 256u; e += gl_WorkGroupSize.x) {
+    ridx[e] = float(e / 16u);
+  }
+  barrier();
+  FA fq[D / 16];
+  [[unroll]] for (uint k = 0; k < D / 16; ++k) {
+    coopMatLoadNV(fq[k], tile4, sg * 16u * KLD + k * 2u, KLD, false);
+  }
+  FC rowm;
+  coopMatLoadNV(rowm, ridx, 0, 16, false);
+  FC o[DV / 16];
+  [[unroll]] for (uint n = 0; n < DV / 16; ++n) {
+    o[n] = FC(0.0);
+  }
+
+  // This lane's row: its state (m shared by the row's two lanes, l in parts), mask row.
+  int rr = r0 + int(sg * 16u + row);
+  bool valid = rr < rows;
+  int g_row = rr / pc.lq;
+  int qi = rr - g_row * pc.lq;
+  int h = kvh * pc.groups + g_row;
+  int lim = qi + pc.lkv - pc.lq;
+  int mrow = pc.m_offset + b * pc.m_sb + h * pc.m_sh + qi * pc.m_si;
+  float m = SINKS == 1 && valid ? sink_of(h) : NEG_INF;
+  float l = SINKS == 1 && valid && part == 0u ? 1.0f : 0.0f;
+
+  // The keys this block can see (MODE_ROWS explains).
+  int last_row = min(r0 + BQ, rows) - 1;
+  bool one_head = r0 / pc.lq == last_row / pc.lq;
+  int max_i = one_head ? last_row % pc.lq : pc.lq - 1;
+  int min_i = one_head ? r0 % pc.lq : 0;
+  int kmax = pc.lkv;
+  int full = pc.lkv;
+  if (MASK == MASK_CAUSAL) {
+    full = clamp(min_i + 1 + pc.lkv - pc.lq, 0, pc.lkv);
+    if (min_i + pc.lkv - pc.lq >= 0) {
+      kmax = min(max_i + 1 + pc.lkv - pc.lq, pc.lkv);
+    }
+  }
+
+  uint s_at = sg * 16u * SLD;
+  uint p_at = sg * 16u * PLD;
+  for (int k0 = 0; k0 < kmax; k0 += BK) {
+    barrier();  // the tile is free: Q loaded into registers, or the last V read
+    stage_kv(true, kbase, k0);
+    barrier();
+
+    // 1. S = Q K^T.
+    FC sf[BK / 16];
+    [[unroll]] for (uint n = 0; n < BK / 16; ++n) {
+      sf[n] = FC(0.0);
+    }
+    [[unroll]] for (uint k = 0; k < D / 16; ++k) {
+      [[unroll]] for (uint n = 0; n < BK / 16; ++n) {
+        FB fk;
+        coopMatLoadNV(fk, tile4, n * 16u * KLD + k * 2u, KLD, true);
+        sf[n] = coopMatMulAddNV(fq[k], fk, sf[n]);
+      }
+    }
+    [[unroll]] for (uint n = 0; n < BK / 16; ++n) {
+      coopMatStoreNV(sf[n], ss, s_at + n * 16u, SLD, false);
+    }
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+
+    // 2. Scale, mask and the online softmax for this lane's KPL keys of its row.
+    bool edge = MASK == MASK_BOOL || MASK == MASK_ADD || k0 + BK > full;
+    float x[KPL];
+    float mt = NEG_INF;
+    [[unroll]] for (uint u = 0; u < KPL; ++u) {
+      uint j = part * KPL + u;
+      float v = ss[s_at + row * SLD + j] * scale;
+      if (edge) {
+        int kj = k0 + int(j);
+        if (kj >= pc.lkv) {
+          v = NEG_INF;
+        } else if (valid) {
+#if MASK == MASK_CAUSAL
+          v = kj <= lim ? v : LOWEST;
+#elif MASK == MASK_BOOL
+          v = uint(maskv[uint(mrow + kj * pc.m_sj)]) != 0u ? v : LOWEST;
+#elif MASK == MASK_ADD
+          v += float(IN1_LOAD(maskv[uint(mrow + kj * pc.m_sj)]));
+#endif
+        }
+      }
+      x[u] = v;
+      mt = max(mt, v);
+    }
+    mt = max(mt, subgroupShuffleXor(mt, 1u));
+    float m_new = max(m, mt);
+    float base = m_new == NEG_INF ? 0.0f : m_new;
+    float sum = 0.0f;
+    [[unroll]] for (uint u = 0; u < KPL; u += 8u) {
+      float p[8];
+      [[unroll]] for (uint w = 0; w < 8u; ++w) {
+        p[w] = exp(x[u + w] - base);
+        sum += p[w];
+      }
+      ps4[p_at + row * PLD + (part * KPL + u) / 8u] =
+          uvec4(pack2(p[0], p[1]), pack2(p[2], p[3]), pack2(p[4], p[5]), pack2(p[6], p[7]));
+    }
+    float c = exp(m - base);
+    m = m_new;
+    l = l * c + sum;
+    if (part == 0u) {
+      rowf[sg * 16u + row] = c;
+    }
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+
+    // 3. Rescale the output rows to the new max.
+    [[unroll]] for (uint n = 0; n < DV / 16; ++n) {
+      for (int i = 0; i < o[n].length(); ++i) {
+        o[n][i] *= rowf[sg * 16u + uint(rowm[i])];
+      }
+    }
+
+    // 4. V replaces K; O += P V.
+    barrier();
+    stage_kv(false, vbase, k0);
+    barrier();
+    [[unroll]] for (uint k = 0; k < BK / 16; ++k) {
+      FA fp;
+      coopMatLoadNV(fp, ps4, p_at + k * 2u, PLD, false);
+      [[unroll]] for (uint n = 0; n < DV / 16; ++n) {
+        FB fv;
+        coopMatLoadNV(fv, tile4, k * 16u * KLD + n * 2u, KLD, false);
+        o[n] = coopMatMulAddNV(fp, fv, o[n]);
+      }
+    }
+  }
+
+  // The end: l summed over the row's two lanes; each output accumulator through this
+  // subgroup's scores area, divided by l and rounded once.
+  l += subgroupShuffleXor(l, 1u);
+  if (part == 0u) {
+    rowf[sg * 16u + row] = 1.0f / l;
+  }
+  [[unroll]] for (uint n = 0; n < DV / 16; ++n) {
+    coopMatStoreNV(o[n], ss, s_at, SLD, false);
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+    for (uint e = lane; e < 256u; e += gl_SubgroupSize) {
+      uint r = e / 16u, cc = e % 16u;
+      int orow = r0 + int(sg * 16u + r);
+      if (orow < rows) {
+        int g = orow / pc.lq;
+        int i = orow - g * pc.lq;
+        int out_row = (b * pc.hkv * pc.groups + kvh * pc.groups + g) * pc.lq + i;
+        float v = ss[s_at + r * SLD + cc] * rowf[sg * 16u + r];
+        outv[uint(pc.out_offset + out_row * DV + int(n * 16u + cc))] = OUT_STORE(v);
+      }
+    }
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
   }
 }
 #endif

@@ -217,3 +217,49 @@ TEST_CASE("sdpa decode keys compile and fit shared memory with and without subgr
   }
   CHECK(compiled == 2 * 3 * 3);
 }
+
+TEST_CASE("sdpa prefill takes cooperative matrices where the device multiplies the dtype") {
+  auto caps = device(49152, 32, true);
+  caps.shader_float16 = true;
+  auto mode = [&](const std::string& dtype, const cg::AttentionGeometry& g) {
+    return cg::attention_key(dtype, g, caps).params["mode"];
+  };
+  CHECK(mode("f16", prefill(128, 128)) == "rows");  // no cooperative matrices
+  caps.cooperative_matrix = true;
+  auto key = cg::attention_key("f16", prefill(128, 128), caps);
+  CHECK(key.params["mode"] == "coop");
+  CHECK(key.params["path"] == "nv");
+  CHECK(mode("bf16", prefill(128, 128)) == "rows");  // bf16 needs the KHR path
+  caps.cooperative_matrix_khr = true;
+  caps.cooperative_matrix_bf16 = true;
+  CHECK(cg::attention_key("f16", prefill(128, 128), caps).params["path"] == "khr");
+  CHECK(mode("bf16", prefill(64, 64)) == "coop");
+  CHECK(mode("f32", prefill(128, 128)) == "rows");
+  CHECK(mode("f16", prefill(256, 256)) == "rows");  // past 128: the rows mode
+  CHECK(mode("f16", prefill(80, 80)) == "coop");
+  CHECK(mode("f16", prefill(72, 72)) == "rows");  // not a multiple of 16
+  auto shifted = prefill(128, 128);
+  shifted.k_offset = 4;  // rows not on 16 bytes
+  CHECK(mode("f16", shifted) == "rows");
+  // Every mask kind and sinks render and compile on both paths (the KHR module rewritten).
+  for (const char* path : {"nv", "khr"}) {
+    caps.cooperative_matrix_khr = std::string(path) == "khr";
+    for (const char* mask : {"none", "causal", "bool", "add"}) {
+      auto g = prefill(128, 64, mask);
+      g.mask_dtype = std::string(mask) == "bool" ? "b" : std::string(mask) == "add" ? "f16" : "";
+      g.sinks_dtype = "f16";
+      auto k = cg::attention_key("f16", g, caps);
+      REQUIRE(k.params["mode"] == "coop");
+      CHECK(k.params["path"] == path);
+      CAPTURE(k.canonical());
+      auto src = cg::render(k, caps);
+      CHECK(src.coop_khr == (std::string(path) == "khr"));
+      CHECK(src.workgroup_size[0] == 128);
+      CHECK_FALSE(cg::compile(k, src).words.empty());
+    }
+  }
+  // Without the capability the key does not render.
+  auto k = cg::attention_key("bf16", prefill(128, 128), caps);
+  caps.cooperative_matrix_bf16 = false;
+  CHECK_THROWS_AS(cg::render(k, caps), std::runtime_error);
+}
