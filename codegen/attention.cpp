@@ -127,13 +127,13 @@ RowsTile rows_tile(const std::string& dtype, const AttentionGeometry& g, const D
   return RowsTile{4, 8, 1, half, half};
 }
 
-// The coop mode (sdpa.glsl MODE_COOP): 64 query rows on 4 subgroups of 32 lanes, 64 keys
-// per tile. Mirrors the template's shared arrays: the Q/K/V tile, S, P, a factor per row
-// and the row-index matrix.
-constexpr int64_t kCoopRows = 64, kCoopKeys = 64;
+// The coop mode (sdpa.glsl MODE_COOP): 64 query rows on 4 subgroups of 32 lanes, 32 keys
+// per tile. Mirrors the template's shared arrays: the Q tile, later K and V side by side;
+// S, P, a factor per row and the row-index matrix.
+constexpr int64_t kCoopRows = 64, kCoopKeys = 32;
 int64_t coop_shared_bytes(int64_t d, int64_t dv) {
   int64_t kld = std::max(d, dv) / 8 + 1;
-  return 16 * std::max(kCoopRows, kCoopKeys) * kld + 4 * 64 * (kCoopKeys + 4) +
+  return 16 * std::max(kCoopRows, 2 * kCoopKeys) * kld + 4 * 64 * (kCoopKeys + 4) +
          16 * 64 * (kCoopKeys / 8 + 1) + 4 * kCoopRows + 4 * 256;
 }
 
@@ -414,7 +414,7 @@ KernelSource render_attention(const KernelKey& key, const DeviceCaps& caps) {
           d > 128 || dv > 128 || (path != "nv" && path != "khr") ||
           (dtype != "f16" && !(dtype == "bf16" && path == "khr"))) {
         throw std::invalid_argument("[render] " + where +
-                                    ": coop takes bq 64, bk 64, d and dv multiples of 16 up to "
+                                    ": coop takes bq 64, bk 32, d and dv multiples of 16 up to "
                                     "128, f16 (bf16 on path khr).");
       }
       bool have = path == "nv" ? caps.cooperative_matrix

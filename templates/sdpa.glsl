@@ -821,15 +821,18 @@ void main() {
 // subgroups (32 lanes each) owns BQ = 64 query rows of one (batch, KV head), a subgroup 16
 // of them: its Q fragments stay in registers for the whole kernel and its output as DV / 16
 // accumulators of 16 x 16 f32. Per tile of BK keys:
-//   1. K (BK x D) goes to shared memory; S = Q K^T as BK / 16 accumulators (a K fragment,
-//      K being rows of keys, loads column-major as the B operand);
+//   0. K (BK x D) and V (BK x DV), loaded into registers during the previous tile, go to
+//      shared memory, and the next tile's loads are issued (so global latency hides behind
+//      a whole tile of work, and a tile costs two workgroup barriers);
+//   1. S = Q K^T as BK / 16 accumulators (a K fragment, K being rows of keys, loads
+//      column-major as the B operand);
 //   2. S goes to this subgroup's part of shared memory, where two lanes per row scale and
 //      mask it and run the online softmax (running max m and each lane's part of the sum
 //      l, as in MODE_ROWS); P goes back as 16-bit values, and each row's rescale factor c;
 //   3. the output accumulators are rescaled by their rows' c: the element-to-row map of an
 //      accumulator is the driver's, so it is read once from a matrix of row indices
 //      loaded the same way;
-//   4. V (BK x DV) replaces K in shared memory, and O += P V.
+//   4. O += P V.
 // The end divides by l and rounds once. Masks, sinks, causal tile skipping and the block
 // order are MODE_ROWS's. codegen/attention.cpp picks this mode (docs/attention.md).
 #ifndef COOP_BF16
@@ -841,13 +844,15 @@ void main() {
 #define KLD (DM / 8 + 1)            // row stride of the Q, K and V tiles in uvec4s (+1: banks)
 #define SLD (BK + 4)                // row stride of S in floats (16-byte multiple)
 #define PLD (BK / 8 + 1)            // row stride of P in uvec4s
-#define TILE_ROWS (BQ > BK ? BQ : BK)
+#define TILE_ROWS (BQ > 2 * BK ? BQ : 2 * BK)
+#define KC ((BK * (D / 8) + 127) / 128)   // K chunks each invocation stages per tile
+#define VC ((BK * (DV / 8) + 127) / 128)  // V chunks
 layout(constant_id = 1) const uint COOP_K = 16;  // B's rows: its type must differ from A's
 #define FA fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
 #define FB fcoopmatNV<16, gl_ScopeSubgroup, COOP_K, 16>
 #define FC fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
 
-shared uvec4 tile4[TILE_ROWS * KLD];  // Q first, then K and V in turn
+shared uvec4 tile4[TILE_ROWS * KLD];  // Q first; then K (rows 0..BK) and V (BK..2 BK)
 shared float ss[SGS * 16 * SLD];      // each subgroup's 16 x BK scores; the output at the end
 shared uvec4 ps4[SGS * 16 * PLD];     // each subgroup's 16 x BK probabilities, 16-bit
 shared float rowf[BQ];                // per row: this tile's rescale factor, then 1 / l
@@ -861,18 +866,34 @@ uint pack2(float a, float b) {
 #endif
 }
 
-// Rows j0 .. j0 + BK of K (or V) into the tile; rows past Lkv are 0.
-void stage_kv(bool is_k, int base, int j0) {
-  const uint chunks = (is_k ? D : DV) / 8;
-  for (uint e = gl_LocalInvocationID.x; e < BK * chunks; e += gl_WorkGroupSize.x) {
-    uint j = e / chunks, c = e % chunks;
-    int kj = j0 + int(j);
-    uvec4 w = uvec4(0u);
-    if (kj < pc.lkv) {
-      w = is_k ? k4[uint(base + kj * pc.k_sj + int(c) * 8) / 8u]
-               : v4[uint(base + kj * pc.v_sj + int(c) * 8) / 8u];
+// Rows j0 .. j0 + BK of K and V into registers (rows past Lkv are 0), then into the tile.
+// Chunk e of the K tile is row e / (D / 8), 8 values at 8 * (e % (D / 8)); V alike.
+uvec4 rk[KC];
+uvec4 rv[VC];
+void fetch_kv(int kbase, int vbase, int j0) {
+  [[unroll]] for (uint u = 0; u < KC; ++u) {
+    uint e = gl_LocalInvocationID.x + u * 128u;
+    int kj = j0 + int(e / (D / 8));
+    rk[u] = (KC * 128 == BK * (D / 8) || e < BK * (D / 8)) && kj < pc.lkv ? k4[uint(kbase + kj * pc.k_sj + int(e % (D / 8)) * 8) / 8u] : uvec4(0u);
+  }
+  [[unroll]] for (uint u = 0; u < VC; ++u) {
+    uint e = gl_LocalInvocationID.x + u * 128u;
+    int kj = j0 + int(e / (DV / 8));
+    rv[u] = (VC * 128 == BK * (DV / 8) || e < BK * (DV / 8)) && kj < pc.lkv ? v4[uint(vbase + kj * pc.v_sj + int(e % (DV / 8)) * 8) / 8u] : uvec4(0u);
+  }
+}
+void store_kv() {
+  [[unroll]] for (uint u = 0; u < KC; ++u) {
+    uint e = gl_LocalInvocationID.x + u * 128u;
+    if (KC * 128 == BK * (D / 8) || e < BK * (D / 8)) {
+      tile4[(e / (D / 8)) * KLD + e % (D / 8)] = rk[u];
     }
-    tile4[j * KLD + c] = w;
+  }
+  [[unroll]] for (uint u = 0; u < VC; ++u) {
+    uint e = gl_LocalInvocationID.x + u * 128u;
+    if (VC * 128 == BK * (DV / 8) || e < BK * (DV / 8)) {
+      tile4[(BK + e / (DV / 8)) * KLD + e % (DV / 8)] = rv[u];
+    }
   }
 }
 
@@ -950,10 +971,14 @@ void main() {
 
   uint s_at = sg * 16u * SLD;
   uint p_at = sg * 16u * PLD;
+  fetch_kv(kbase, vbase, 0);
   for (int k0 = 0; k0 < kmax; k0 += BK) {
-    barrier();  // the tile is free: Q loaded into registers, or the last V read
-    stage_kv(true, kbase, k0);
+    barrier();  // the tile is free: Q loaded into registers, or the last K and V read
+    store_kv();
     barrier();
+    if (k0 + BK < kmax) {
+      fetch_kv(kbase, vbase, k0 + BK);
+    }
 
     // 1. S = Q K^T.
     FC sf[BK / 16];
@@ -1026,16 +1051,13 @@ void main() {
       }
     }
 
-    // 4. V replaces K; O += P V.
-    barrier();
-    stage_kv(false, vbase, k0);
-    barrier();
+    // 4. O += P V.
     [[unroll]] for (uint k = 0; k < BK / 16; ++k) {
       FA fp;
       coopMatLoadNV(fp, ps4, p_at + k * 2u, PLD, false);
       [[unroll]] for (uint n = 0; n < DV / 16; ++n) {
         FB fv;
-        coopMatLoadNV(fv, tile4, k * 16u * KLD + n * 2u, KLD, false);
+        coopMatLoadNV(fv, tile4, (BK + k * 16u) * KLD + n * 2u, KLD, false);
         o[n] = coopMatMulAddNV(fp, fv, o[n]);
       }
     }
