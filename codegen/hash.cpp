@@ -28,6 +28,9 @@ uint64_t kernel_hash(const KernelKey& key, const KernelSource& source, const Dev
   h.add(compiler_version());
   h.add(static_cast<uint64_t>(optimizer_level));
   h.add(caps.fingerprint);
+  if (source.coop_khr) {  // the module is rewritten after compilation (codegen/coop_rewrite.h)
+    h.add(std::string(source.coop_khr_bf16 ? "coop_khr_bf16" : "coop_khr"));
+  }
   return h.digest();
 }
 

@@ -206,8 +206,13 @@ void ScaledDotProductAttention::eval_gpu(const std::vector<array>& inputs, array
   // Every layer of a decode step repeats the geometry: planned once per step, not per layer.
   const auto& planned = vulkan::memoized(attention_signature("sdpa", dtype, main), [&] {
     auto key = codegen::attention_key(dtype, main, dev.caps());
-    const auto& kernel = vulkan::kernel_library().get(key);
-    return vulkan::MemoEntry{&kernel, codegen::attention_launch(key, kernel.source, main)};
+    const vulkan::Kernel* kernel =
+        vulkan::get_kernel_or_drop_coop(key, key.params["mode"] == "coop");
+    if (kernel == nullptr) {
+      key = codegen::attention_key(dtype, main, dev.caps());
+      kernel = &vulkan::kernel_library().get(key);
+    }
+    return vulkan::MemoEntry{kernel, codegen::attention_launch(key, kernel->source, main)};
   });
   vulkan::record_launch(enc, *planned.kernel, planned.launch, bindings);
   if (splits > 1) {

@@ -53,6 +53,13 @@ class Device {
   const codegen::DeviceCaps& caps() const {
     return caps_;
   }
+  // After a cooperative-matrix kernel failed to build (get_kernel_or_drop_coop): the
+  // planners stop choosing them. The extensions stay enabled.
+  void disable_cooperative_matrices() {
+    caps_.cooperative_matrix = false;
+    caps_.cooperative_matrix_khr = false;
+    caps_.cooperative_matrix_bf16 = false;
+  }
   const VkPhysicalDeviceLimits& limits() const {
     return properties_.limits;
   }

@@ -2,14 +2,37 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
+#include <mutex>
 #include <stdexcept>
 
 #include "mlx/backend/vulkan/allocator.h"
 #include "mlx/backend/vulkan/device.h"
 #include "mlx/backend/vulkan/elementwise.h"
+#include "mlx/backend/vulkan/kernel_library.h"
 #include "mlx/primitives.h"
 
 namespace mlx::core::vulkan {
+
+const Kernel* get_kernel_or_drop_coop(const codegen::KernelKey& key, bool coop) {
+  if (!coop) {
+    return &kernel_library().get(key);
+  }
+  try {
+    return &kernel_library().get(key);
+  } catch (const std::exception& e) {
+    device("cooperative matrices").disable_cooperative_matrices();
+    static std::once_flag warned;
+    std::call_once(warned, [&] {
+      std::fprintf(stderr,
+                   "[vulkan] the cooperative-matrix kernel %s did not build (%s); products and "
+                   "attention use the FMA kernels from now on (MLX_VK_COOPMAT=off skips "
+                   "cooperative matrices).\n",
+                   key.canonical().c_str(), e.what());
+    });
+    return nullptr;
+  }
+}
 
 const char* gpu_dtype_name(Dtype dt) {
   const auto& caps = device("eval_gpu").caps();

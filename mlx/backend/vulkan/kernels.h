@@ -38,6 +38,13 @@ bool gpu_supports(const std::vector<array>& arrays);
 // previous step's attention, still queued, reads it.
 bool gpu_donatable(const array& a, int stream);
 
+// Builds `key` (kernel_library().get). When `coop` (the key is a cooperative-matrix kernel)
+// and the build fails (the driver refuses the module, or the KHR rewrite refuses it),
+// cooperative matrices are turned off for the device, one warning names the kernel and the
+// error, and nullptr is returned so that the caller plans again without them: an op never
+// fails because of them. Other failures propagate.
+const Kernel* get_kernel_or_drop_coop(const codegen::KernelKey& key, bool coop);
+
 // Gives `out` a row-contiguous buffer: an input's buffer when donation is safe (the input
 // is row-contiguous, dense, the same item size, and gpu_donatable for out's stream), else
 // new memory.

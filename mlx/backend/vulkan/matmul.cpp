@@ -273,8 +273,12 @@ void matmul_gpu(int stream, const array& a_in, const array& b_in, array& out, bo
         }
       }
       auto key = codegen::gemm_key(dtype, g, tile);
-      const auto& kernel = kernel_library().get(key);
-      return MemoEntry{&kernel, codegen::gemm_launch(key, kernel.source, g)};
+      const Kernel* kernel = get_kernel_or_drop_coop(key, tile.coop);
+      if (kernel == nullptr) {
+        key = codegen::gemm_key(dtype, g, codegen::gemm_tile(g, dev.caps(), dtype));
+        kernel = &kernel_library().get(key);
+      }
+      return MemoEntry{kernel, codegen::gemm_launch(key, kernel->source, g)};
     });
     record_launch(enc, *planned.kernel, planned.launch, bindings);
     return;

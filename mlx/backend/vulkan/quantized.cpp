@@ -217,9 +217,14 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
           const auto& kernel = vulkan::kernel_library().get(key);
           return vulkan::MemoEntry{&kernel, codegen::qmv_launch(key, kernel.source, g)};
         }
-        auto key = codegen::qmm_key(dtype, g, codegen::gemm_tile(g, dev.caps(), dtype));
-        const auto& kernel = vulkan::kernel_library().get(key);
-        return vulkan::MemoEntry{&kernel, codegen::qmm_launch(key, kernel.source, g)};
+        auto tile = codegen::gemm_tile(g, dev.caps(), dtype);
+        auto key = codegen::qmm_key(dtype, g, tile);
+        const vulkan::Kernel* kernel = vulkan::get_kernel_or_drop_coop(key, tile.coop);
+        if (kernel == nullptr) {
+          key = codegen::qmm_key(dtype, g, codegen::gemm_tile(g, dev.caps(), dtype));
+          kernel = &vulkan::kernel_library().get(key);
+        }
+        return vulkan::MemoEntry{kernel, codegen::qmm_launch(key, kernel->source, g)};
       });
   vulkan::record_launch(enc, *planned.kernel, planned.launch, std::span(bindings, n_bindings));
 }
