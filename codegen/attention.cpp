@@ -168,15 +168,10 @@ std::string coop_path(const std::string& dtype, const AttentionGeometry& g,
   return "";
 }
 
-// Whether every 4-element quad of q, k and v starts at a multiple of 4 elements (strides of
-// dims of size 1 never move), so the rows mode loads each as one vector.
+// Whether every 4-element quad of q, k and v starts at a multiple of 4 elements, so the
+// rows mode loads each as one vector.
 bool rows_vector_loads(const AttentionGeometry& g) {
-  auto quad = [](int64_t n, int64_t stride) { return n == 1 || stride % 4 == 0; };
-  int64_t heads = g.hkv * g.groups;
-  return g.q_offset % 4 == 0 && g.k_offset % 4 == 0 && g.v_offset % 4 == 0 &&
-         quad(g.batch, g.q_sb) && quad(heads, g.q_sh) && quad(g.lq, g.q_si) &&
-         quad(g.batch, g.k_sb) && quad(g.hkv, g.k_sh) && quad(g.lkv, g.k_sj) &&
-         quad(g.batch, g.v_sb) && quad(g.hkv, g.v_sh) && quad(g.lkv, g.v_sj);
+  return strides_multiple_of(g, 4);
 }
 
 int64_t span(int64_t off, std::initializer_list<std::pair<int64_t, int64_t>> dims) {

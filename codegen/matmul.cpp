@@ -148,8 +148,8 @@ bool tile_fits(const GemmTile& t, const DeviceCaps& caps) {
     bool path = t.khr ? caps.cooperative_matrix_khr || caps.cooperative_matrix_bf16
                       : caps.cooperative_matrix;
     uint32_t invocations = static_cast<uint32_t>(coop_subgroups(t)) * caps.subgroup_size;
-    // Every invocation loads whole 8-value chunks of both stages.
-    // The epilogue stages 64 uvec4s per subgroup in A's two stages.
+    // Every invocation loads whole 8-value chunks of both stages, and the epilogue stages
+    // 64 uvec4s per subgroup in A's two stages.
     int64_t a_stages = 2 * std::min(t.bm * (t.bk / 8 + 1), t.bk * (t.bm / 8 + 1));
     return path && invocations <= caps.max_workgroup_invocations &&
            (t.bm * t.bk / 8) % invocations == 0 && (t.bn * t.bk / 8) % invocations == 0 &&
