@@ -344,54 +344,7 @@ KernelSource gemm_source(const KernelKey& key, const DeviceCaps& caps, bool quan
   defines.push_back(std::string("IDX64 ") + bit(idx64));
   add_input_defines("IN0_", dt, defines);
   add_output_defines(dt, defines);
-  if (t.coop) {
-    std::string dtype = dt.name;
-    if (dtype != "f16" && !(t.khr && dtype == "bf16")) {
-      throw std::invalid_argument("[render] " + where +
-                                  ": a cooperative-matrix tile takes f16 keys (bf16 on coopkhr).");
-    }
-    if (!coop_supported(t, caps, dtype)) {
-      throw std::runtime_error("[vulkan] " + where +
-                               ": the device has no cooperative matrices for this dtype.");
-    }
-    if (dtype == "bf16") {
-      defines.push_back("COOP_BF16 1");
-    }
-    if (quant) {
-      int bits = 0, gs = 0;
-      parse_quant(key, where, bits, gs);
-      defines.push_back("A_T 0");
-      defines.push_back(std::string("B_T ") + bit(flag(key, "trans", where)));
-      defines.push_back("ADDMM 0");
-      defines.push_back("QUANT 1");
-      defines.push_back("BITS " + std::to_string(bits));
-      defines.push_back("GS " + std::to_string(gs));
-    } else {
-      defines.push_back(std::string("A_T ") + bit(flag(key, "a_t", where)));
-      defines.push_back(std::string("B_T ") + bit(flag(key, "b_t", where)));
-      defines.push_back(std::string("ADDMM ") + bit(flag(key, "addmm", where)));
-    }
-    defines.push_back(std::string("EDGE ") + bit(flag(key, "edge", where)));
-    defines.push_back("BM " + std::to_string(t.bm));
-    defines.push_back("BN " + std::to_string(t.bn));
-    defines.push_back("BK " + std::to_string(t.bk));
-    defines.push_back("WM " + std::to_string(t.tm));
-    defines.push_back("WN " + std::to_string(t.tn));
-    KernelSource source =
-        row_kernel_source("gemm_coop.glsl", defines, quant ? 5 : 3, kFields, idx64, caps);
-    source.coop_khr = t.khr;
-    source.coop_khr_bf16 = dtype == "bf16";
-    uint32_t wg = static_cast<uint32_t>(coop_subgroups(t)) * caps.subgroup_size;
-    source.workgroup_size = {wg, 1, 1};
-    source.spec_constants = {{0, wg}};
-    return source;
-  }
-  defines.push_back("BM " + std::to_string(t.bm));
-  defines.push_back("BN " + std::to_string(t.bn));
-  defines.push_back("BK " + std::to_string(t.bk));
-  defines.push_back("TM " + std::to_string(t.tm));
-  defines.push_back("TN " + std::to_string(t.tn));
-  defines.push_back(std::string("EDGE ") + bit(flag(key, "edge", where)));
+  // The operands (B in MLX's quantized format for qmm), the bounds checks and the tile.
   if (quant) {
     int bits = 0, gs = 0;
     parse_quant(key, where, bits, gs);
@@ -406,9 +359,38 @@ KernelSource gemm_source(const KernelKey& key, const DeviceCaps& caps, bool quan
     defines.push_back(std::string("B_T ") + bit(flag(key, "b_t", where)));
     defines.push_back(std::string("ADDMM ") + bit(flag(key, "addmm", where)));
   }
-  KernelSource source =
-      row_kernel_source("gemm.glsl", defines, quant ? 5 : 3, kFields, idx64, caps);
-  uint32_t wg = static_cast<uint32_t>(tile_invocations(t));
+  defines.push_back(std::string("EDGE ") + bit(flag(key, "edge", where)));
+  defines.push_back("BM " + std::to_string(t.bm));
+  defines.push_back("BN " + std::to_string(t.bn));
+  defines.push_back("BK " + std::to_string(t.bk));
+  uint32_t buffers = quant ? 5 : 3;
+  KernelSource source;
+  uint32_t wg = 0;
+  if (t.coop) {
+    std::string dtype = dt.name;
+    if (dtype != "f16" && !(t.khr && dtype == "bf16")) {
+      throw std::invalid_argument("[render] " + where +
+                                  ": a cooperative-matrix tile takes f16 keys (bf16 on coopkhr).");
+    }
+    if (!coop_supported(t, caps, dtype)) {
+      throw std::runtime_error("[vulkan] " + where +
+                               ": the device has no cooperative matrices for this dtype.");
+    }
+    if (dtype == "bf16") {
+      defines.push_back("COOP_BF16 1");
+    }
+    defines.push_back("WM " + std::to_string(t.tm));
+    defines.push_back("WN " + std::to_string(t.tn));
+    source = row_kernel_source("gemm_coop.glsl", defines, buffers, kFields, idx64, caps);
+    source.coop_khr = t.khr;
+    source.coop_khr_bf16 = dtype == "bf16";
+    wg = static_cast<uint32_t>(coop_subgroups(t)) * caps.subgroup_size;
+  } else {
+    defines.push_back("TM " + std::to_string(t.tm));
+    defines.push_back("TN " + std::to_string(t.tn));
+    source = row_kernel_source("gemm.glsl", defines, buffers, kFields, idx64, caps);
+    wg = static_cast<uint32_t>(tile_invocations(t));
+  }
   source.workgroup_size = {wg, 1, 1};
   source.spec_constants = {{0, wg}};
   return source;

@@ -201,6 +201,39 @@ float finish(float o, float m, float l, int h) {
 #endif
 }
 
+#if MODE == MODE_ROWS || MODE == MODE_COOP
+// The first of the BQ query rows of this workgroup's block. Causal blocks late in a head
+// see the most keys: where blocks do not span heads, they are numbered so the longest start
+// first (the GPU hands out workgroups in order, and the short ones then fill the tail).
+int first_row_of_block() {
+  int blk = int(gl_WorkGroupID.y);
+  if (MASK == MASK_CAUSAL && pc.lq % BQ == 0) {
+    int per_head = pc.lq / BQ;
+    blk = (blk % pc.groups) * per_head + per_head - 1 - blk / pc.groups;
+  }
+  return blk * BQ;
+}
+
+// Keys the block from row r0 can see: a causal block stops after its last row's last key
+// (kmax), and keys below `full` are visible to all its rows (only the tiles past it are
+// masked per key). A row that sees no key at all (causal with Lq > Lkv) averages every key,
+// so a block holding one reads them all.
+void visible_keys(int r0, int rows, out int kmax, out int full) {
+  int last_row = min(r0 + BQ, rows) - 1;
+  bool one_head = r0 / pc.lq == last_row / pc.lq;
+  int max_i = one_head ? last_row % pc.lq : pc.lq - 1;
+  int min_i = one_head ? r0 % pc.lq : 0;
+  kmax = pc.lkv;
+  full = pc.lkv;
+  if (MASK == MASK_CAUSAL) {
+    full = clamp(min_i + 1 + pc.lkv - pc.lq, 0, pc.lkv);
+    if (min_i + pc.lkv - pc.lq >= 0) {
+      kmax = min(max_i + 1 + pc.lkv - pc.lq, pc.lkv);
+    }
+  }
+}
+#endif
+
 #if MODE != MODE_MERGE && MODE != MODE_COOP
 #ifndef IN0_HALF
 #define IN0_HALF 0  // 0: f32 operands, 1: f16, 2: bf16
@@ -620,15 +653,7 @@ void main() {
   int b = bk / pc.hkv;
   int kvh = bk - b * pc.hkv;
   int rows = pc.groups * pc.lq;
-  // Causal blocks late in a head see the most keys: where blocks do not span heads, they
-  // are numbered so the longest start first (the GPU hands out workgroups in order, and
-  // the short ones then fill the tail).
-  int blk = int(gl_WorkGroupID.y);
-  if (MASK == MASK_CAUSAL && pc.lq % BQ == 0) {
-    int per_head = pc.lq / BQ;
-    blk = (blk % pc.groups) * per_head + per_head - 1 - blk / pc.groups;
-  }
-  int r0 = blk * BQ;
+  int r0 = first_row_of_block();
   float scale = uintBitsToFloat(uint(pc.scale_bits));
   int kbase = pc.k_offset + b * pc.k_sb + kvh * pc.k_sh;
   int vbase = pc.v_offset + b * pc.v_sb + kvh * pc.v_sh;
@@ -670,22 +695,8 @@ void main() {
     }
   }
 
-  // Keys this block can see: a causal block stops after its last row's last key, and keys
-  // below `full` are visible to all its rows (only the tiles past it are masked per key).
-  // A row that sees no key at all (causal with Lq > Lkv) averages every key, so a block
-  // holding one reads them all.
-  int last_row = min(r0 + BQ, rows) - 1;
-  bool one_head = r0 / pc.lq == last_row / pc.lq;
-  int max_i = one_head ? last_row % pc.lq : pc.lq - 1;
-  int min_i = one_head ? r0 % pc.lq : 0;
-  int kmax = pc.lkv;
-  int full = pc.lkv;
-  if (MASK == MASK_CAUSAL) {
-    full = clamp(min_i + 1 + pc.lkv - pc.lq, 0, pc.lkv);
-    if (min_i + pc.lkv - pc.lq >= 0) {
-      kmax = min(max_i + 1 + pc.lkv - pc.lq, pc.lkv);
-    }
-  }
+  int kmax, full;
+  visible_keys(r0, rows, kmax, full);
 
   fetch_k(kbase, 0);
   for (int k0 = 0; k0 < kmax; k0 += BK) {
@@ -906,12 +917,7 @@ void main() {
   int b = bk / pc.hkv;
   int kvh = bk - b * pc.hkv;
   int rows = pc.groups * pc.lq;
-  int blk = int(gl_WorkGroupID.y);
-  if (MASK == MASK_CAUSAL && pc.lq % BQ == 0) {
-    int per_head = pc.lq / BQ;
-    blk = (blk % pc.groups) * per_head + per_head - 1 - blk / pc.groups;
-  }
-  int r0 = blk * BQ;
+  int r0 = first_row_of_block();
   float scale = uintBitsToFloat(uint(pc.scale_bits));
   int kbase = pc.k_offset + b * pc.k_sb + kvh * pc.k_sh;
   int vbase = pc.v_offset + b * pc.v_sb + kvh * pc.v_sh;
@@ -955,19 +961,8 @@ void main() {
   float m = SINKS == 1 && valid ? sink_of(h) : NEG_INF;
   float l = SINKS == 1 && valid && part == 0u ? 1.0f : 0.0f;
 
-  // The keys this block can see (MODE_ROWS explains).
-  int last_row = min(r0 + BQ, rows) - 1;
-  bool one_head = r0 / pc.lq == last_row / pc.lq;
-  int max_i = one_head ? last_row % pc.lq : pc.lq - 1;
-  int min_i = one_head ? r0 % pc.lq : 0;
-  int kmax = pc.lkv;
-  int full = pc.lkv;
-  if (MASK == MASK_CAUSAL) {
-    full = clamp(min_i + 1 + pc.lkv - pc.lq, 0, pc.lkv);
-    if (min_i + pc.lkv - pc.lq >= 0) {
-      kmax = min(max_i + 1 + pc.lkv - pc.lq, pc.lkv);
-    }
-  }
+  int kmax, full;
+  visible_keys(r0, rows, kmax, full);
 
   uint s_at = sg * 16u * SLD;
   uint p_at = sg * 16u * PLD;
