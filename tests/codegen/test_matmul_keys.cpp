@@ -130,6 +130,21 @@ TEST_CASE("the cooperative-matrix qmm renders, compiles and validates for every 
       CHECK(cg::validate_spirv(mod.words) == "");
     }
   }
+  // A tall grid takes the 256-row tile: each dequantized value serves 256 rows.
+  {
+    cg::MatmulGeometry tall;
+    tall.m = 4096;
+    tall.n = 1024;
+    tall.k = 3072;
+    tall.lda = tall.k;
+    tall.b_t = true;
+    tall.ldb = tall.k / 8;
+    tall.bits = 4;
+    tall.group_size = 64;
+    CHECK(cg::gemm_tile(tall, caps, "f16").name() == "coopnv256x128x16w64x64");
+    tall.m = 512;  // 16 tiles of 256 x 128, 32 of 128 x 128, 128 of 64 x 64
+    CHECK(cg::gemm_tile(tall, caps, "f16").name() == "coopnv64x64x32w32x32");
+  }
   // x rows that do not start on 16 bytes keep the FMA tiles; a bf16 product too.
   cg::MatmulGeometry g;
   g.m = 64;

@@ -131,6 +131,18 @@ int64_t operand_span(int64_t rows, int64_t cols, bool transposed, int64_t ld, in
 
 }  // namespace
 
+codegen::GemmTile planned_gemm_tile(const codegen::MatmulGeometry& g, const char* dtype) {
+  const auto& caps = device("matmul").caps();
+  static const std::string forced = env_string("MLX_VK_GEMM_TILE");
+  if (!forced.empty()) {
+    auto f = codegen::parse_gemm_tile(forced);
+    if (codegen::gemm_tile_usable(f, g, caps, dtype)) {
+      return f;
+    }
+  }
+  return codegen::gemm_tile(g, caps, dtype);
+}
+
 MatmulSignature matmul_signature(const char* family, const char* dtype, const MatmulGeometry& g) {
   float numbers[2] = {g.alpha, g.beta};
   int64_t bits = 0;
@@ -263,15 +275,7 @@ void matmul_gpu(int stream, const array& a_in, const array& b_in, array& out, bo
 
   if (!codegen::gemv_applies(g)) {
     const auto& planned = memoized(matmul_signature("gemm", dtype, g), [&] {
-      auto tile = codegen::gemm_tile(g, dev.caps(), dtype);
-      // A tile forced for measurements (docs/matmul.md), where it can run the problem.
-      static const std::string forced = env_string("MLX_VK_GEMM_TILE");
-      if (!forced.empty()) {
-        auto f = codegen::parse_gemm_tile(forced);
-        if (codegen::gemm_tile_usable(f, g, dev.caps(), dtype)) {
-          tile = f;
-        }
-      }
+      auto tile = planned_gemm_tile(g, dtype);
       auto key = codegen::gemm_key(dtype, g, tile);
       const Kernel* kernel = get_kernel_or_drop_coop(key, tile.coop);
       if (kernel == nullptr) {

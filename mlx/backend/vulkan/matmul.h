@@ -24,6 +24,10 @@ const char* matmul_unsupported(const array& a, const array& b, const array& out)
 void matmul_gpu(int stream, const array& a, const array& b, array& out, bool addmm, float alpha,
                 float beta);
 
+// The tile of a gemm or qmm launch: codegen::gemm_tile for the device, unless
+// MLX_VK_GEMM_TILE names a tile that can run the problem (for measurements, docs/matmul.md).
+codegen::GemmTile planned_gemm_tile(const codegen::MatmulGeometry& g, const char* dtype);
+
 // The launch-memo signature of a product's launch: every field of the geometry that its
 // key and numbers depend on.
 using MatmulSignature = std::array<int64_t, 24>;
