@@ -102,29 +102,21 @@ layout(local_size_x_id = 0) in;
 layout(std430, set = 0, binding = 0) readonly buffer Partial {
   float part[];
 };
-#elif MODE == MODE_COOP
-// 8 16-bit values per load: codegen/attention.cpp checks every offset and stride.
-layout(std430, set = 0, binding = 0) readonly buffer Q {
-  uvec4 q4[];
-};
-layout(std430, set = 0, binding = 1) readonly buffer K {
-  uvec4 k4[];
-};
-layout(std430, set = 0, binding = 2) readonly buffer V {
-  uvec4 v4[];
-};
-layout(std430, set = 0, binding = 3) readonly buffer Mask {
-  IN1_ST maskv[];
-};
 #else
+#if MODE == MODE_COOP
+// 8 16-bit values per load: codegen/attention.cpp checks every offset and stride.
+#define QKV_ST uvec4
+#else
+#define QKV_ST IN0_ST
+#endif
 layout(std430, set = 0, binding = 0) readonly buffer Q {
-  IN0_ST qv[];
+  QKV_ST qv[];
 };
 layout(std430, set = 0, binding = 1) readonly buffer K {
-  IN0_ST kv[];
+  QKV_ST kv[];
 };
 layout(std430, set = 0, binding = 2) readonly buffer V {
-  IN0_ST vv[];
+  QKV_ST vv[];
 };
 layout(std430, set = 0, binding = 3) readonly buffer Mask {
   IN1_ST maskv[];
@@ -885,12 +877,12 @@ void fetch_kv(int kbase, int vbase, int j0) {
   [[unroll]] for (uint u = 0; u < KC; ++u) {
     uint e = gl_LocalInvocationID.x + u * 128u;
     int kj = j0 + int(e / (D / 8));
-    rk[u] = (KC * 128 == BK * (D / 8) || e < BK * (D / 8)) && kj < pc.lkv ? k4[uint(kbase + kj * pc.k_sj + int(e % (D / 8)) * 8) / 8u] : uvec4(0u);
+    rk[u] = (KC * 128 == BK * (D / 8) || e < BK * (D / 8)) && kj < pc.lkv ? kv[uint(kbase + kj * pc.k_sj + int(e % (D / 8)) * 8) / 8u] : uvec4(0u);
   }
   [[unroll]] for (uint u = 0; u < VC; ++u) {
     uint e = gl_LocalInvocationID.x + u * 128u;
     int kj = j0 + int(e / (DV / 8));
-    rv[u] = (VC * 128 == BK * (DV / 8) || e < BK * (DV / 8)) && kj < pc.lkv ? v4[uint(vbase + kj * pc.v_sj + int(e % (DV / 8)) * 8) / 8u] : uvec4(0u);
+    rv[u] = (VC * 128 == BK * (DV / 8) || e < BK * (DV / 8)) && kj < pc.lkv ? vv[uint(vbase + kj * pc.v_sj + int(e % (DV / 8)) * 8) / 8u] : uvec4(0u);
   }
 }
 void store_kv() {
@@ -930,7 +922,7 @@ void main() {
     if (rr < rows) {
       int g = rr / pc.lq;
       int i = rr - g * pc.lq;
-      w = q4[uint(pc.q_offset + b * pc.q_sb + (kvh * pc.groups + g) * pc.q_sh + i * pc.q_si +
+      w = qv[uint(pc.q_offset + b * pc.q_sb + (kvh * pc.groups + g) * pc.q_sh + i * pc.q_si +
                   int(c) * 8) / 8u];
     }
     tile4[r * KLD + c] = w;
