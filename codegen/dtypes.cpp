@@ -127,8 +127,7 @@ std::string round_expr(const DtypeInfo& dt, const std::string& v) {
     // Never to_bits then from_bits for f16: see f16_round in types.glsl.
     out.append("f16_round(").append(v).append(")");
   } else {
-    std::string bits = replace_all(dt.to_bits, "(v)", std::string("(").append(v).append(")"));
-    out = replace_all(dt.from_bits, "(b)", std::string("(").append(bits).append(")"));
+    out.append("bf16_round(").append(v).append(")");
   }
   return out;
 }

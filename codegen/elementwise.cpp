@@ -18,7 +18,6 @@ namespace mlx::core::vulkan::codegen {
 namespace {
 
 constexpr uint32_t kMaxGroups = 65535;  // the minimum maxComputeWorkGroupCount Vulkan allows
-constexpr uint32_t kWorkgroupSize = 256;
 
 // The elementwise families and their input counts.
 struct ElementwiseFamily {
@@ -246,16 +245,8 @@ constexpr uint32_t kVectorSteps = 2;
 // for tuning on a new device (it is part of the kernel hash through the spec constant).
 uint32_t steps_per_invocation(const std::vector<const DtypeInfo*>& dts, uint32_t vec) {
   uint32_t max = vec ? 8 : 16;  // MLX_MAX_VEPT / MLX_MAX_EPT in elementwise_main.glsl
-  if (const char* env = std::getenv("MLX_VK_ELEMENTWISE_EPT"); env && *env) {
-    char* end = nullptr;
-    unsigned long v = std::strtoul(env, &end, 10);
-    if (*end != '\0' || v < 1 || v > max) {
-      throw std::invalid_argument("[render] MLX_VK_ELEMENTWISE_EPT=" + std::string(env) +
-                                  " must be an integer in 1.." + std::to_string(max) + ".");
-    }
-    return static_cast<uint32_t>(v);
-  }
-  return vec ? kVectorSteps : elements_per_invocation(dts);
+  return tuning_env("MLX_VK_ELEMENTWISE_EPT", 1, max,
+                    vec ? kVectorSteps : elements_per_invocation(dts));
 }
 
 // The vector path's defines: VEC, and per operand its vector type plus how a lane becomes
@@ -406,7 +397,7 @@ KernelSource render_elementwise(const KernelKey& key, const DeviceCaps& caps) {
   KernelSource source = render_template(key.family + ".glsl", defines);
   source.num_buffers = static_cast<uint32_t>(spec.inputs) + 1 + (spec.rank == 4 ? 1 : 0);
   source.push_constant_bytes = push_constant_fields(spec) * (spec.idx64 ? 8 : 4);
-  uint32_t wg = std::max(1u, std::min(kWorkgroupSize, caps.max_workgroup_invocations));
+  uint32_t wg = std::max(1u, std::min(elementwise_workgroup_size(), caps.max_workgroup_invocations));
   source.workgroup_size = {wg, 1, 1};
   source.spec_constants = {{0, wg}, {1, steps_per_invocation(all, spec.vec)}};
   return source;

@@ -122,16 +122,7 @@ constexpr uint32_t kVectorAlignment = 32;
 constexpr uint32_t kFusedVectorSteps = 1;
 
 uint32_t vector_steps() {
-  if (const char* env = std::getenv("MLX_VK_FUSED_EPT"); env && *env) {
-    char* end = nullptr;
-    unsigned long v = std::strtoul(env, &end, 10);
-    if (*end != '\0' || v < 1 || v > 8) {
-      throw std::invalid_argument("[render] MLX_VK_FUSED_EPT=" + std::string(env) +
-                                  " must be an integer in 1..8.");
-    }
-    return static_cast<uint32_t>(v);
-  }
-  return kFusedVectorSteps;
+  return tuning_env("MLX_VK_FUSED_EPT", 1, 8, kFusedVectorSteps);
 }
 
 // What render needs of a parsed, checked tape.
@@ -404,6 +395,18 @@ KernelSource render_fused(const KernelKey& key, const DeviceCaps& caps) {
   std::vector<std::string> math_groups;
   std::set<std::string> int_types;
   std::vector<std::string> exprs;  // node k's expression with inputs as "@<k>@"
+  // Outputs of a 16-bit float dtype are stored from the value before its rounding in
+  // registers (v<k>_s): the store rounds the same way, and the group's other nodes still
+  // read the rounded v<k> (the compiler drops it where none does).
+  std::set<int> stored_unrounded;
+  for (size_t j = 0; j < t.outputs.size(); ++j) {
+    if (p.out[j]->kind == Kind::Float && p.out[j]->bits == 16) {
+      stored_unrounded.insert(t.outputs[j]);
+    }
+  }
+  auto stored = [&](int node) {
+    return "v" + std::to_string(node) + (stored_unrounded.count(node) ? "_s" : "");
+  };
   for (size_t k = 0; k < t.nodes.size(); ++k) {
     const FusedNode& n = t.nodes[k];
     std::vector<std::string> marks;
@@ -450,8 +453,14 @@ KernelSource render_fused(const KernelKey& key, const DeviceCaps& caps) {
     // f32 nodes are `precise`: no multiply-add contracts across nodes (the unfused kernels
     // store every node), so fused results equal theirs on drivers that contract.
     bool f32 = p.node[k]->kind == Kind::Float && p.node[k]->bits == 32;
-    exprs.push_back(std::string(f32 ? "precise " : "") + p.node[k]->compute + " v" +
-                    std::to_string(k) + " = " + node_round(*p.node[k], expr) + "; ");
+    std::string v = "v" + std::to_string(k);
+    if (stored_unrounded.count(static_cast<int>(k))) {
+      exprs.push_back("float " + v + "_s = " + expr + "; float " + v + " = " +
+                      node_round(*p.node[k], v + "_s") + "; ");
+    } else {
+      exprs.push_back(std::string(f32 ? "precise " : "") + p.node[k]->compute + " " + v +
+                      " = " + node_round(*p.node[k], expr) + "; ");
+    }
   }
   auto nodes_with = [&](const std::vector<std::string>& in) {
     std::string s;
@@ -470,7 +479,7 @@ KernelSource render_fused(const KernelKey& key, const DeviceCaps& caps) {
 
   // Outputs: stored per element, and on the vector path gathered lane by lane into one
   // vector per output (declared before the lane loop, stored after it).
-  std::ostringstream vdecl, vset, vstore;
+  std::ostringstream vdecl, vset, vpack, vstore;
   for (size_t j = 0; j < t.outputs.size(); ++j) {
     int node = t.outputs[j];
     const DtypeInfo& od = *p.out[j];
@@ -479,20 +488,30 @@ KernelSource render_fused(const KernelKey& key, const DeviceCaps& caps) {
     defines.push_back(pre + "STORE(v) " + od.store);
     buffers << "layout(std430, set = 0, binding = " << t.inputs.size() + j << ") writeonly buffer O"
             << j << " { " << pre << "ST out" << j << "[]; }; ";
-    body << "out" << j << "[pc.out_offset" << j << " + i] = " << pre << "STORE(v" << node << "); ";
+    body << "out" << j << "[pc.out_offset" << j << " + i] = " << pre << "STORE(" << stored(node)
+         << "); ";
     if (vec) {
       add_vector_operand_defines(pre, od, vec, true, defines);
       buffers << "layout(std430, set = 0, binding = " << t.inputs.size() + j
               << ") writeonly buffer O" << j << "V { " << pre << "VT out" << j << "v[]; }; ";
       vsetup << "uint ob" << j << " = uint(pc.out_offset" << j << ") / " << vec << "u; ";
       vdecl << pre << "VT o" << j << " = " << pre << "VT(0); ";
-      vset << pre << "VSET(o" << j << ", j, v" << node << "); ";
+      if (od.kind == Kind::Float && od.bits == 16 && vec >= 4) {
+        // Pairs of 16-bit lanes packed as whole words (OUT<j>_PACK2), as the elementwise
+        // family stores them, instead of one masked insert per lane.
+        vdecl << "float y" << j << "[VEC]; ";
+        vset << "y" << j << "[j] = " << stored(node) << "; ";
+        vpack << "for (uint j = 0u; j < VEC; j += 2u) { o" << j << "[j / 2u] = " << pre
+              << "PACK2(y" << j << "[j], y" << j << "[j + 1u]); } ";
+      } else {
+        vset << pre << "VSET(o" << j << ", j, " << stored(node) << "); ";
+      }
       vstore << "out" << j << "v[ob" << j << " + uint(u)] = o" << j << "; ";
     }
   }
   if (vec) {
     vbody << vdecl.str() << "for (uint j = 0u; j < VEC; ++j) { " << nodes_with(lane_in)
-          << vset.str() << "} " << vstore.str();
+          << vset.str() << "} " << vpack.str() << vstore.str();
   }
 
   // Storage for the inputs and outputs; 64-bit intermediates need shaderInt64 too.
@@ -546,7 +565,7 @@ KernelSource render_fused(const KernelKey& key, const DeviceCaps& caps) {
   source.glsl.insert(after, fused_comment(t));
   source.num_buffers = static_cast<uint32_t>(t.inputs.size() + t.outputs.size() + 1);
   source.push_constant_bytes = 5 * 4;
-  uint32_t wg = row_workgroup_size(caps);
+  uint32_t wg = std::max(1u, std::min(elementwise_workgroup_size(), caps.max_workgroup_invocations));
   source.workgroup_size = {wg, 1, 1};
   source.spec_constants = {{0, wg}, {1, vec ? vector_steps() : 1}};
   return source;

@@ -54,6 +54,17 @@ void check_params(const KernelKey& key, const std::set<std::string>& known,
 bool parse_idx(const KernelKey& key, const std::string& where);
 bool parse_columns(const KernelKey& key, const std::string& where);
 
+// A tuning override from environment variable `name`: `fallback` when it is unset or
+// empty, else its value, which must be an integer in [lo, hi] (std::invalid_argument
+// naming the variable otherwise). Values reach kernels as specialization constants, which
+// are part of each kernel's hash, so the caches keep tuned and default kernels apart.
+uint32_t tuning_env(const char* name, uint32_t lo, uint32_t hi, uint32_t fallback);
+
+// The workgroup size of the elementwise-shaped kernels (the elementwise families and
+// fused groups): 256, or MLX_VK_ELEMENTWISE_WG (32..1024) for tuning on a new device.
+// Callers clamp it to the device's limit.
+uint32_t elementwise_workgroup_size();
+
 // The power-of-two workgroup size of the row kernels: 256, or less where the device
 // allows fewer invocations.
 uint32_t row_workgroup_size(const DeviceCaps& caps);

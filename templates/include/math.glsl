@@ -197,12 +197,42 @@ vec2 m_two_sum(float a, float b) {
 #if MLX_MATH_DIV
 // ---- division -----------------------------------------------------------------------------
 
-// a / b correctly rounded, by long division of the significands in integers. Vulkan's
-// division is only within 2.5 ulp (NVIDIA's is not correctly rounded, and gives 0 for
-// |b| > 2^126), and floor(a / b) turns one ulp into a whole unit. Float tricks that correct
-// the quotient with an exact residual do not survive the drivers' algebraic simplification
-// (measured on NVIDIA); integer arithmetic does. Zero, infinite, NaN and subnormal operands,
-// and subnormal results, go to the hardware division (GPUs flush subnormals anyway).
+// The significand of a correctly rounded quotient: round(r / mb * 2^23) for r in [mb, 2 mb)
+// (24-bit significands, so the result is in [2^23, 2^24]), given an estimate q within a few
+// units of it. The remainder r * 2^23 - q * mb is below 2^31 in magnitude for such a q,
+// so 32-bit arithmetic that wraps gives it exactly; it moves q to the floor of the
+// quotient and decides the rounding (to nearest, ties to even).
+uint m_div_significand(uint r, uint mb, uint q) {
+  int rem = int((r << 23) - q * mb);
+  // The estimate's error in whole units; the float division may be one off near an integer,
+  // which the two steps below absorb.
+  int d = int(floor(float(rem) / float(mb)));
+  q = uint(int(q) + d);
+  rem -= d * int(mb);
+  if (rem < 0) {
+    q -= 1u;
+    rem += int(mb);
+  }
+  if (rem >= int(mb)) {
+    q += 1u;
+    rem -= int(mb);
+  }
+  uint twice = uint(rem) << 1;
+  if (twice > mb || (twice == mb && (q & 1u) != 0u)) {
+    q += 1u;
+  }
+  return q;
+}
+
+// a / b correctly rounded. Vulkan's division is only within 2.5 ulp (NVIDIA's is not
+// correctly rounded, and gives 0 for |b| > 2^126), and floor(a / b) turns one ulp into a
+// whole unit. Float tricks that correct the quotient with an exact residual do not survive
+// the drivers' algebraic simplification (measured on NVIDIA); integer arithmetic does: the
+// hardware quotient of the two significands is only an estimate, which m_div_significand
+// corrects with an exact integer remainder. (This replaced a 25-step long division, which
+// made every division-heavy kernel compute-bound; docs/compile.md.) Zero, infinite, NaN
+// and subnormal operands, and subnormal results, go to the hardware division (GPUs flush
+// subnormals anyway).
 float m_div(float a, float b) {
   uint ua = floatBitsToUint(a);
   uint ub = floatBitsToUint(b);
@@ -224,23 +254,11 @@ float m_div(float a, float b) {
     r = r << 1;
     e -= 1;
   }
-  // 25 quotient bits (24 + a guard bit); r stays below 2 mb < 2^25.
-  uint q = 0u;
-  for (int i = 0; i < 25; ++i) {
-    q = q << 1;
-    if (r >= mb) {
-      r -= mb;
-      q = q | 1u;
-    }
-    r = r << 1;
-  }
-  uint mant = q >> 1;
-  if ((q & 1u) != 0u && (r != 0u || (mant & 1u) != 0u)) { // round to nearest, ties to even
-    mant += 1u;
-    if (mant == 0x01000000u) {
-      mant = mant >> 1;
-      e += 1;
-    }
+  // r / mb is in [1, 2): its float quotient times 2^23 is within a few units of the result.
+  uint mant = m_div_significand(r, mb, uint(float(r) / float(mb) * 8388608.0f));
+  if (mant == 0x01000000u) {
+    mant = mant >> 1;
+    e += 1;
   }
   if (e >= 255) {
     return uintBitsToFloat(sign | 0x7f800000u);
@@ -702,12 +720,12 @@ float m_atanh(float x) {
 
 #if MLX_MATH_SIGMOID
 // Never computes exp of a large positive number, so it neither overflows nor loses 1 - s.
+// One exponential for either sign: a branch on the sign computed m_exp twice in every
+// subgroup that saw both signs (SwiGLU bf16 [4096, 14336], docs/compile.md).
 float m_sigmoid(float x) {
-  if (x >= 0.0f) {
-    return 1.0f / (1.0f + m_exp(-x));
-  }
-  float e = m_exp(x);
-  return e / (1.0f + e);
+  float e = m_exp(-abs(x)); // in [0, 1]
+  float s = 1.0f / (1.0f + e);
+  return x >= 0.0f ? s : e * s;
 }
 #endif // MLX_MATH_SIGMOID
 

@@ -133,6 +133,15 @@ uint f32_to_bf16_bits(float f) {
   return (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
 }
 
+// f32 -> bf16 -> f32 in registers, as a store and reload would give: the rounding of
+// f32_to_bf16_bits with the low half cleared in place (no shift down and back up, no
+// branch), so a fused group's bf16 intermediates cost four integer operations each.
+float bf16_round(float f) {
+  uint x = floatBitsToUint(f);
+  uint r = isnan(f) ? x | 0x400000u : x + 0x7fffu + ((x >> 16) & 1u);
+  return uintBitsToFloat(r & 0xffff0000u);
+}
+
 // Two values as one word of 16-bit lanes, lo in the low half: the vector stores pack pairs
 // (one shift-and-merge per pair) instead of inserting each lane under masks. bf16: per
 // value one bit-field extract and one 3-input add, as f32_to_bf16_bits rounds (same NaN).

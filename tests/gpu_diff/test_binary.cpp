@@ -1,4 +1,8 @@
 // Binary ops on the GPU match the CPU reference.
+#include <bit>
+#include <cstdint>
+#include <vector>
+
 #include <doctest/doctest.h>
 
 #include "harness.h"
@@ -119,4 +123,43 @@ TEST_CASE("integer division and shifts agree with the CPU on their edge cases") 
       CHECK_MESSAGE(got == want, "dtype " << dt);
     }
   }
+}
+
+// m_div (include/math.glsl) corrects the device's 2.5-ulp quotient with an exact integer
+// remainder, so f32 division must give the CPU's bits wherever operands and result are
+// normal (subnormals go to the hardware, which flushes them). Exact multiples are mixed in:
+// one ulp low there turns floor_divide one unit lower.
+TEST_CASE("f32 division on the GPU is correctly rounded: the CPU's bits for normal values") {
+  if (!gpu_present()) return;
+  uint64_t s = 5;
+  auto next = [&] {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<uint32_t>(s >> 32);
+  };
+  auto normal = [&] {  // sign, exponent in [-60, 60], any significand
+    uint32_t e = 127 - 60 + next() % 121;
+    return std::bit_cast<float>((next() & 0x80000000u) | (e << 23) | (next() & 0x007fffffu));
+  };
+  const int n = 1 << 18;
+  std::vector<float> a(n), b(n);
+  for (int i = 0; i < n; ++i) {
+    b[i] = normal();
+    a[i] = i % 4 == 0 ? b[i] * static_cast<float>(static_cast<int>(next() % 2001) - 1000)
+                      : normal();
+  }
+  auto xa = mx::array(a.begin(), {n}, mx::float32);
+  auto xb = mx::array(b.begin(), {n}, mx::float32);
+  auto got = mx::divide(xa, xb, mx::Device::gpu);
+  auto want = mx::divide(xa, xb, mx::Device::cpu);
+  mx::eval({got, want});
+  int mismatches = 0;
+  for (int i = 0; i < n; ++i) {
+    uint32_t g = std::bit_cast<uint32_t>(got.data<float>()[i]);
+    uint32_t w = std::bit_cast<uint32_t>(want.data<float>()[i]);
+    if (g != w && mismatches++ < 5) {
+      FAIL_CHECK(a[i] << " / " << b[i] << ": " << got.data<float>()[i] << ", expected "
+                      << want.data<float>()[i]);
+    }
+  }
+  CHECK(mismatches == 0);
 }
