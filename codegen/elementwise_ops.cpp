@@ -35,6 +35,9 @@ struct OpRule {
   const char* i_expr;     // integer inputs (signed and unsigned)
   const char* b_expr;     // bool inputs (uint 0/1); nullptr: same as i_expr
   const char* math = "";  // include/math.glsl group f_expr needs ("" = always present)
+  // f16/bf16 inputs, when they may use a faster f32 routine whose error stays far below
+  // half an ulp of the 16-bit result (math.glsl, "16-bit results"); nullptr: f_expr.
+  const char* f16_expr = nullptr;
 };
 
 // Unary: parameter x.
@@ -45,7 +48,7 @@ const OpRule kUnary[] = {
     {"Sqrt", F, false, "m_sqrt(x)", "", nullptr},
     {"Rsqrt", F, false, "m_rsqrt(x)", "", nullptr},
     {"Square", ALL, false, "((x) * (x))", "op_square(x)", "(x)"},
-    {"Exp", F, false, "m_exp(x)", "", nullptr, "EXP"},
+    {"Exp", F, false, "m_exp(x)", "", nullptr, "EXP", "m_exp16(x)"},
     {"Expm1", F, false, "m_expm1(x)", "", nullptr, "EXP"},
     {"Log", F, false, "m_log(x)", "", nullptr, "LOG"},
     {"Log1p", F, false, "m_log1p(x)", "", nullptr, "LOG"},
@@ -63,7 +66,7 @@ const OpRule kUnary[] = {
     {"ArcSinh", F, false, "m_asinh(x)", "", nullptr, "HYPER"},
     {"ArcCosh", F, false, "m_acosh(x)", "", nullptr, "HYPER"},
     {"ArcTanh", F, false, "m_atanh(x)", "", nullptr, "HYPER"},
-    {"Sigmoid", F, false, "m_sigmoid(x)", "", nullptr, "SIGMOID"},
+    {"Sigmoid", F, false, "m_sigmoid(x)", "", nullptr, "SIGMOID", "m_sigmoid16(x)"},
     {"Erf", F, false, "m_erf(x)", "", nullptr, "ERF"},
     {"ErfInv", F, false, "m_erfinv(x)", "", nullptr, "ERFINV"},
     {"Floor", ALL, false, "floor(x)", "(x)", nullptr},
@@ -138,7 +141,9 @@ OpExpr from_rule(const OpRule& rule, const DtypeInfo& in, const char* params,
     throw std::invalid_argument("[render] " + where + ": " + rule.name + " does not accept " +
                                 in.name + " inputs (accepts " + kinds_text(rule.accepts) + ").");
   }
-  const char* body = in.kind == Kind::Float                 ? rule.f_expr
+  bool f16 = in.kind == Kind::Float && in.bits == 16 && rule.f16_expr;
+  const char* body = f16                                    ? rule.f16_expr
+                     : in.kind == Kind::Float                 ? rule.f_expr
                      : in.kind == Kind::Bool && rule.b_expr ? rule.b_expr
                                                             : rule.i_expr;
   std::string math = in.kind == Kind::Float ? rule.math : "";

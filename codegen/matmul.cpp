@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "codegen/dtypes.h"
+#include "codegen/elementwise_ops.h"
 #include "codegen/internal.h"
 
 namespace mlx::core::vulkan::codegen {
@@ -746,6 +747,11 @@ KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
   defines.push_back(std::string("PRENORM ") + bit(norm));
   defines.push_back(std::string("RESIDUAL ") + bit(res));
   defines.push_back(std::string("GLU ") + bit(glu));
+  if (glu) {
+    // The sigmoid the elementwise family uses for this dtype, so the epilogue computes what
+    // the compiled SwiGLU it replaces would.
+    defines.push_back("GLU_SIGMOID(x) " + elementwise_op("unary", "Sigmoid", {&dt}, where).body);
+  }
   if (vec != "1") {
     add_vector_operand_defines("IN0_", dt, lanes, false, defines);
   }

@@ -68,6 +68,9 @@
 #ifndef GLU
 #define GLU 0
 #endif
+#ifndef GLU_SIGMOID
+#define GLU_SIGMOID(x) m_sigmoid(x)
+#endif
 #if GLU
 // The SwiGLU of the product's two halves (mlx/fusion.h): as the compiled elementwise group
 // computes it, each node rounded to the dtype.
@@ -330,7 +333,7 @@ void main() {
     float gate = OUT_ROUND(inv * team_sum(acc[i][0], i * NC));
     float up = OUT_ROUND(inv * team_sum(acc[i][1], i * NC + 1));
     if (lane == 0 && IDX_T(i) < pc.m && LIVE) {
-      precise float sig = OUT_ROUND(m_sigmoid(gate));
+      precise float sig = OUT_ROUND(GLU_SIGMOID(gate));
       precise float silu = OUT_ROUND(gate * sig);
       precise float v = silu * up;
       outv[uint(pc.out_offset + z * pc.m * half_n + IDX_T(i) * half_n + col0)] = OUT_STORE(v);

@@ -302,6 +302,21 @@ float m_exp(float x) {
   return m_scale2(m_exp_poly(r), int(k));
 }
 
+// ---- 16-bit results ---------------------------------------------------------------------
+// An f16/bf16 op computes in f32 and rounds once to its dtype, so its f32 routine only has
+// to be well inside half an ulp of the 16-bit result (2^-12 relative for f16, 2^-9 for
+// bf16) to give the correctly rounded value, or one ulp away next to a rounding midpoint.
+// The hardware exp qualifies: Vulkan bounds it by 3 + 2|x| f32 ulp, at most 2^-15 relative
+// for |x| <= 87. It costs a multiply and one transcendental instruction where m_exp costs
+// about 25 instructions, which made a bf16 SwiGLU compute-bound (docs/compile.md). Large,
+// infinite and NaN arguments, and subnormal results, take m_exp.
+float m_exp16(float x) {
+  if (!(abs(x) <= 87.0f)) {
+    return m_exp(x);
+  }
+  return exp(x);
+}
+
 float m_exp2(float x) {
   if (m_isnan(x)) {
     return x;
@@ -724,6 +739,13 @@ float m_atanh(float x) {
 // subgroup that saw both signs (SwiGLU bf16 [4096, 14336], docs/compile.md).
 float m_sigmoid(float x) {
   float e = m_exp(-abs(x)); // in [0, 1]
+  float s = 1.0f / (1.0f + e);
+  return x >= 0.0f ? s : e * s;
+}
+
+// m_sigmoid on m_exp16, for 16-bit results.
+float m_sigmoid16(float x) {
+  float e = m_exp16(-abs(x));
   float s = 1.0f / (1.0f + e);
   return x >= 0.0f ? s : e * s;
 }

@@ -301,6 +301,10 @@ TEST_CASE("GLSL math matches the CPU reference on special values") {
       {"acosh", glsl::m_acosh, cpu::ArcCosh{}},
       {"atanh", glsl::m_atanh, cpu::ArcTanh{}},
       {"sigmoid", glsl::m_sigmoid, cpu::Sigmoid{}},
+      // The 16-bit routines: here only their special-value paths are checked (C++'s exp is
+      // not the hardware's); tests/gpu_diff/test_unary.cpp bounds them on the device.
+      {"exp16", glsl::m_exp16, cpu::Exp{}},
+      {"sigmoid16", glsl::m_sigmoid16, cpu::Sigmoid{}},
       {"erf", glsl::m_erf, cpu::Erf{}},
       {"erfinv", glsl::m_erfinv, cpu::ErfInv{}},
       {"sqrt", glsl::m_sqrt, cpu::Sqrt{}},

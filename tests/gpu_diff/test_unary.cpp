@@ -1,4 +1,10 @@
 // Unary ops on the GPU match the CPU reference.
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <vector>
+
 #include <doctest/doctest.h>
 
 #include "harness.h"
@@ -127,6 +133,63 @@ TEST_CASE("float unary ops agree with the CPU on NaN and infinities") {
       mlx_test::check_all_close(got, want, tol.rtol, tol.atol,
                                 std::string(uc.name) + " special values " +
                                     mx::dtype_to_string(dt));
+    }
+  }
+}
+
+namespace {
+
+float half_bits_to_float(uint16_t h) {
+  uint32_t sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  float mag = e == 0    ? std::ldexp(static_cast<float>(m), -24)
+              : e == 31 ? (m ? NAN : INFINITY)
+                        : std::ldexp(static_cast<float>(m | 0x400u), static_cast<int>(e) - 25);
+  return sign ? -mag : mag;
+}
+
+// Distance in representable 16-bit values between two results of one sign class.
+int steps_apart(uint16_t a, uint16_t b) {
+  auto ordered = [](uint16_t v) { return (v & 0x8000u) ? -static_cast<int>(v & 0x7fffu) : v; };
+  return std::abs(ordered(a) - ordered(b));
+}
+
+}  // namespace
+
+// f16/bf16 exp and sigmoid use the hardware exp (math.glsl, "16-bit results"): its f32
+// error is far below half an ulp of the result, so each result is the CPU's or one value
+// away next to a rounding midpoint. Every input bit pattern of both dtypes; a GPU may flush
+// a subnormal result to zero.
+TEST_CASE("f16 and bf16 exp and sigmoid are within one value of the CPU for every input") {
+  if (!gpu_present()) return;
+  for (auto dt : {mx::float16, mx::bfloat16}) {
+    std::vector<float> values(65536);
+    for (uint32_t b = 0; b < 65536; ++b) {
+      values[b] = dt == mx::bfloat16 ? std::bit_cast<float>(b << 16)
+                                     : half_bits_to_float(static_cast<uint16_t>(b));
+    }
+    auto x = mx::astype(mx::array(values.begin(), {65536}, mx::float32), dt, mx::Device::cpu);
+    for (auto fn : {+[](const mx::array& a, mx::StreamOrDevice s) { return mx::exp(a, s); },
+                    +[](const mx::array& a, mx::StreamOrDevice s) { return mx::sigmoid(a, s); }}) {
+      auto got = fn(x, mx::Device::gpu);
+      auto want = fn(x, mx::Device::cpu);
+      mx::eval({got, want});
+      const uint16_t* g = got.data<uint16_t>();
+      const uint16_t* w = want.data<uint16_t>();
+      int bad = 0, off_by_one = 0;
+      for (int i = 0; i < 65536; ++i) {
+        uint16_t exp_mask = dt == mx::bfloat16 ? 0x7f80u : 0x7c00u;
+        bool w_nan = (w[i] & exp_mask) == exp_mask && (w[i] & ~(exp_mask | 0x8000u)) != 0;
+        bool g_nan = (g[i] & exp_mask) == exp_mask && (g[i] & ~(exp_mask | 0x8000u)) != 0;
+        bool flushed = (w[i] & exp_mask) == 0 && (g[i] & 0x7fffu) == 0;
+        int d = w_nan || g_nan ? (w_nan == g_nan ? 0 : 99) : steps_apart(g[i], w[i]);
+        off_by_one += d == 1;
+        if (d > 1 && !flushed && bad++ < 5) {
+          FAIL_CHECK(mx::dtype_to_string(dt) << " input " << values[i] << ": GPU bits " << g[i]
+                                             << ", CPU bits " << w[i]);
+        }
+      }
+      CHECK(bad == 0);
+      MESSAGE(mx::dtype_to_string(dt) << ": " << off_by_one << " of 65536 one value away");
     }
   }
 }
