@@ -7,6 +7,7 @@
 #include "codegen/fused.h"
 
 #include <algorithm>
+#include <optional>
 #include <cstdlib>
 #include <cstring>
 #include <set>
@@ -154,9 +155,9 @@ Parsed check(const KernelKey& key, const std::string& where) {
     p.out.push_back(p.node[static_cast<size_t>(o)]);
   }
   if (!t.layout.empty() && (t.layout.size() != t.inputs.size() ||
-                            t.layout.find_first_not_of("cs") != std::string::npos)) {
+                            t.layout.find_first_not_of("csr") != std::string::npos)) {
     throw std::invalid_argument("[render] " + where + ": layout must be " +
-                                std::to_string(t.inputs.size()) + " letters of c, s.");
+                                std::to_string(t.inputs.size()) + " letters of c, s, r.");
   }
   if (t.vec) {
     std::vector<const DtypeInfo*> all = p.in;
@@ -274,10 +275,13 @@ void classify_fused(FusedTape& t, const FusedGeometry& g) {
       }
       expected *= g.shape[d];
     }
-    if (!scalar && !contiguous) {
+    if (scalar || contiguous) {
+      letters += scalar ? 's' : 'c';
+    } else if (fused_row_stride(g.shape, st)) {
+      letters += 'r';
+    } else {
       return;
     }
-    letters += scalar ? 's' : 'c';
   }
   t.layout = letters;
   std::vector<const DtypeInfo*> dts;
@@ -296,7 +300,12 @@ void classify_fused(FusedTape& t, const FusedGeometry& g) {
   }
   int64_t vec = vector_width(dts);
   for (size_t k = 0; k < letters.size(); ++k) {
-    if (letters[k] == 'c' && g.in_offsets[k] % vec != 0) {
+    if (letters[k] != 's' && g.in_offsets[k] % vec != 0) {
+      return;
+    }
+    // A row-strided input's vectors must not cross its rows.
+    if (letters[k] == 'r' &&
+        (g.shape.back() % vec != 0 || *fused_row_stride(g.shape, g.in_strides[k]) % vec != 0)) {
       return;
     }
   }
@@ -306,6 +315,28 @@ void classify_fused(FusedTape& t, const FusedGeometry& g) {
     }
   }
   t.vec = static_cast<uint32_t>(vec);
+}
+
+std::optional<int64_t> fused_row_stride(const std::vector<int64_t>& shape,
+                                        const std::vector<int64_t>& strides) {
+  size_t n = shape.size();
+  if (n < 2 || (shape[n - 1] != 1 && strides[n - 1] != 1)) {
+    return std::nullopt;
+  }
+  // Row r is the row-major index over dims 0 .. n-2; dim d must step rows * row_stride.
+  std::optional<int64_t> rs;
+  int64_t rows = 1;
+  for (size_t d = n - 1; d-- > 0;) {
+    if (shape[d] != 1) {
+      if (!rs) {
+        rs = strides[d];
+      } else if (strides[d] != *rs * rows) {
+        return std::nullopt;
+      }
+    }
+    rows *= shape[d];
+  }
+  return rs.value_or(0);
 }
 
 std::string fused_comment(const FusedTape& t) {
@@ -346,9 +377,10 @@ std::string fused_comment(const FusedTape& t) {
   if (t.layout.empty()) {
     s << "//   layout: any strides (shape and strides in the meta buffer)\n";
   } else if (t.vec) {
-    s << "//   layout: contiguous or scalar inputs, steps of " << t.vec << " elements\n";
+    s << "//   layout: contiguous, row-strided or scalar inputs, steps of " << t.vec
+      << " elements\n";
   } else {
-    s << "//   layout: contiguous or scalar inputs\n";
+    s << "//   layout: contiguous, row-strided or scalar inputs\n";
   }
   return s.str();
 }
@@ -381,10 +413,17 @@ KernelSource render_fused(const KernelKey& key, const DeviceCaps& caps) {
     add_vector_operand_defines(pre, *p.in[k], vec, false, defines);
     buffers << "layout(std430, set = 0, binding = " << k << ") readonly buffer I" << k << "V { "
             << pre << "VT in" << k << "v[]; }; ";
-    // Step e's vector of input k is loaded into r<k>[e] before any step computes.
+    // Step e's vector of input k is loaded into r<k>[e] before any step computes. A
+    // row-strided input's vector u is in row u / cv (cv vectors a row) at column u % cv.
     vsetup << "uint vb" << k << " = voff[" << k << "] / " << vec << "u; " << pre << "VT r" << k
            << "[FUSED_MAX_EPT]; ";
-    vload << "r" << k << "[e] = in" << k << "v[vb" << k << " + uint(u)]; ";
+    if (t.layout[k] == 'r') {
+      vsetup << "int rsv" << k << " = fused_row_stride(" << k << ") / " << vec << "; ";
+      vload << "r" << k << "[e] = in" << k << "v[uint(int(vb" << k << ") + (u / cv) * rsv" << k
+            << " + u % cv)]; ";
+    } else {
+      vload << "r" << k << "[e] = in" << k << "v[vb" << k << " + uint(u)]; ";
+    }
     vbody << pre << "CT x" << k << "[VEC]; for (uint j = 0u; j < VEC; ++j) { x" << k
           << "[j] = " << pre << "VLANE(r" << k << "[e], j); } ";
     lane_in.push_back("x" + ks + "[j]");
@@ -534,12 +573,14 @@ KernelSource render_fused(const KernelKey& key, const DeviceCaps& caps) {
     head.push_back("MLX_MATH_" + m + " 1");
   }
   if (!t.layout.empty()) {
-    std::vector<std::string> steps;
+    std::vector<std::string> kinds;
     for (char c : t.layout) {
-      steps.push_back(c == 'c' ? "1" : "0");
+      kinds.push_back(c == 's' ? "0" : c == 'c' ? "1" : "2");
     }
     head.push_back("FUSED_LAYOUT 1");
-    head.push_back("FUSED_STEPS " + join(steps, ','));
+    head.push_back("FUSED_KINDS " + join(kinds, ','));
+    head.push_back(std::string("FUSED_ROWS ") +
+                   (t.layout.find('r') != std::string::npos ? "1" : "0"));
   }
   if (vec) {
     head.push_back("VEC " + std::to_string(vec));
@@ -603,6 +644,15 @@ Launch fused_launch(const KernelKey& key, const KernelSource& source, const Fuse
     meta.push_back(static_cast<int32_t>(g.in_offsets[k]));
     for (auto s : g.in_strides[k]) {
       meta.push_back(static_cast<int32_t>(s));
+    }
+  }
+  // Row-strided inputs ('r'): the row length, then each input's row stride (0 for others).
+  if (t.layout.find('r') != std::string::npos) {
+    meta.push_back(static_cast<int32_t>(g.shape.back()));
+    for (size_t k = 0; k < t.inputs.size(); ++k) {
+      meta.push_back(t.layout[k] == 'r'
+                         ? static_cast<int32_t>(*fused_row_stride(g.shape, g.in_strides[k]))
+                         : 0);
     }
   }
   launch.meta.resize(meta.size() * 4);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,9 +25,9 @@ struct FusedTape {
   std::vector<FusedNode> nodes;
   std::vector<int> outputs;  // node indices
   // The layout variant (classify_fused sets it from a launch's geometry): "" for any
-  // strides, else one letter per input, 'c' (contiguous like the output) or 's' (one element
-  // for all); vec > 1 (only with a layout): contiguous inputs and the outputs are read and
-  // written as vectors of vec elements.
+  // strides, else one letter per input, 'c' (contiguous like the output), 's' (one element
+  // for all) or 'r' (row-strided, classify_fused); vec > 1 (only with a layout): contiguous
+  // and row-strided inputs and the outputs are read and written as vectors of vec elements.
   std::string layout;
   uint32_t vec = 0;
 };
@@ -61,10 +62,18 @@ struct FusedGeometry {
 };
 
 // Sets the tape's layout variant for this geometry: a layout when every input is contiguous
-// or one element, and vec when moreover the contiguous inputs and the outputs start at
-// multiples of the vector width (16 bytes of the widest operand, at least 4 bytes of the
-// narrowest) in bindings aligned to 32 bytes.
+// ('c'), one element ('s') or row-strided ('r': contiguous rows of the last dimension, each
+// row a fixed stride after the one before, as a slice of a wider matrix's columns), and vec
+// when moreover the contiguous and row-strided inputs and the outputs start at multiples of
+// the vector width (16 bytes of the widest operand, at least 4 bytes of the narrowest) in
+// bindings aligned to 32 bytes, and rows and row strides are multiples of it too.
 void classify_fused(FusedTape& tape, const FusedGeometry& g);
+
+// The row stride of an input with these strides over `shape` when it is row-strided (its
+// last dimension contiguous, and row r of the dims before it at r * row stride); nullopt
+// otherwise. Rank >= 2; 0 when there is a single row.
+std::optional<int64_t> fused_row_stride(const std::vector<int64_t>& shape,
+                                        const std::vector<int64_t>& strides);
 Launch fused_launch(const KernelKey& key, const KernelSource& source, const FusedGeometry& g);
 
 }  // namespace mlx::core::vulkan::codegen

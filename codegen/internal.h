@@ -61,8 +61,10 @@ bool parse_columns(const KernelKey& key, const std::string& where);
 uint32_t tuning_env(const char* name, uint32_t lo, uint32_t hi, uint32_t fallback);
 
 // The workgroup size of the elementwise-shaped kernels (the elementwise families and
-// fused groups): 256, or MLX_VK_ELEMENTWISE_WG (32..1024) for tuning on a new device.
-// Callers clamp it to the device's limit.
+// fused groups): 128, or MLX_VK_ELEMENTWISE_WG (32..1024) for tuning on a new device.
+// Callers clamp it to the device's limit. 128 measured 1-2.5% faster than 256 on an H200
+// for f32 copy, exp and scalar multiply (1 GiB operands), the same elsewhere; 512 and 1024
+// no better (docs/performance.md).
 uint32_t elementwise_workgroup_size();
 
 // The power-of-two workgroup size of the row kernels: 256, or less where the device

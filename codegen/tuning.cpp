@@ -23,7 +23,7 @@ uint32_t tuning_env(const char* name, uint32_t lo, uint32_t hi, uint32_t fallbac
 }
 
 uint32_t elementwise_workgroup_size() {
-  return tuning_env("MLX_VK_ELEMENTWISE_WG", 32, 1024, 256);
+  return tuning_env("MLX_VK_ELEMENTWISE_WG", 32, 1024, 128);
 }
 
 }  // namespace mlx::core::vulkan::codegen

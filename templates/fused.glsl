@@ -8,12 +8,15 @@
 // Three layouts (the key's `layout` and `vec`):
 //   - FUSED_LAYOUT 0: any strides; element i's location in each input comes from the shape
 //     and that input's strides (0 where broadcast) in the meta buffer.
-//   - FUSED_LAYOUT 1: every input is contiguous like the output (offset + i) or one element
-//     for all (offset); FUSED_STEPS lists 1 or 0 per input.
-//   - VEC > 1 (with FUSED_LAYOUT 1): steps of VEC elements, every contiguous input and output
-//     read and written as one vector through a second view of its binding (IN<k>_VT,
-//     OUT<j>_VT: 4 to 32 bytes; offsets are multiples of VEC, bindings 32-byte aligned). The
-//     last partial step goes element by element.
+//   - FUSED_LAYOUT 1: every input is contiguous like the output (offset + i), one element
+//     for all (offset), or row-strided (offset + (i / C) * row stride + i % C, C the last
+//     dimension: a slice of a wider matrix's columns, such as either half of a stacked
+//     gate/up product); FUSED_KINDS lists 1, 0 or 2 per input, and FUSED_ROWS says whether
+//     any is row-strided (C and the row strides then follow the strides in the meta buffer).
+//   - VEC > 1 (with FUSED_LAYOUT 1): steps of VEC elements, every contiguous or row-strided
+//     input and every output read and written as one vector through a second view of its
+//     binding (IN<k>_VT, OUT<j>_VT: 4 to 32 bytes; offsets, C and row strides are multiples
+//     of VEC, bindings 32-byte aligned). The last partial step goes element by element.
 //
 // The engine defines NUM_IN, NUM_OUT, RANK_MAX, FUSED_BUFFERS (the buffer declarations,
 // bindings 0 .. NUM_IN + NUM_OUT - 1), FUSED_BODY (loads, ops and stores of element `i` with
@@ -37,6 +40,9 @@
 #endif
 #ifndef FUSED_LAYOUT
 #define FUSED_LAYOUT 0
+#endif
+#ifndef FUSED_ROWS
+#define FUSED_ROWS 0
 #endif
 #ifndef VEC
 #define VEC 0
@@ -84,11 +90,32 @@ int fused_offset(int k) {
 }
 
 // Where element i of the output shape sits in each input.
+#if FUSED_ROWS
+// The row length C and input k's row stride, after the inputs' strides in the meta buffer.
+int fused_cols() {
+  int rank = meta[0];
+  return meta[1 + rank + NUM_IN * (rank + 1)];
+}
+int fused_row_stride(int k) {
+  int rank = meta[0];
+  return meta[2 + rank + NUM_IN * (rank + 1) + k];
+}
+#endif
+
 void fused_locate(int i, out uint loc[NUM_IN]) {
 #if FUSED_LAYOUT
-  const int steps[NUM_IN] = int[](FUSED_STEPS);
+  const int kinds[NUM_IN] = int[](FUSED_KINDS);
+#if FUSED_ROWS
+  int cols = fused_cols();
+#endif
   for (int k = 0; k < NUM_IN; ++k) {
-    loc[k] = uint(fused_offset(k) + i * steps[k]);
+#if FUSED_ROWS
+    if (kinds[k] == 2) {
+      loc[k] = uint(fused_offset(k) + (i / cols) * fused_row_stride(k) + i % cols);
+      continue;
+    }
+#endif
+    loc[k] = uint(fused_offset(k) + i * kinds[k]);
   }
 #else
   int rank = meta[0];
@@ -123,6 +150,9 @@ void main() {
   for (int k = 0; k < NUM_IN; ++k) {
     voff[k] = uint(fused_offset(k));
   }
+#if FUSED_ROWS
+  int cv = fused_cols() / VEC; // vectors per row of the row-strided inputs
+#endif
   FUSED_VSETUP
   int full = pc.size / VEC;
   int wg = int(gl_WorkGroupSize.x);

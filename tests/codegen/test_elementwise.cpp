@@ -113,9 +113,9 @@ TEST_CASE("elementwise_launch packs size and offsets for contiguous inputs") {
   CHECK(src.push_constant_bytes == 16);
   CHECK(words(l.push_constants, false) == std::vector<int64_t>{1000, 11, 7, 3});
   CHECK(l.meta.empty());
-  CHECK(src.workgroup_size[0] == 256);
+  CHECK(src.workgroup_size[0] == 128);
   CHECK(src.spec_constants.at(1) == 4);                 // elements per invocation for f32
-  CHECK(l.groups == std::array<uint32_t, 3>{1, 1, 1});  // ceil(1000 / (256 * 4))
+  CHECK(l.groups == std::array<uint32_t, 3>{2, 1, 1});  // ceil(1000 / (128 * 4))
 }
 
 TEST_CASE("elementwise_launch packs dims and strides of strided inputs (ranks 1-3)") {
@@ -157,7 +157,7 @@ TEST_CASE("large launches split over y (and z) with no dimension above 65535") {
   KernelKey key = elementwise_key("binary", "Add", {"f32", "f32"}, "f32", g);
   KernelSource src = render(key, full_caps());
   Launch l = elementwise_launch(key, src, g);
-  uint64_t needed = (100000000 + 1023) / 1024;  // 256 invocations x 4 elements
+  uint64_t needed = (100000000 + 511) / 512;  // 128 invocations x 4 elements
   CHECK(l.groups[0] <= 65535);
   CHECK(l.groups[1] > 1);
   CHECK(l.groups[2] == 1);
@@ -184,7 +184,7 @@ TEST_CASE("large launches split over y (and z) with no dimension above 65535") {
   KernelKey k8 = elementwise_key("unary", "Negative", {"i8"}, "i8", g8);
   KernelSource s8 = render(k8, full_caps());
   CHECK(s8.spec_constants.at(1) == 16);
-  CHECK(elementwise_launch(k8, s8, g8).groups == std::array<uint32_t, 3>{25, 1, 1});
+  CHECK(elementwise_launch(k8, s8, g8).groups == std::array<uint32_t, 3>{49, 1, 1});
 
   // Nothing to do: zero groups.
   auto g0 = geom({0}, {{1}});
@@ -257,8 +257,8 @@ TEST_CASE("vector keys launch one step per vector and only on aligned geometries
   REQUIRE(key.params.at("vec") == "4");
   KernelSource src = render(key, full_caps());
   CHECK(src.spec_constants.at(1) == 2);  // vectors per invocation
-  // ceil(100003 / 4) = 25001 steps, 512 per group.
-  CHECK(elementwise_launch(key, src, g).groups == std::array<uint32_t, 3>{49, 1, 1});
+  // ceil(100003 / 4) = 25001 steps, 256 per group (128 invocations x 2).
+  CHECK(elementwise_launch(key, src, g).groups == std::array<uint32_t, 3>{98, 1, 1});
   auto misaligned = g;
   misaligned.in_offsets = {1, 0};
   CHECK_THROWS_AS(elementwise_launch(key, src, misaligned), std::invalid_argument);

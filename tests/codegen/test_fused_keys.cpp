@@ -5,6 +5,8 @@
 // geometry; tapes the emitter does not take are refused with a message.
 #include <doctest/doctest.h>
 
+#include <cstring>
+
 #include <stdexcept>
 
 #include "codegen/codegen.h"
@@ -144,6 +146,47 @@ TEST_CASE("fused layout variants follow the geometry and show in the key") {
   CHECK(w.layout == "cc");
   CHECK(w.vec == 2);
   build(cg::fused_key(w));
+}
+
+TEST_CASE("column slices of a wider matrix take the row-strided layout") {
+  // silu(g) * u over the two halves of a [2, 3, 96] product: rows of 48, 96 apart.
+  auto t = tape({"bf16", "bf16"},
+                {{"unary", "Sigmoid", "bf16", {"i0"}},
+                 {"binary", "Multiply", "bf16", {"i0", "n0"}},
+                 {"binary", "Multiply", "bf16", {"n1", "i1"}}},
+                {2});
+  cg::FusedGeometry g;
+  g.shape = {2, 3, 48};
+  g.in_offsets = {0, 48};
+  g.in_strides = {{288, 96, 1}, {288, 96, 1}};
+  g.out_offsets = {0};
+  g.binding_alignment = 32;
+  CHECK(cg::fused_row_stride(g.shape, g.in_strides[0]) == 96);
+  cg::classify_fused(t, g);
+  CHECK(t.layout == "rr");
+  CHECK(t.vec == 8);
+  auto key = cg::fused_key(t);
+  std::string glsl = build(key);
+  CHECK(glsl.find("#define FUSED_ROWS 1") != std::string::npos);
+  CHECK(glsl.find("(u / cv) * rsv1 + u % cv") != std::string::npos);
+  // The meta buffer ends with the row length and each input's row stride.
+  auto launch = cg::fused_launch(key, cg::render(key, full_caps()), g);
+  std::vector<int32_t> meta(launch.meta.size() / 4);
+  std::memcpy(meta.data(), launch.meta.data(), launch.meta.size());
+  CHECK(std::vector<int32_t>(meta.end() - 3, meta.end()) == std::vector<int32_t>{48, 96, 96});
+  // Rows that are not a whole number of vectors: row-strided, element by element.
+  g.shape = {2, 3, 44};
+  cg::classify_fused(t, g);
+  CHECK(t.layout == "rr");
+  CHECK(t.vec == 0);
+  build(cg::fused_key(t));
+  // Every other row of a [6, 96] matrix: rows 192 apart; the rows of a [2, 3] outer block
+  // that are not evenly spaced (a transposed outer pair) are not row-strided.
+  CHECK(cg::fused_row_stride({3, 48}, {192, 1}) == 192);
+  CHECK(cg::fused_row_stride({2, 3, 48}, {96, 288, 1}) == std::nullopt);
+  CHECK(cg::fused_row_stride({1, 1, 48}, {0, 7, 1}) == 0);
+  CHECK(cg::fused_row_stride({4, 48}, {96, 2}) == std::nullopt);
+  CHECK(cg::fused_row_stride({48}, {1}) == std::nullopt);
 }
 
 TEST_CASE("fused tapes the emitter does not take are refused") {

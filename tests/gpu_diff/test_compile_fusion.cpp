@@ -155,6 +155,35 @@ TEST_CASE("replays of a compiled function with changing layouts each get their o
   mx::set_default_device(saved);
 }
 
+// The halves of a stacked gate/up product are column slices: the row-strided layout reads
+// them in place, in vectors where rows and row strides allow (codegen/fused.h).
+TEST_CASE("a compiled SwiGLU of a product's two halves reads them in place, as rows") {
+  if (!gpu_present())
+    return;
+  auto saved = mx::default_device();
+  mx::set_default_device(mx::Device::gpu);
+  auto cfun = mx::compile(swiglu, true);
+  for (auto dt : {mx::float32, mx::bfloat16, mx::float16}) {
+    // Rows of 48 (whole vectors), 13 (element by element) and every other row of 40.
+    for (int c : {48, 13, 40}) {
+      CAPTURE(mx::dtype_to_string(dt));
+      CAPTURE(c);
+      auto p = mx::astype(mx::random::normal({2, 6, 2 * c}), dt);
+      mx::eval(p);
+      auto g = mx::slice(p, {0, 0, 0}, {2, 6, c});
+      auto u = mx::slice(p, {0, 0, c}, {2, 6, 2 * c});
+      if (c == 40) {
+        g = mx::slice(p, {0, 0, 0}, {2, 6, c}, {1, 2, 1});
+        u = mx::slice(p, {0, 1, c}, {2, 6, 2 * c}, {1, 2, 1});
+      }
+      CHECK(dispatches_of([&] { return cfun({g, u}); }) == 1);
+      Tolerance tol = dt == mx::float32 ? Tolerance{2.4e-7, 1e-30} : Tolerance{0, 0};
+      CHECK(all_close(cfun({g, u})[0], swiglu({g, u})[0], tol, "swiglu of halves"));
+    }
+  }
+  mx::set_default_device(saved);
+}
+
 TEST_CASE("fused groups with broadcast and strided inputs, predicates and several outputs") {
   if (!gpu_present())
     return;
