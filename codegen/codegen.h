@@ -28,6 +28,11 @@ struct DeviceCaps {
   // conversions were verified exact (round to nearest even, subnormals kept) by
   // tests/gpu_diff ("f16 conversions are exact at every rounding boundary").
   bool f16_hw_convert = false;
+  // fma() is one rounding, so f32 division may correct its quotient with fused multiply-adds
+  // (include/math.glsl, m_div_fma) instead of integer arithmetic: only on drivers verified
+  // by tests/gpu_diff ("f32 division on the GPU is correctly rounded"). Vulkan lets fma be
+  // a multiply and an add; lavapipe's is.
+  bool fma_fused = false;
   // Cooperative matrices with a 16x16x16 subgroup multiply into f32: VK_NV_cooperative_matrix
   // with f16 A/B (templates/gemm_coop.glsl as compiled), VK_KHR_cooperative_matrix with f16
   // A/B, and the KHR extension with bf16 A/B (VK_KHR_shader_bfloat16). The KHR kernels are

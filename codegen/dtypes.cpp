@@ -92,7 +92,8 @@ std::vector<std::string> storage_defines(const std::vector<const DtypeInfo*>& dt
   return {std::string("MLX_STORAGE_8BIT ") + (need8 ? "1" : "0"),
           std::string("MLX_STORAGE_16BIT ") + (need16 ? "1" : "0"),
           std::string("MLX_INT64 ") + (need64 ? "1" : "0"),
-          std::string("MLX_F16_HW ") + (caps.f16_hw_convert ? "1" : "0")};
+          std::string("MLX_F16_HW ") + (caps.f16_hw_convert ? "1" : "0"),
+          std::string("MLX_FMA_FUSED ") + (caps.fma_fused ? "1" : "0")};
 }
 
 void add_input_defines(const std::string& prefix, const DtypeInfo& dt,

@@ -41,6 +41,9 @@ inline float sqrt(float x) {
 inline bool isnan(float x) {
   return std::isnan(x);
 }
+inline float fma(float a, float b, float c) {
+  return std::fma(a, b, c);  // one rounding, as on a device with DeviceCaps::fma_fused
+}
 
 inline void umulExtended(uint a, uint b, uint& hi, uint& lo) {
   uint64_t p = static_cast<uint64_t>(a) * b;

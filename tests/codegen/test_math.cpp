@@ -231,6 +231,36 @@ TEST_CASE("GLSL division is correctly rounded, so floor(a / b) matches the CPU")
   CHECK(glsl::m_div(5.0f, kInf) == 0.0f);
 }
 
+// The fused-multiply-add division (devices with DeviceCaps::fma_fused) over the operands
+// m_div gives it: the CPU's bits, including exact multiples, where a one-ulp-low quotient
+// would turn floor_divide one unit lower.
+TEST_CASE("GLSL division by fused multiply-adds is correctly rounded in its range") {
+  uint64_t s = 9;
+  auto next = [&] {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<double>(s >> 11) / 9007199254740992.0;
+  };
+  int mismatches = 0, taken = 0;
+  for (int i = 0; i < 400000; ++i) {
+    float b = static_cast<float>(std::exp(-80 + 160 * next())) * (next() < 0.5 ? -1.0f : 1.0f);
+    float a = i % 4 == 0 ? b * static_cast<float>(std::floor(-1000 + 2000 * next()))
+                         : static_cast<float>(std::exp(-80 + 160 * next()));
+    int ea = static_cast<int>((std::bit_cast<uint32_t>(a) >> 23) & 0xff);
+    int eb = static_cast<int>((std::bit_cast<uint32_t>(b) >> 23) & 0xff);
+    int e = ea - eb + 127;
+    if (!(ea >= 26 && ea <= 254 && eb >= 2 && eb <= 252 && e >= 3 && e <= 252)) {
+      continue;  // m_div takes m_div_int there
+    }
+    ++taken;
+    float got = glsl::m_div_fma(a, b), want = a / b;
+    if (std::bit_cast<uint32_t>(got) != std::bit_cast<uint32_t>(want) && mismatches++ < 5) {
+      FAIL_CHECK(a << " / " << b << " = " << got << ", expected " << want);
+    }
+  }
+  CHECK(taken > 300000);
+  CHECK(mismatches == 0);
+}
+
 // On a GPU the estimate m_div hands m_div_significand comes from an inexact division (2.5
 // ulp in Vulkan); here it is exact, so the correction is driven by estimates moved by hand.
 TEST_CASE("GLSL division's significand is corrected from any estimate within 100 units") {

@@ -708,6 +708,7 @@ struct DeviceFactory {
     c.cooperative_matrix_khr = want_khr_f16;
     c.cooperative_matrix_bf16 = want_khr_bf16;
     c.f16_hw_convert = f16_hardware_conversions(p.props12.driverID);
+    c.fma_fused = fused_fma(p.props12.driverID);
     c.max_workgroup_invocations = p.props.limits.maxComputeWorkGroupInvocations;
     c.max_shared_memory = p.props.limits.maxComputeSharedMemorySize;
     c.fingerprint = p.fingerprint();
@@ -728,6 +729,21 @@ struct DeviceFactory {
       std::fprintf(stderr, "[vulkan] MLX_VK_F16_CONVERT=%s is not hw or exact; ignored.\n", env);
     }
     return id == VK_DRIVER_ID_NVIDIA_PROPRIETARY || id == VK_DRIVER_ID_MESA_LLVMPIPE;
+  }
+
+  // Drivers whose fma() is one rounding, verified by the division test in
+  // tests/gpu_diff/test_binary.cpp (m_div_fma gives the CPU's bits): NVIDIA's (H200, driver
+  // 580). Lavapipe's (Mesa 22.3) is not: the test failed on 11% of quotients there.
+  // MLX_VK_FMA=fused|unfused overrides (to verify a new device: fused, then run the test).
+  static bool fused_fma(VkDriverId id) {
+    if (const char* env = std::getenv("MLX_VK_FMA"); env && *env) {
+      std::string v = env;
+      if (v == "fused" || v == "unfused") {
+        return v == "fused";
+      }
+      std::fprintf(stderr, "[vulkan] MLX_VK_FMA=%s is not fused or unfused; ignored.\n", env);
+    }
+    return id == VK_DRIVER_ID_NVIDIA_PROPRIETARY;
   }
 
   // Arrays go to device-local memory. They are mapped for host access only where the
