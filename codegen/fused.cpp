@@ -352,7 +352,9 @@ std::string fused_comment(const FusedTape& t) {
   for (size_t k = 0; k < t.inputs.size(); ++k) {
     std::string how;
     if (!t.layout.empty() && k < t.layout.size()) {
-      how = t.layout[k] == 'c' ? (t.vec ? " (contiguous, vectors)" : " (contiguous)") : " (scalar)";
+      const char* kind = t.layout[k] == 'c' ? "contiguous" : "row-strided";
+      how = t.layout[k] == 's' ? std::string(" (scalar)")
+                               : std::string(" (").append(kind).append(t.vec ? ", vectors)" : ")");
     }
     s << "//   i" << k << " : " << t.inputs[k] << how << "\n";
   }
