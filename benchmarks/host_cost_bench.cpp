@@ -22,8 +22,8 @@ struct ChainCost {
   double host_us, wall_us;
 };
 
-ChainCost chain_cost_us(const std::function<mx::array(const mx::array&)>& step,
-                        const mx::array& x0, int count, int reps) {
+ChainCost chain_cost_us(const std::function<mx::array(const mx::array&)>& step, const mx::array& x0,
+                        int count, int reps) {
   mx::eval(step(x0));  // kernels compiled, allocator warm
   ChainCost best{1e30, 1e30};
   for (int r = 0; r < reps; ++r) {
@@ -58,8 +58,7 @@ int main(int argc, char** argv) {
                       mx::bfloat16);
   auto pos = mx::array(7);
   auto wq = mx::quantize(
-      mx::astype(mx::random::uniform({1024, 1024}, mx::float32, mx::random::key(3)),
-                 mx::bfloat16),
+      mx::astype(mx::random::uniform({1024, 1024}, mx::float32, mx::random::key(3)), mx::bfloat16),
       64, 4);
   mx::eval({h, w, q, pos});
   mx::eval(wq);

@@ -397,7 +397,8 @@ KernelSource render_elementwise(const KernelKey& key, const DeviceCaps& caps) {
   KernelSource source = render_template(key.family + ".glsl", defines);
   source.num_buffers = static_cast<uint32_t>(spec.inputs) + 1 + (spec.rank == 4 ? 1 : 0);
   source.push_constant_bytes = push_constant_fields(spec) * (spec.idx64 ? 8 : 4);
-  uint32_t wg = std::max(1u, std::min(elementwise_workgroup_size(), caps.max_workgroup_invocations));
+  uint32_t wg =
+      std::max(1u, std::min(elementwise_workgroup_size(), caps.max_workgroup_invocations));
   source.workgroup_size = {wg, 1, 1};
   source.spec_constants = {{0, wg}, {1, steps_per_invocation(all, spec.vec)}};
   return source;

@@ -143,7 +143,7 @@ OpExpr from_rule(const OpRule& rule, const DtypeInfo& in, const char* params,
   }
   bool f16 = in.kind == Kind::Float && in.bits == 16 && rule.f16_expr;
   const char* body = f16                                    ? rule.f16_expr
-                     : in.kind == Kind::Float                 ? rule.f_expr
+                     : in.kind == Kind::Float               ? rule.f_expr
                      : in.kind == Kind::Bool && rule.b_expr ? rule.b_expr
                                                             : rule.i_expr;
   std::string math = in.kind == Kind::Float ? rule.math : "";

@@ -7,9 +7,9 @@
 #include "codegen/fused.h"
 
 #include <algorithm>
-#include <optional>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -499,8 +499,8 @@ KernelSource render_fused(const KernelKey& key, const DeviceCaps& caps) {
       exprs.push_back("float " + v + "_s = " + expr + "; float " + v + " = " +
                       node_round(*p.node[k], v + "_s") + "; ");
     } else {
-      exprs.push_back(std::string(f32 ? "precise " : "") + p.node[k]->compute + " " + v +
-                      " = " + node_round(*p.node[k], expr) + "; ");
+      exprs.push_back(std::string(f32 ? "precise " : "") + p.node[k]->compute + " " + v + " = " +
+                      node_round(*p.node[k], expr) + "; ");
     }
   }
   auto nodes_with = [&](const std::vector<std::string>& in) {
@@ -542,8 +542,8 @@ KernelSource render_fused(const KernelKey& key, const DeviceCaps& caps) {
         // family stores them, instead of one masked insert per lane.
         vdecl << "float y" << j << "[VEC]; ";
         vset << "y" << j << "[j] = " << stored(node) << "; ";
-        vpack << "for (uint j = 0u; j < VEC; j += 2u) { o" << j << "[j / 2u] = " << pre
-              << "PACK2(y" << j << "[j], y" << j << "[j + 1u]); } ";
+        vpack << "for (uint j = 0u; j < VEC; j += 2u) { o" << j << "[j / 2u] = " << pre << "PACK2(y"
+              << j << "[j], y" << j << "[j + 1u]); } ";
       } else {
         vset << pre << "VSET(o" << j << ", j, " << stored(node) << "); ";
       }
@@ -608,7 +608,8 @@ KernelSource render_fused(const KernelKey& key, const DeviceCaps& caps) {
   source.glsl.insert(after, fused_comment(t));
   source.num_buffers = static_cast<uint32_t>(t.inputs.size() + t.outputs.size() + 1);
   source.push_constant_bytes = 5 * 4;
-  uint32_t wg = std::max(1u, std::min(elementwise_workgroup_size(), caps.max_workgroup_invocations));
+  uint32_t wg =
+      std::max(1u, std::min(elementwise_workgroup_size(), caps.max_workgroup_invocations));
   source.workgroup_size = {wg, 1, 1};
   source.spec_constants = {{0, wg}, {1, vec ? vector_steps() : 1}};
   return source;

@@ -284,7 +284,7 @@ TEST_CASE("GLSL division's significand is corrected from any estimate within 100
     uint32_t got = glsl::m_div_significand(r, mb, estimate);
     if (got != q && mismatches++ < 5) {
       FAIL_CHECK(r << " / " << mb << " from " << off << " units off: " << got << ", expected "
-                    << q);
+                   << q);
     }
   }
   CHECK(mismatches == 0);

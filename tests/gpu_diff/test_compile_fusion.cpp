@@ -164,8 +164,9 @@ TEST_CASE("a compiled SwiGLU of a product's two halves reads them in place, as r
   mx::set_default_device(mx::Device::gpu);
   auto cfun = mx::compile(swiglu, true);
   for (auto dt : {mx::float32, mx::bfloat16, mx::float16}) {
-    // Rows of 48 (whole vectors), 13 (element by element) and every other row of 40.
-    for (int c : {48, 13, 40}) {
+    // Rows of 48 (whole vectors), 13 (element by element), every other row of 40, and rows
+    // of 24 in reverse order (a negative row stride).
+    for (int c : {48, 13, 40, 24}) {
       CAPTURE(mx::dtype_to_string(dt));
       CAPTURE(c);
       auto p = mx::astype(mx::random::normal({2, 6, 2 * c}), dt);
@@ -175,6 +176,11 @@ TEST_CASE("a compiled SwiGLU of a product's two halves reads them in place, as r
       if (c == 40) {
         g = mx::slice(p, {0, 0, 0}, {2, 6, c}, {1, 2, 1});
         u = mx::slice(p, {0, 1, c}, {2, 6, 2 * c}, {1, 2, 1});
+      }
+      if (c == 24) {
+        auto rows = mx::reshape(p, {12, 2 * c});
+        g = mx::slice(rows, {11, 0}, {-13, c}, {-1, 1});
+        u = mx::slice(rows, {11, c}, {-13, 2 * c}, {-1, 1});
       }
       CHECK(dispatches_of([&] { return cfun({g, u}); }) == 1);
       Tolerance tol = dt == mx::float32 ? Tolerance{2.4e-7, 1e-30} : Tolerance{0, 0};

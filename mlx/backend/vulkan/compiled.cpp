@@ -119,7 +119,9 @@ void Compiled::eval_gpu(const std::vector<array>& inputs, std::vector<array>& ou
             (int64_t{in.shape(static_cast<int>(d))} - 1) * in.strides(static_cast<int>(d));
         (reach < 0 ? s.lo : s.hi) += reach;
       }
-      fused = fused && in.shape() == shape && vulkan::fits_one_binding(dev, s);
+      // fused.glsl indexes in int: every location must stay below 2^31 elements.
+      fused = fused && in.shape() == shape && vulkan::fits_one_binding(dev, s) &&
+              s.hi - s.lo < (int64_t{1} << 30);
       spans.push_back(s);
     }
     for (auto& o : outputs) {

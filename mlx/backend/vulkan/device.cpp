@@ -721,14 +721,8 @@ struct DeviceFactory {
   // 22.3). Others keep the exact software routines until the test has run on them.
   // MLX_VK_F16_CONVERT=hw|exact overrides (to verify a new device: hw, then run the test).
   static bool f16_hardware_conversions(VkDriverId id) {
-    if (const char* env = std::getenv("MLX_VK_F16_CONVERT"); env && *env) {
-      std::string v = env;
-      if (v == "hw" || v == "exact") {
-        return v == "hw";
-      }
-      std::fprintf(stderr, "[vulkan] MLX_VK_F16_CONVERT=%s is not hw or exact; ignored.\n", env);
-    }
-    return id == VK_DRIVER_ID_NVIDIA_PROPRIETARY || id == VK_DRIVER_ID_MESA_LLVMPIPE;
+    return env_choice("MLX_VK_F16_CONVERT", "hw", "exact",
+                      id == VK_DRIVER_ID_NVIDIA_PROPRIETARY || id == VK_DRIVER_ID_MESA_LLVMPIPE);
   }
 
   // Drivers whose fma() is one rounding, verified by the division test in
@@ -736,14 +730,22 @@ struct DeviceFactory {
   // 580). Lavapipe's (Mesa 22.3) is not: the test failed on 11% of quotients there.
   // MLX_VK_FMA=fused|unfused overrides (to verify a new device: fused, then run the test).
   static bool fused_fma(VkDriverId id) {
-    if (const char* env = std::getenv("MLX_VK_FMA"); env && *env) {
-      std::string v = env;
-      if (v == "fused" || v == "unfused") {
-        return v == "fused";
-      }
-      std::fprintf(stderr, "[vulkan] MLX_VK_FMA=%s is not fused or unfused; ignored.\n", env);
+    return env_choice("MLX_VK_FMA", "fused", "unfused", id == VK_DRIVER_ID_NVIDIA_PROPRIETARY);
+  }
+
+  // `fallback`, unless environment variable `name` is `on` (true) or `off` (false); any
+  // other value is reported and ignored.
+  static bool env_choice(const char* name, const char* on, const char* off, bool fallback) {
+    const char* env = std::getenv(name);
+    if (env == nullptr || *env == '\0') {
+      return fallback;
     }
-    return id == VK_DRIVER_ID_NVIDIA_PROPRIETARY;
+    std::string v = env;
+    if (v == on || v == off) {
+      return v == on;
+    }
+    std::fprintf(stderr, "[vulkan] %s=%s is not %s or %s; ignored.\n", name, env, on, off);
+    return fallback;
   }
 
   // Arrays go to device-local memory. They are mapped for host access only where the
