@@ -1,7 +1,9 @@
 // where (select), astype/copy and concatenate on the GPU match the CPU reference.
 #include <doctest/doctest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 
 #include "harness.h"
 #include "mlx/backend/vulkan/cpu_fallback.h"
@@ -127,6 +129,58 @@ TEST_CASE("f16 conversions are exact at every rounding boundary") {
   auto down_cpu =
       mx::astype(mx::astype(x, mx::float16, mx::Device::cpu), mx::float32, mx::Device::cpu);
   CHECK(same(down_gpu, down_cpu));
+}
+
+// f32 -> bf16 rounds to nearest even on every path (include/types.glsl's f32_to_bf16_bits,
+// pack_bf16x2 and bf16_round; an NVIDIA hardware conversion tried in their place rounded
+// some values one ulp differently, docs/codegen.md). For every
+// positive finite bf16 h (and its negative): h, the exact tie between h and the next bf16,
+// and the f32 values one ulp either side of the tie; through astype (vector and element
+// stores) and through a fused group's rounding in registers. Compared bit for bit with the
+// CPU except NaN (any NaN).
+TEST_CASE("bf16 conversions round to nearest even at every rounding boundary") {
+  if (!gpu_present())
+    return;
+  std::vector<float> probes;
+  for (uint32_t h = 0; h < 0x7f80u; ++h) {
+    for (uint32_t sign : {0u, 0x8000u}) {
+      uint32_t bits = (h | sign) << 16;
+      uint32_t tie = bits + 0x8000u;  // halfway to the next bf16 away from zero
+      probes.push_back(std::bit_cast<float>(bits));
+      probes.push_back(std::bit_cast<float>(tie));
+      probes.push_back(std::bit_cast<float>(tie - 1));
+      probes.push_back(std::bit_cast<float>(tie + 1));
+    }
+  }
+  probes.push_back(NAN);
+  probes.push_back(INFINITY);
+  probes.push_back(-INFINITY);
+  auto x = mx::array(probes.begin(), {static_cast<int>(probes.size())});
+  auto cpu = mx::Device::cpu;
+  auto same = [&](const mx::array& a, const mx::array& b) {
+    return mx::all(mx::logical_or(mx::equal(a, b, cpu),
+                                  mx::logical_and(mx::isnan(a, cpu), mx::isnan(b, cpu), cpu), cpu),
+                   cpu)
+        .item<bool>();
+  };
+  auto up = [&](const mx::array& a) { return mx::astype(a, mx::float32, cpu); };
+  auto want = up(mx::astype(x, mx::bfloat16, cpu));
+  CHECK(same(up(mx::astype(x, mx::bfloat16, mx::Device::gpu)), want));
+  // An odd length and an offset: the element-by-element store too.
+  auto tail = mx::slice(x, {1}, {static_cast<int>(probes.size())});
+  CHECK(same(up(mx::astype(tail, mx::bfloat16, mx::Device::gpu)),
+             up(mx::astype(tail, mx::bfloat16, cpu))));
+  // Rounded in registers: a compiled astype to bf16 times a bf16 one is one fused kernel
+  // whose astype node is rounded by bf16_round before the multiply.
+  auto saved = mx::default_device();
+  mx::set_default_device(mx::Device::gpu);
+  auto fused = mx::compile([](const std::vector<mx::array>& in) {
+    return std::vector<mx::array>{mx::multiply(mx::astype(in[0], mx::bfloat16), in[1])};
+  });
+  auto ones = mx::ones({static_cast<int>(probes.size())}, mx::bfloat16);
+  auto got = fused({x, ones})[0];
+  mx::set_default_device(saved);
+  CHECK(same(up(got), want));
 }
 
 TEST_CASE("astype between integer types of one width shares the buffer and keeps the bits") {
