@@ -12,6 +12,7 @@
 #include "cache/format.h"
 #include "cache/hash.h"
 #include "cache/layout.h"
+#include "cache/tuning.h"
 #include "cache/warn.h"
 
 namespace mlx::core::vulkan::cache {
@@ -375,6 +376,8 @@ VerifyReport DiskCache::verify(bool remove_bad) const {
       if (!read_fingerprint(s_->config.dir, f.fingerprint_hash)) {
         problem = "does not hold the fingerprint its directory is named after";
       }
+    } else if (f.role == FileRole::Tuning) {
+      problem = tuning_problem(std::string(bytes->begin(), bytes->end()));
     } else {
       try {
         if (f.role == FileRole::Kernel) {

@@ -15,6 +15,7 @@ namespace {
 constexpr std::string_view kKernelSuffix = ".kernel";
 constexpr const char* kPipelineName = "pipeline.cache";
 constexpr const char* kFingerprintName = "fingerprint.txt";
+constexpr const char* kTuningName = "tuning.txt";
 
 // The standard tag (https://bford.info/cachedir/) that backup tools honour.
 constexpr std::string_view kCacheDirTag =
@@ -32,6 +33,8 @@ std::optional<CacheFile> classify(const std::filesystem::path& path, uint64_t fp
     f.role = FileRole::PipelineCache;
   } else if (name == kFingerprintName) {
     f.role = FileRole::Fingerprint;
+  } else if (name == kTuningName) {
+    f.role = FileRole::Tuning;
   } else if (name.size() == 16 + kKernelSuffix.size() && name.ends_with(kKernelSuffix) &&
              from_hex(std::string_view(name).substr(0, 16), f.key_hash)) {
     f.role = FileRole::Kernel;
@@ -69,6 +72,10 @@ std::filesystem::path pipeline_cache_path(const std::filesystem::path& root,
 std::filesystem::path fingerprint_path(const std::filesystem::path& root,
                                        uint64_t fingerprint_hash) {
   return device_dir(root, fingerprint_hash) / kFingerprintName;
+}
+
+std::filesystem::path tuning_path(const std::filesystem::path& root, uint64_t fingerprint_hash) {
+  return device_dir(root, fingerprint_hash) / kTuningName;
 }
 
 std::vector<CacheFile> scan(const std::filesystem::path& root) {

@@ -3,6 +3,7 @@
 //   <root>/<fingerprint hash>/fingerprint.txt    the device fingerprint, for people
 //   <root>/<fingerprint hash>/<key hash>.kernel  one kernel entry
 //   <root>/<fingerprint hash>/pipeline.cache     the device's VkPipelineCache data
+//   <root>/<fingerprint hash>/tuning.txt         autotune records (cache/tuning.h)
 // Hashes are 16 lowercase hex digits. Files that match none of these names are not ours and
 // are never read, counted or removed.
 #pragma once
@@ -22,8 +23,9 @@ std::filesystem::path pipeline_cache_path(const std::filesystem::path& root,
                                           uint64_t fingerprint_hash);
 std::filesystem::path fingerprint_path(const std::filesystem::path& root,
                                        uint64_t fingerprint_hash);
+std::filesystem::path tuning_path(const std::filesystem::path& root, uint64_t fingerprint_hash);
 
-enum class FileRole { Kernel, PipelineCache, Fingerprint, Temp };
+enum class FileRole { Kernel, PipelineCache, Fingerprint, Tuning, Temp };
 
 struct CacheFile {
   std::filesystem::path path;

@@ -288,6 +288,38 @@ GemmTile gemm_tile(const MatmulGeometry& g, const DeviceCaps& caps, const std::s
   return *chosen;
 }
 
+std::vector<GemmTile> gemm_tile_candidates(const MatmulGeometry& g, const DeviceCaps& caps,
+                                           const std::string& dtype, size_t max_count) {
+  GemmTile first = gemm_tile(g, caps, dtype);
+  std::vector<GemmTile> out{first};
+  auto add = [&](GemmTile t) {
+    t.khr = first.khr;
+    bool seen = false;
+    for (const auto& o : out) {
+      seen = seen || o.name() == t.name();
+    }
+    if (!seen && out.size() < max_count && gemm_tile_usable(t, g, caps, dtype)) {
+      out.push_back(t);
+    }
+  };
+  if (first.coop) {
+    for (const GemmTile& t : g.bits > 0 ? kCoopQuantTiles : kCoopTiles) {
+      add(t);
+    }
+    if (g.bits > 0) {
+      for (const GemmTile& t : kCoopTiles) {
+        add(t);
+      }
+    }
+  } else {
+    for (const GemmTile& t : {GemmTile{128, 128, 16, 8, 8}, GemmTile{64, 64, 16, 4, 4},
+                              GemmTile{32, 32, 16, 2, 2}, GemmTile{32, 32, 16, 4, 4}}) {
+      add(t);
+    }
+  }
+  return out;
+}
+
 GemmTile parse_gemm_tile(const std::string& name) {
   return parse_tile(name, "tile " + name);
 }

@@ -82,6 +82,12 @@ bool coop_aligned(const MatmulGeometry& g);
 // extension), the larger one when it still fills the device.
 GemmTile gemm_tile(const MatmulGeometry& g, const DeviceCaps& caps, const std::string& dtype = "");
 
+// The autotune's candidates for a problem (mlx/backend/vulkan/autotune.h): gemm_tile's
+// choice first, then the other tiles of the same kind (cooperative-matrix tiles with the
+// same path, or the FMA tiles) that can run it, at most max_count in all.
+std::vector<GemmTile> gemm_tile_candidates(const MatmulGeometry& g, const DeviceCaps& caps,
+                                           const std::string& dtype, size_t max_count);
+
 // A tile from its name (GemmTile::name()); std::invalid_argument if malformed.
 GemmTile parse_gemm_tile(const std::string& name);
 // Whether a tile can run the problem on the device (its limits, and for a cooperative-matrix

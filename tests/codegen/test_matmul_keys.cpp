@@ -280,3 +280,27 @@ TEST_CASE("the KHR rewrite turns the NV gemm into KHR cooperative matrices, one 
   CHECK(cg::gemm_tile(g, caps, "f16").coop);
   CHECK_FALSE(cg::gemm_tile(g, caps, "f16").khr);
 }
+
+// The autotune's candidates (mlx/backend/vulkan/autotune.h): the heuristic's tile first, then
+// distinct tiles of the same kind that can run the problem, no more than asked for.
+TEST_CASE("gemm tile candidates start with the heuristic's choice and stay of its kind") {
+  for (bool coop : {false, true}) {
+    CAPTURE(coop);
+    auto caps = nvidia_like(coop);
+    auto g = square(1024);
+    g.b_t = true;
+    auto first = cg::gemm_tile(g, caps, "f16");
+    auto c = cg::gemm_tile_candidates(g, caps, "f16", 4);
+    REQUIRE(!c.empty());
+    CHECK(c.size() <= 4);
+    CHECK(c.front().name() == first.name());
+    std::set<std::string> names;
+    for (const auto& t : c) {
+      CHECK(t.coop == first.coop);
+      CHECK(cg::gemm_tile_usable(t, g, caps, "f16"));
+      CHECK(names.insert(t.name()).second);
+    }
+    CHECK(c.size() >= 2);
+    CHECK(cg::gemm_tile_candidates(g, caps, "f16", 1).size() == 1);
+  }
+}

@@ -14,6 +14,7 @@
 #include "cache/disk_cache.h"
 #include "cache/hash.h"
 #include "cache/layout.h"
+#include "cache/tuning.h"
 #include "codegen/codegen.h"
 
 using namespace cache_test;
@@ -155,7 +156,8 @@ TEST_CASE("spvdump --help lists every subcommand and each subcommand has --help"
   CHECK(r.code == 0);
   const std::vector<std::string> names = {"list",  "show",   "stats",   "verify",
                                           "clear", "dis",    "reflect", "glsl",
-                                          "gen",   "export", "import",  "prewarm"};
+                                          "gen",   "export", "import",  "prewarm",
+                                          "tuning"};
   for (const auto& name : names) {
     CAPTURE(name);
     CHECK(has(r.out, "  " + name + " "));
@@ -306,6 +308,23 @@ TEST_CASE("stats reports bytes and kernels per device, in text and JSON") {
   CHECK(j.code == 0);
   CHECK(has(j.out, "\"kernel_files\":3"));
   CHECK(count(j.out, "\"fingerprint\":") == 2);
+}
+
+TEST_CASE("tuning lists the autotune's records per device, in text and JSON") {
+  Fixture f;
+  Run none = spvdump(f.with_dir({"tuning"}));
+  CHECK(none.code == 0);
+  CHECK(has(none.out, "no tuning records"));
+  REQUIRE_FALSE(store_tuning(f.root, kDeviceA, "gemm:f32,m=256", "128x128x16x8x8"));
+  REQUIRE_FALSE(store_tuning(f.root, kDeviceB, "gemm:f16,m=64", "64x64x16x4x4"));
+  Run r = spvdump(f.with_dir({"tuning"}));
+  CHECK(r.code == 0);
+  CHECK(has(r.out, "gemm:f32,m=256"));
+  CHECK(has(r.out, "64x64x16x4x4"));
+  Run j = spvdump(f.with_dir({"tuning", "--json"}));
+  CHECK(j.code == 0);
+  CHECK(count(j.out, "\"class\":") == 2);
+  CHECK(has(j.out, "\"choice\":\"128x128x16x8x8\""));
 }
 
 TEST_CASE("verify passes a sound cache, fails a damaged one and removes bad files on request") {

@@ -4,6 +4,7 @@
 
 #include "cache/hash.h"
 #include "cache/layout.h"
+#include "cache/tuning.h"
 #include "codegen/codegen.h"
 #include "commands.h"
 #include "json.h"
@@ -128,6 +129,33 @@ int run_show(const Args& args) {
               << "' renders it (with default device caps), 'spvdump glsl' decompiles it\n";
   } else {
     std::cout << "--- GLSL ---\n" << e.glsl << (e.glsl.ends_with("\n") ? "" : "\n");
+  }
+  return 0;
+}
+
+// The GEMM autotune's records (cache/tuning.h) of every device.
+int run_tuning(const Args& args) {
+  auto c = open_existing_cache(args);
+  const auto& dir = c.config().dir;
+  std::vector<std::string> items;
+  std::vector<std::vector<std::string>> rows = {{"DEVICE", "CLASS", "CHOICE"}};
+  for (const auto& f : cache::scan(dir)) {
+    if (f.role != cache::FileRole::Tuning || !f.regular) {
+      continue;
+    }
+    for (const auto& [cls, choice] : cache::read_tuning(dir, f.fingerprint_hash)) {
+      std::string device = cache::to_hex(f.fingerprint_hash);
+      items.push_back(
+          JsonObject().add("device", device).add("class", cls).add("choice", choice).str());
+      rows.push_back({device.substr(0, 8), cls, choice});
+    }
+  }
+  if (args.flag("--json")) {
+    std::cout << json_array(items) << "\n";
+  } else if (rows.size() == 1) {
+    std::cout << "no tuning records in " << dir.string() << "\n";
+  } else {
+    std::cout << format_table(rows);
   }
   return 0;
 }
@@ -340,7 +368,19 @@ std::vector<Command> cache_commands() {
                     kDirHelp,
                 {{}, {}, 0, 0},
                 run_clear};
-  for (Command* c : {&list, &show, &stats, &verify, &clear}) {
+  Command tuning{"tuning",
+                 "the GEMM autotune's records per device",
+                 std::string("usage: spvdump tuning [options]\n"
+                             "\n"
+                             "Lists the tile the autotune chose for each problem class, per "
+                             "device (MLX_VK_AUTOTUNE=on;\ndocs/matmul.md).\n"
+                             "\n"
+                             "options:\n"
+                             "  --json           a JSON array instead of a table\n") +
+                     kDirHelp,
+                 {{"--json"}, {}, 0, 0},
+                 run_tuning};
+  for (Command* c : {&list, &show, &stats, &verify, &clear, &tuning}) {
     add_common(c->spec);
     out.push_back(std::move(*c));
   }

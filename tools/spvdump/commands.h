@@ -27,7 +27,7 @@ inline const char* kDirHelp =
     "  --dir DIR        the cache root (default: MLX_VK_CACHE_DIR, else\n"
     "                   $XDG_CACHE_HOME/mlx-vulkan, else ~/.cache/mlx-vulkan)\n";
 
-std::vector<Command> cache_commands();    // list, show, stats, verify, clear
+std::vector<Command> cache_commands();    // list, show, stats, verify, clear, tuning
 std::vector<Command> bundle_commands();   // export, import
 std::vector<Command> prewarm_commands();  // prewarm (needs the Vulkan runtime)
 std::vector<Command> spirv_commands();    // dis, reflect, glsl

@@ -11,6 +11,7 @@
 
 #include "codegen/matmul.h"
 #include "mlx/backend/vulkan/allocator.h"
+#include "mlx/backend/vulkan/autotune.h"
 #include "mlx/backend/vulkan/cpu_fallback.h"
 #include "mlx/backend/vulkan/kernel_library.h"
 #include "mlx/backend/vulkan/kernels.h"
@@ -122,16 +123,16 @@ bool collapse_batch(const Shape& shape, const Operand& a, const Operand& b, Batc
   return true;
 }
 
-// Elements from element 0 to the last one the operand holds (its binding's length).
+}  // namespace
+
 int64_t operand_span(int64_t rows, int64_t cols, bool transposed, int64_t ld, int64_t outer,
                      int64_t nb1, int64_t bs0, int64_t bs1) {
   int64_t last = transposed ? (cols - 1) * ld + (rows - 1) : (rows - 1) * ld + (cols - 1);
   return last + (outer - 1) * bs0 + (nb1 - 1) * bs1 + 1;
 }
 
-}  // namespace
-
-codegen::GemmTile planned_gemm_tile(const codegen::MatmulGeometry& g, const char* dtype) {
+codegen::GemmTile planned_gemm_tile(const codegen::MatmulGeometry& g, const char* dtype,
+                                    bool tune) {
   const auto& caps = device("matmul").caps();
   static const std::string forced = env_string("MLX_VK_GEMM_TILE");
   if (!forced.empty()) {
@@ -140,7 +141,11 @@ codegen::GemmTile planned_gemm_tile(const codegen::MatmulGeometry& g, const char
       return f;
     }
   }
-  return codegen::gemm_tile(g, caps, dtype);
+  auto tile = codegen::gemm_tile(g, caps, dtype);
+  if (tune && autotune_enabled()) {
+    return autotuned_gemm_tile(g, dtype, tile);
+  }
+  return tile;
 }
 
 MatmulSignature matmul_signature(const char* family, const char* dtype, const MatmulGeometry& g) {
@@ -275,7 +280,7 @@ void matmul_gpu(int stream, const array& a_in, const array& b_in, array& out, bo
 
   if (!codegen::gemv_applies(g)) {
     const auto& planned = memoized(matmul_signature("gemm", dtype, g), [&] {
-      auto tile = planned_gemm_tile(g, dtype);
+      auto tile = planned_gemm_tile(g, dtype, true);
       auto key = codegen::gemm_key(dtype, g, tile);
       const Kernel* kernel = get_kernel_or_drop_coop(key, tile.coop);
       if (kernel == nullptr) {

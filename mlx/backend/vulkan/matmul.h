@@ -25,8 +25,17 @@ void matmul_gpu(int stream, const array& a, const array& b, array& out, bool add
                 float beta);
 
 // The tile of a gemm or qmm launch: codegen::gemm_tile for the device, unless
-// MLX_VK_GEMM_TILE names a tile that can run the problem (for measurements, docs/matmul.md).
-codegen::GemmTile planned_gemm_tile(const codegen::MatmulGeometry& g, const char* dtype);
+// MLX_VK_GEMM_TILE names a tile that can run the problem (for measurements, docs/matmul.md),
+// or, with `tune` and the autotune on, the autotune's choice (autotune.h; gemm only: qmm's
+// scratch operands would need its packed weights too).
+codegen::GemmTile planned_gemm_tile(const codegen::MatmulGeometry& g, const char* dtype,
+                                    bool tune = false);
+
+// Elements from element 0 to the last one a product's operand holds (its binding's length):
+// rows x cols with leading dimension ld (transposed: stored as columns), over `outer` x nb1
+// batches with strides bs0 and bs1.
+int64_t operand_span(int64_t rows, int64_t cols, bool transposed, int64_t ld, int64_t outer,
+                     int64_t nb1, int64_t bs0, int64_t bs1);
 
 // The launch-memo signature of a product's launch: every field of the geometry that its
 // key and numbers depend on.

@@ -1,0 +1,206 @@
+// The bounded GEMM autotune (autotune.h).
+#include "mlx/backend/vulkan/autotune.h"
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <optional>
+
+#include "cache/config.h"
+#include "cache/hash.h"
+#include "cache/tuning.h"
+#include "mlx/allocator.h"
+#include "mlx/backend/vulkan/allocator.h"
+#include "mlx/backend/vulkan/command_encoder.h"
+#include "mlx/backend/vulkan/device.h"
+#include "mlx/backend/vulkan/kernel_library.h"
+#include "mlx/backend/vulkan/kernels.h"
+#include "mlx/backend/vulkan/matmul.h"
+#include "mlx/backend/vulkan/reduce_plan.h"
+#include "mlx/backend/vulkan/utils.h"
+
+namespace mlx::core::vulkan {
+
+namespace {
+
+// At most this many tiles are timed for a class, each in one warm-up and one timed
+// submission of kReps dispatches.
+constexpr size_t kMaxCandidates = 4;
+constexpr int kReps = 3;
+// The tuning runs' stream index: no MLX stream has it.
+constexpr int kTuningStream = 1 << 20;
+
+std::atomic<bool>& flag() {
+  static std::atomic<bool> on{env_string("MLX_VK_AUTOTUNE", "off") == "on"};
+  return on;
+}
+
+std::atomic<int64_t> tuned_count{0};
+
+struct Records {
+  std::mutex mutex;
+  bool loaded = false;
+  std::map<std::string, std::string> choice;
+};
+
+Records& records() {
+  static Records r;
+  return r;
+}
+
+// Up to the next power of four: classes stay few, and tiles change their fit slowly.
+int64_t bucket(int64_t x) {
+  int64_t b = 1;
+  while (b < x) {
+    b *= 4;
+  }
+  return b;
+}
+
+std::optional<std::string> recorded(const std::string& cls) {
+  auto& r = records();
+  std::lock_guard lock(r.mutex);
+  if (!r.loaded) {
+    auto config = cache::config_from_env();
+    if (config.mode != cache::CacheMode::Off) {
+      const auto& fp = device("autotune").caps().fingerprint;
+      r.choice = cache::read_tuning(config.dir, cache::fingerprint_hash(fp));
+    }
+    r.loaded = true;
+  }
+  auto it = r.choice.find(cls);
+  if (it == r.choice.end()) {
+    return std::nullopt;
+  }
+  return it->second;
+}
+
+void record(const std::string& cls, const std::string& tile) {
+  auto& r = records();
+  std::lock_guard lock(r.mutex);
+  r.choice[cls] = tile;
+  auto config = cache::config_from_env();
+  if (config.mode == cache::CacheMode::ReadWrite) {
+    const auto& fp = device("autotune").caps().fingerprint;
+    if (auto err = cache::store_tuning(config.dir, fp, cls, tile)) {
+      std::fprintf(stderr, "[vulkan] autotune: not storing the record for %s: %s\n", cls.c_str(),
+                   err->c_str());
+    }
+  }
+}
+
+double now_ms() {
+  using namespace std::chrono;
+  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+bool autotune_enabled() {
+  return flag().load(std::memory_order_relaxed);
+}
+
+void set_autotune(bool enabled) {
+  flag().store(enabled);
+}
+
+int64_t autotune_count() {
+  return tuned_count.load();
+}
+
+void forget_tuning_records() {
+  auto& r = records();
+  std::lock_guard lock(r.mutex);
+  r.loaded = false;
+  r.choice.clear();
+}
+
+std::string gemm_tuning_class(const char* family, const char* dtype,
+                              const codegen::MatmulGeometry& g,
+                              const codegen::GemmTile& heuristic) {
+  std::string path = heuristic.coop ? (heuristic.khr ? "khr" : "nv") : "fma";
+  std::string cls = std::string(family) + ":" + dtype + ",a_t=" + (g.a_t ? "1" : "0") +
+                    ",b_t=" + (g.b_t ? "1" : "0") + ",path=" + path +
+                    ",m=" + std::to_string(bucket(g.m)) + ",n=" + std::to_string(bucket(g.n)) +
+                    ",k=" + std::to_string(bucket(g.k)) + ",batched=" + (g.batches > 1 ? "1" : "0");
+  if (g.bits > 0) {
+    cls += ",bits=" + std::to_string(g.bits) + ",gs=" + std::to_string(g.group_size);
+  }
+  return cls;
+}
+
+codegen::GemmTile autotuned_gemm_tile(const codegen::MatmulGeometry& g, const char* dtype,
+                                      const codegen::GemmTile& heuristic) {
+  auto& dev = device("autotune");
+  std::string cls = gemm_tuning_class("gemm", dtype, g, heuristic);
+  if (auto name = recorded(cls)) {
+    try {
+      auto t = codegen::parse_gemm_tile(*name);
+      if (codegen::gemm_tile_usable(t, g, dev.caps(), dtype)) {
+        return t;
+      }
+    } catch (const std::invalid_argument&) {
+      // A damaged record is a miss: tune again below.
+    }
+  }
+  auto candidates = codegen::gemm_tile_candidates(g, dev.caps(), dtype, kMaxCandidates);
+  if (candidates.size() < 2) {
+    record(cls, heuristic.name());
+    return heuristic;
+  }
+  // Scratch operands of the problem's size (their values do not matter for timing), at
+  // offset 0; addmm reads the scratch output, which is as good as any C.
+  codegen::MatmulGeometry s = g;
+  s.a_offset = s.b_offset = s.out_offset = 0;
+  int64_t a_elems =
+      operand_span(g.m, g.k, g.a_t, g.lda, g.batches / g.nb1, g.nb1, g.a_bs0, g.a_bs1);
+  int64_t b_elems =
+      operand_span(g.k, g.n, g.b_t, g.ldb, g.batches / g.nb1, g.nb1, g.b_bs0, g.b_bs1);
+  int64_t c_elems = g.batches * g.m * g.n;
+  int64_t isz = std::string(dtype) == "f32" ? 4 : 2;  // the gemm dtypes: f32, f16, bf16
+  std::vector<allocator::Buffer> scratch;
+  std::vector<Binding> bindings;
+  for (auto [elems, out] : {std::pair{a_elems, false}, {b_elems, false}, {c_elems, true}}) {
+    scratch.push_back(allocator::malloc(static_cast<size_t>(std::max<int64_t>(elems, 1) * isz)));
+    Buf b{allocation(scratch.back()), 0, dtype, isz};
+    bindings.push_back(bind_run(dev, b, elems, out).binding);
+  }
+  // A stream of its own: the caller's open batch (and the temporaries it holds) is left
+  // alone, and the timings see only the candidates.
+  create_encoder(kTuningStream);
+  CommandEncoder& enc = encoder(kTuningStream);
+  codegen::GemmTile best = heuristic;
+  double best_ms = 1e30;
+  for (const auto& t : candidates) {
+    auto key = codegen::gemm_key(dtype, s, t);
+    const Kernel* kernel = get_kernel_or_drop_coop(key, t.coop);
+    if (kernel == nullptr) {
+      continue;  // cooperative matrices were just turned off: only FMA tiles remain
+    }
+    auto launch = codegen::gemm_launch(key, kernel->source, s);
+    record_launch(enc, *kernel, launch, bindings);  // warm-up: first-dispatch costs, clocks
+    enc.synchronize();
+    double t0 = now_ms();
+    for (int r = 0; r < kReps; ++r) {
+      record_launch(enc, *kernel, launch, bindings);
+    }
+    enc.synchronize();
+    double ms = (now_ms() - t0) / kReps;
+    if (ms < best_ms) {
+      best_ms = ms;
+      best = t;
+    }
+  }
+  for (auto& b : scratch) {
+    allocator::free(b);
+  }
+  ++tuned_count;
+  record(cls, best.name());
+  return best;
+}
+
+}  // namespace mlx::core::vulkan
