@@ -33,6 +33,9 @@ constexpr size_t kMaxCandidates = 4;
 constexpr int kReps = 3;
 // The tuning runs' stream index: no MLX stream has it.
 constexpr int kTuningStream = 1 << 20;
+// Scratch operands above this are not worth a tuning (they would double the product's
+// memory for a moment): such a class keeps the heuristic's tile.
+constexpr int64_t kMaxScratchBytes = int64_t{256} << 20;
 
 std::atomic<bool>& flag() {
   static std::atomic<bool> on{env_string("MLX_VK_AUTOTUNE", "off") == "on"};
@@ -148,7 +151,16 @@ codegen::GemmTile autotuned_gemm_tile(const codegen::MatmulGeometry& g, const ch
     }
   }
   auto candidates = codegen::gemm_tile_candidates(g, dev.caps(), dtype, kMaxCandidates);
-  if (candidates.size() < 2) {
+  int64_t a_elems =
+      operand_span(g.m, g.k, g.a_t, g.lda, g.batches / g.nb1, g.nb1, g.a_bs0, g.a_bs1);
+  int64_t b_elems =
+      operand_span(g.k, g.n, g.b_t, g.ldb, g.batches / g.nb1, g.nb1, g.b_bs0, g.b_bs1);
+  int64_t c_elems = g.batches * g.m * g.n;
+  int64_t isz = std::string(dtype) == "f32" ? 4 : 2;  // the gemm dtypes: f32, f16, bf16
+  // Nothing to time (an empty product, or one with nothing to sum), or scratch operands
+  // that would cost more memory than the tuning is worth: the heuristic's tile, recorded.
+  if (candidates.size() < 2 || g.m <= 0 || g.n <= 0 || g.k <= 0 ||
+      (a_elems + b_elems + c_elems) * isz > kMaxScratchBytes) {
     record(cls, heuristic.name());
     return heuristic;
   }
@@ -156,12 +168,6 @@ codegen::GemmTile autotuned_gemm_tile(const codegen::MatmulGeometry& g, const ch
   // offset 0; addmm reads the scratch output, which is as good as any C.
   codegen::MatmulGeometry s = g;
   s.a_offset = s.b_offset = s.out_offset = 0;
-  int64_t a_elems =
-      operand_span(g.m, g.k, g.a_t, g.lda, g.batches / g.nb1, g.nb1, g.a_bs0, g.a_bs1);
-  int64_t b_elems =
-      operand_span(g.k, g.n, g.b_t, g.ldb, g.batches / g.nb1, g.nb1, g.b_bs0, g.b_bs1);
-  int64_t c_elems = g.batches * g.m * g.n;
-  int64_t isz = std::string(dtype) == "f32" ? 4 : 2;  // the gemm dtypes: f32, f16, bf16
   std::vector<allocator::Buffer> scratch;
   std::vector<Binding> bindings;
   for (auto [elems, out] : {std::pair{a_elems, false}, {b_elems, false}, {c_elems, true}}) {
