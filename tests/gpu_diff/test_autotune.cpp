@@ -65,6 +65,22 @@ TEST_CASE("the GEMM autotune times a problem class once, records the fastest til
   auto again = mx::vulkan::cache::read_tuning(dir, mx::vulkan::cache::fingerprint_hash(fp));
   CHECK(again.begin()->second != "not-a-tile");
 
+  // A quantized product (qmm: packed weights, scales and biases as scratch) tunes its
+  // own class.
+  auto w = mx::random::uniform({64, 128}, mx::float32, mx::random::key(7));
+  auto q = mx::quantize(w, 64, 4);
+  auto x = mx::random::uniform({24, 128}, mx::float32, mx::random::key(8));
+  auto qgot = mx::quantized_matmul(x, q[0], q[1], q[2], true, 64, 4, "affine", mx::Device::gpu);
+  auto qwant = mx::quantized_matmul(x, q[0], q[1], q[2], true, 64, 4, "affine", mx::Device::cpu);
+  CHECK(all_close(qgot, qwant, {2e-5, 1e-4}, "autotuned qmm"));
+  CHECK(vk::autotune_count() == tuned + 3);
+  bool has_qmm = false;
+  for (const auto& [cls, tile] :
+       mx::vulkan::cache::read_tuning(dir, mx::vulkan::cache::fingerprint_hash(fp))) {
+    has_qmm = has_qmm || cls.rfind("qmm:f32,", 0) == 0;
+  }
+  CHECK(has_qmm);
+
   vk::set_autotune(false);
   vk::forget_tuning_records();
   if (old_dir) {

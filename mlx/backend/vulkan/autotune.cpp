@@ -139,7 +139,8 @@ std::string gemm_tuning_class(const char* family, const char* dtype,
 codegen::GemmTile autotuned_gemm_tile(const codegen::MatmulGeometry& g, const char* dtype,
                                       const codegen::GemmTile& heuristic) {
   auto& dev = device("autotune");
-  std::string cls = gemm_tuning_class("gemm", dtype, g, heuristic);
+  const bool quant = g.bits > 0;  // qmm: B is packed words with scales and biases
+  std::string cls = gemm_tuning_class(quant ? "qmm" : "gemm", dtype, g, heuristic);
   if (auto name = recorded(cls)) {
     try {
       auto t = codegen::parse_gemm_tile(*name);
@@ -151,29 +152,52 @@ codegen::GemmTile autotuned_gemm_tile(const codegen::MatmulGeometry& g, const ch
     }
   }
   auto candidates = codegen::gemm_tile_candidates(g, dev.caps(), dtype, kMaxCandidates);
-  int64_t a_elems =
-      operand_span(g.m, g.k, g.a_t, g.lda, g.batches / g.nb1, g.nb1, g.a_bs0, g.a_bs1);
-  int64_t b_elems =
-      operand_span(g.k, g.n, g.b_t, g.ldb, g.batches / g.nb1, g.nb1, g.b_bs0, g.b_bs1);
-  int64_t c_elems = g.batches * g.m * g.n;
+  // The scratch operands, in binding order: elements and item size of each. A and the
+  // output are of the dtype; B is the dtype, or for qmm words (b_* count words) followed
+  // by scales and biases, one per group_size values of B's words.
   int64_t isz = std::string(dtype) == "f32" ? 4 : 2;  // the gemm dtypes: f32, f16, bf16
+  int64_t outer = g.batches / g.nb1;
+  struct Operand {
+    int64_t elems, itemsize;
+    bool output;
+    const char* dtype;
+  };
+  std::vector<Operand> operands;
+  operands.push_back(
+      {operand_span(g.m, g.k, g.a_t, g.lda, outer, g.nb1, g.a_bs0, g.a_bs1), isz, false, dtype});
+  if (quant) {
+    int64_t rows = g.b_t ? g.n : g.k;
+    int64_t words = rows * g.ldb + (outer - 1) * g.b_bs0 + (g.nb1 - 1) * g.b_bs1;
+    int64_t groups = words * 32 / g.bits / std::max(g.group_size, 1) + 1;
+    operands.push_back({words, 4, false, "u32"});
+    operands.push_back({groups, isz, false, dtype});
+    operands.push_back({groups, isz, false, dtype});
+  } else {
+    operands.push_back(
+        {operand_span(g.k, g.n, g.b_t, g.ldb, outer, g.nb1, g.b_bs0, g.b_bs1), isz, false, dtype});
+  }
+  operands.push_back({g.batches * g.m * g.n, isz, true, dtype});
+  int64_t bytes = 0;
+  for (const auto& o : operands) {
+    bytes += o.elems * o.itemsize;
+  }
   // Nothing to time (an empty product, or one with nothing to sum), or scratch operands
   // that would cost more memory than the tuning is worth: the heuristic's tile, recorded.
-  if (candidates.size() < 2 || g.m <= 0 || g.n <= 0 || g.k <= 0 ||
-      (a_elems + b_elems + c_elems) * isz > kMaxScratchBytes) {
+  if (candidates.size() < 2 || g.m <= 0 || g.n <= 0 || g.k <= 0 || bytes > kMaxScratchBytes) {
     record(cls, heuristic.name());
     return heuristic;
   }
   // Scratch operands of the problem's size (their values do not matter for timing), at
   // offset 0; addmm reads the scratch output, which is as good as any C.
   codegen::MatmulGeometry s = g;
-  s.a_offset = s.b_offset = s.out_offset = 0;
+  s.a_offset = s.b_offset = s.out_offset = s.scales_offset = s.biases_offset = 0;
   std::vector<allocator::Buffer> scratch;
   std::vector<Binding> bindings;
-  for (auto [elems, out] : {std::pair{a_elems, false}, {b_elems, false}, {c_elems, true}}) {
-    scratch.push_back(allocator::malloc(static_cast<size_t>(std::max<int64_t>(elems, 1) * isz)));
-    Buf b{allocation(scratch.back()), 0, dtype, isz};
-    bindings.push_back(bind_run(dev, b, elems, out).binding);
+  for (const auto& o : operands) {
+    scratch.push_back(
+        allocator::malloc(static_cast<size_t>(std::max<int64_t>(o.elems, 1) * o.itemsize)));
+    Buf b{allocation(scratch.back()), 0, o.dtype, o.itemsize};
+    bindings.push_back(bind_run(dev, b, o.elems, o.output).binding);
   }
   // A stream of its own: the caller's open batch (and the temporaries it holds) is left
   // alone, and the timings see only the candidates.
@@ -182,12 +206,13 @@ codegen::GemmTile autotuned_gemm_tile(const codegen::MatmulGeometry& g, const ch
   codegen::GemmTile best = heuristic;
   double best_ms = 1e30;
   for (const auto& t : candidates) {
-    auto key = codegen::gemm_key(dtype, s, t);
+    auto key = quant ? codegen::qmm_key(dtype, s, t) : codegen::gemm_key(dtype, s, t);
     const Kernel* kernel = get_kernel_or_drop_coop(key, t.coop);
     if (kernel == nullptr) {
       continue;  // cooperative matrices were just turned off: only FMA tiles remain
     }
-    auto launch = codegen::gemm_launch(key, kernel->source, s);
+    auto launch = quant ? codegen::qmm_launch(key, kernel->source, s)
+                        : codegen::gemm_launch(key, kernel->source, s);
     record_launch(enc, *kernel, launch, bindings);  // warm-up: first-dispatch costs, clocks
     enc.synchronize();
     double t0 = now_ms();

@@ -1,7 +1,8 @@
-// The bounded GEMM autotune (issue 12, item 5; docs/matmul.md): the first time a problem
-// class meets a device, a few candidate tiles (codegen::gemm_tile_candidates) run on scratch
-// operands of the problem's size and the fastest is kept, in memory and in the disk cache's
-// tuning records for the device (cache/tuning.h), so a warm start never tunes again.
+// The bounded GEMM autotune (issue 12, item 5; docs/matmul.md), for gemm and qmm (a
+// quantized B) launches: the first time a problem class meets a device, a few candidate
+// tiles (codegen::gemm_tile_candidates) run on scratch operands of the problem's size and
+// the fastest is kept, in memory and in the disk cache's tuning records for the device
+// (cache/tuning.h), so a warm start never tunes again.
 //
 // Off by default until its choices have been measured on a GPU against the heuristic's:
 // MLX_VK_AUTOTUNE=on turns it on (read once), set_autotune for tests. With it off, and for

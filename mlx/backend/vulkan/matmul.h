@@ -26,8 +26,7 @@ void matmul_gpu(int stream, const array& a, const array& b, array& out, bool add
 
 // The tile of a gemm or qmm launch: codegen::gemm_tile for the device, unless
 // MLX_VK_GEMM_TILE names a tile that can run the problem (for measurements, docs/matmul.md),
-// or, with `tune` and the autotune on, the autotune's choice (autotune.h; gemm only: qmm's
-// scratch operands would need its packed weights too).
+// or, with `tune` and the autotune on, the autotune's choice (autotune.h).
 codegen::GemmTile planned_gemm_tile(const codegen::MatmulGeometry& g, const char* dtype,
                                     bool tune = false);
 

@@ -217,7 +217,7 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
           const auto& kernel = vulkan::kernel_library().get(key);
           return vulkan::MemoEntry{&kernel, codegen::qmv_launch(key, kernel.source, g)};
         }
-        auto tile = vulkan::planned_gemm_tile(g, dtype);
+        auto tile = vulkan::planned_gemm_tile(g, dtype, true);
         auto key = codegen::qmm_key(dtype, g, tile);
         const vulkan::Kernel* kernel = vulkan::get_kernel_or_drop_coop(key, tile.coop);
         if (kernel == nullptr) {
