@@ -770,17 +770,19 @@ float m_atanh(float x) {
 // Never computes exp of a large positive number, so it neither overflows nor loses 1 - s.
 // One exponential for either sign: a branch on the sign computed m_exp twice in every
 // subgroup that saw both signs (SwiGLU bf16 [4096, 14336], docs/compile.md).
-float m_sigmoid(float x) {
-  float e = m_exp(-abs(x)); // in [0, 1]
+// e = exp(-|x|), in [0, 1].
+float m_sigmoid_of(float x, float e) {
   float s = 1.0f / (1.0f + e);
   return x >= 0.0f ? s : e * s;
 }
 
+float m_sigmoid(float x) {
+  return m_sigmoid_of(x, m_exp(-abs(x)));
+}
+
 // m_sigmoid on m_exp16, for 16-bit results.
 float m_sigmoid16(float x) {
-  float e = m_exp16(-abs(x));
-  float s = 1.0f / (1.0f + e);
-  return x >= 0.0f ? s : e * s;
+  return m_sigmoid_of(x, m_exp16(-abs(x)));
 }
 #endif // MLX_MATH_SIGMOID
 
