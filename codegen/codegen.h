@@ -29,7 +29,7 @@ struct DeviceCaps {
   // tests/gpu_diff ("f16 conversions are exact at every rounding boundary").
   bool f16_hw_convert = false;
   // fma() is one rounding, so f32 division may correct its quotient with fused multiply-adds
-  // (include/math.glsl, m_div_fma) instead of integer arithmetic: only on drivers verified
+  // (include/div.glsl, m_div_fma) instead of integer arithmetic: only on drivers verified
   // by tests/gpu_diff ("f32 division on the GPU is correctly rounded"). Vulkan lets fma be
   // a multiply and an add; lavapipe's is.
   bool fma_fused = false;

@@ -11,6 +11,7 @@
 
 #if OP_KIND == KIND_FLOAT
 #include "include/math.glsl"
+#include "include/div.glsl"
 #include "include/erf.glsl"
 #else
 #include "include/int_ops.glsl"

@@ -120,6 +120,7 @@ namespace {
 // clang-format off
 #include "templates/include/types.glsl"
 #include "templates/include/math.glsl"
+#include "templates/include/div.glsl"
 #include "templates/include/erf.glsl"
 // clang-format on
 #undef MLX_INT64
