@@ -203,7 +203,8 @@ codegen::GemmTile autotuned_gemm_tile(const codegen::MatmulGeometry& g, const ch
   create_encoder(kTuningStream);
   CommandEncoder& enc = encoder(kTuningStream);
   codegen::GemmTile best = heuristic;
-  double best_ms = 1e30;
+  double best_ms = 1e30, start_ms = now_ms(), heuristic_ms = 0;
+  std::string timings;  // for MLX_VK_LOG_AUTOTUNE=1
   for (const auto& t : candidates) {
     auto key = quant ? codegen::qmm_key(dtype, s, t) : codegen::gemm_key(dtype, s, t);
     const Kernel* kernel = get_kernel_or_drop_coop(key, t.coop);
@@ -220,6 +221,12 @@ codegen::GemmTile autotuned_gemm_tile(const codegen::MatmulGeometry& g, const ch
     }
     enc.synchronize();
     double ms = (now_ms() - t0) / kReps;
+    char line[96];
+    std::snprintf(line, sizeof(line), " %s %.3f", t.name().c_str(), ms);
+    timings += line;
+    if (t.name() == heuristic.name()) {
+      heuristic_ms = ms;
+    }
     if (ms < best_ms) {
       best_ms = ms;
       best = t;
@@ -230,6 +237,15 @@ codegen::GemmTile autotuned_gemm_tile(const codegen::MatmulGeometry& g, const ch
   }
   ++tuned_count;
   record(cls, best.name());
+  static const bool log = env_string("MLX_VK_LOG_AUTOTUNE", "0") == "1";
+  if (log) {
+    // What the first use cost (pipeline builds included) and what it gained.
+    std::fprintf(stderr,
+                 "[vulkan] autotune %s: tuned in %.1f ms; ms per product:%s; kept %s (%.3f ms, "
+                 "heuristic %s %.3f ms)\n",
+                 cls.c_str(), now_ms() - start_ms, timings.c_str(), best.name().c_str(), best_ms,
+                 heuristic.name().c_str(), heuristic_ms);
+  }
   return best;
 }
 
