@@ -20,6 +20,7 @@ namespace {
 std::atomic<size_t> g_submissions{0};
 std::atomic<size_t> g_barriers{0};
 std::atomic<size_t> g_dispatches{0};
+std::atomic<size_t> g_deferred{0};
 
 // Timed dispatches per timestamp pool (two queries each); a batch takes more pools when
 // it has more dispatches.
@@ -121,6 +122,8 @@ CommandEncoder::~CommandEncoder() {
       spare_query_pools_.push_back(q);
     }
     open_->query_pools.clear();
+    open_->deferred.clear();
+    open_->pending.clear();
     spare_.push_back(std::move(open_));
   }
   for (auto& b : spare_) {
@@ -160,7 +163,7 @@ CommandEncoder::Batch& CommandEncoder::open_locked() {
   bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   check(vkBeginCommandBuffer(b->cb, &bi), "vkBeginCommandBuffer");
   full_barrier(b->cb);
-  b->bound = VK_NULL_HANDLE;
+  b->bound = nullptr;
   b->profiled = profiling_active(dev_);
   if (b->profiled) {
     add_query_pool_locked(*b);
@@ -188,7 +191,7 @@ void CommandEncoder::add_query_pool_locked(Batch& b) {
   b.query_pools.push_back(q);
   // Queries must be reset before they are written; a pool is reset where the batch takes
   // it (the first at the start of the command buffer), before its first timestamp.
-  vkCmdResetQueryPool(b.cb, q, 0, 2 * kTimedPerPool);
+  record_locked(b, [q](VkCommandBuffer cb) { vkCmdResetQueryPool(cb, q, 0, 2 * kTimedPerPool); });
 }
 
 uint32_t CommandEncoder::start_timing_locked(Batch& b, const Kernel& k) {
@@ -197,7 +200,9 @@ uint32_t CommandEncoder::start_timing_locked(Batch& b, const Kernel& k) {
     add_query_pool_locked(b);
   }
   b.timed.push_back(k.key.canonical());
-  vkCmdWriteTimestamp(b.cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, b.query_pools.back(), 2 * slot);
+  record_locked(b, [q = b.query_pools.back(), slot](VkCommandBuffer cb) {
+    vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, q, 2 * slot);
+  });
   return 2 * slot + 1;
 }
 
@@ -222,11 +227,13 @@ void CommandEncoder::read_times(Batch& b) {
   }
 }
 
-void CommandEncoder::barrier_locked(VkCommandBuffer cb) {
-  auto mb = make_info<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
-  mb.srcAccessMask = kWorkWrites;
-  mb.dstAccessMask = kWorkAccess;
-  vkCmdPipelineBarrier(cb, kWorkStages, kWorkStages, 0, 1, &mb, 0, nullptr, 0, nullptr);
+void CommandEncoder::barrier_locked(Batch& b) {
+  record_locked(b, [](VkCommandBuffer cb) {
+    auto mb = make_info<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+    mb.srcAccessMask = kWorkWrites;
+    mb.dstAccessMask = kWorkAccess;
+    vkCmdPipelineBarrier(cb, kWorkStages, kWorkStages, 0, 1, &mb, 0, nullptr, 0, nullptr);
+  });
   read_.clear();
   written_.clear();
   g_barriers++;
@@ -245,9 +252,10 @@ void CommandEncoder::prepare_locked(Batch& b, const Binding* bindings, size_t n)
     if (alloc->prepare_gpu_use_locked(bindings[i].alloc, b.serial, bindings[i].write, up)) {
       if (!uploaded &&
           (written_.contains(bindings[i].alloc) || read_.contains(bindings[i].alloc))) {
-        barrier_locked(b.cb);
+        barrier_locked(b);
       }
-      vkCmdCopyBuffer(b.cb, up.src, up.dst, 1, &up.region);
+      record_locked(
+          b, [up](VkCommandBuffer cb) { vkCmdCopyBuffer(cb, up.src, up.dst, 1, &up.region); });
       written_.insert(bindings[i].alloc);
       uploaded = true;
     }
@@ -259,7 +267,7 @@ void CommandEncoder::prepare_locked(Batch& b, const Binding* bindings, size_t n)
     hazard = written_.contains(a) || (bindings[i].write && read_.contains(a));
   }
   if (hazard) {
-    barrier_locked(b.cb);
+    barrier_locked(b);
   }
   for (size_t i = 0; i < n; ++i) {
     auto* a = bindings[i].alloc;
@@ -339,53 +347,105 @@ void CommandEncoder::dispatch(const Kernel& k, std::span<const Binding> bindings
                                ".");
     }
   }
-  std::lock_guard lk(mtx_);
-  auto& b = open_locked();
-  op_recorded_ = true;
-  prepare_locked(b, bindings.data(), bindings.size());
+  if (push.size() > kMaxPushBytes) {
+    throw std::runtime_error("[vulkan] kernel " + k.key.canonical() + " pushes more than " +
+                             std::to_string(kMaxPushBytes) + " bytes of constants.");
+  }
   // Kernels bind at most a handful of buffers: stack arrays keep the hot path allocation-free.
   if (bindings.size() > kMaxBindings) {
     throw std::runtime_error("[vulkan] a dispatch binds more than 16 buffers.");
   }
-  std::array<VkDescriptorBufferInfo, kMaxBindings> infos;
-  std::array<VkWriteDescriptorSet, kMaxBindings> writes;
-  const size_t nb = bindings.size();
-  for (size_t i = 0; i < nb; ++i) {
-    infos[i] = {bindings[i].alloc->buffer, bindings[i].alloc->offset + bindings[i].offset,
-                bindings[i].range};
-    writes[i] = make_info<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
-    writes[i].dstBinding = static_cast<uint32_t>(i);
-    writes[i].descriptorCount = 1;
-    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-    writes[i].pBufferInfo = &infos[i];
+  // A creation that already failed throws here, at the op; one still running is waited
+  // for at submission.
+  const bool ready = k.pipeline_ready();
+  if (ready) {
+    k.wait_pipeline();
+  }
+  std::lock_guard lk(mtx_);
+  auto& b = open_locked();
+  op_recorded_ = true;
+  if (!ready) {
+    b.pending.push_back(&k);  // from here on the batch's commands wait (record_locked)
+    g_deferred++;
+  }
+  prepare_locked(b, bindings.data(), bindings.size());
+  // Everything the dispatch records, by value, so that it can also run at submission.
+  struct Recording {
+    const Kernel* k;
+    bool bind, push_descriptors, timed;
+    uint32_t nb, push_bytes, end_query;
+    VkDescriptorSet set;
+    VkQueryPool pool;
+    std::array<uint32_t, 3> groups;
+    std::array<VkDescriptorBufferInfo, kMaxBindings> infos;
+    std::array<uint8_t, kMaxPushBytes> push;
+  } r;
+  r.k = &k;
+  r.nb = static_cast<uint32_t>(bindings.size());
+  for (size_t i = 0; i < r.nb; ++i) {
+    r.infos[i] = {bindings[i].alloc->buffer, bindings[i].alloc->offset + bindings[i].offset,
+                  bindings[i].range};
   }
   // A chain of one op (a decode step's layers) binds the same pipeline again and again.
-  if (b.bound != k.pipeline) {
-    vkCmdBindPipeline(b.cb, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline);
-    b.bound = k.pipeline;
-  }
-  if (dev_.has_push_descriptors()) {
-    dev_.push_descriptor_fn()(b.cb, VK_PIPELINE_BIND_POINT_COMPUTE, k.layout, 0,
-                              static_cast<uint32_t>(nb), writes.data());
-  } else {
-    VkDescriptorSet set = allocate_set_locked(b, k.set_layout);
-    for (size_t i = 0; i < nb; ++i) {
-      writes[i].dstSet = set;
+  r.bind = b.bound != &k;
+  b.bound = &k;
+  r.push_descriptors = dev_.has_push_descriptors();
+  r.set = VK_NULL_HANDLE;
+  if (!r.push_descriptors) {
+    r.set = allocate_set_locked(b, k.set_layout);
+    std::array<VkWriteDescriptorSet, kMaxBindings> writes;
+    for (uint32_t i = 0; i < r.nb; ++i) {
+      writes[i] = make_info<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
+      writes[i].dstSet = r.set;
+      writes[i].dstBinding = i;
+      writes[i].descriptorCount = 1;
+      writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      writes[i].pBufferInfo = &r.infos[i];
     }
-    vkUpdateDescriptorSets(dev_.handle(), static_cast<uint32_t>(nb), writes.data(), 0, nullptr);
-    vkCmdBindDescriptorSets(b.cb, VK_PIPELINE_BIND_POINT_COMPUTE, k.layout, 0, 1, &set, 0, nullptr);
+    vkUpdateDescriptorSets(dev_.handle(), r.nb, writes.data(), 0, nullptr);
   }
+  r.push_bytes = static_cast<uint32_t>(push.size());
   if (!push.empty()) {
-    vkCmdPushConstants(b.cb, k.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
-                       static_cast<uint32_t>(push.size()), push.data());
+    std::memcpy(r.push.data(), push.data(), push.size());
   }
-  if (b.profiled) {
-    uint32_t end = start_timing_locked(b, k);
-    vkCmdDispatch(b.cb, groups[0], groups[1], groups[2]);
-    vkCmdWriteTimestamp(b.cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, b.query_pools.back(), end);
-  } else {
-    vkCmdDispatch(b.cb, groups[0], groups[1], groups[2]);
-  }
+  r.groups = groups;
+  r.timed = b.profiled;
+  r.end_query = r.timed ? start_timing_locked(b, k) : 0;
+  r.pool = r.timed ? b.query_pools.back() : VK_NULL_HANDLE;
+  auto push_fn = r.push_descriptors ? dev_.push_descriptor_fn() : nullptr;
+  record_locked(b, [r, push_fn](VkCommandBuffer cb) {
+    const Kernel& k = *r.k;
+    if (k.pipeline == VK_NULL_HANDLE) {  // its creation failed (replay_locked)
+      if (r.timed) {
+        vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, r.pool, r.end_query);
+      }
+      return;
+    }
+    if (r.bind) {
+      vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline);
+    }
+    if (r.push_descriptors) {
+      std::array<VkWriteDescriptorSet, kMaxBindings> writes;
+      for (uint32_t i = 0; i < r.nb; ++i) {
+        writes[i] = make_info<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
+        writes[i].dstBinding = i;
+        writes[i].descriptorCount = 1;
+        writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        writes[i].pBufferInfo = &r.infos[i];
+      }
+      push_fn(cb, VK_PIPELINE_BIND_POINT_COMPUTE, k.layout, 0, r.nb, writes.data());
+    } else {
+      vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, k.layout, 0, 1, &r.set, 0,
+                              nullptr);
+    }
+    if (r.push_bytes > 0) {
+      vkCmdPushConstants(cb, k.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, r.push_bytes, r.push.data());
+    }
+    vkCmdDispatch(cb, r.groups[0], r.groups[1], r.groups[2]);
+    if (r.timed) {
+      vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, r.pool, r.end_query);
+    }
+  });
   g_dispatches++;
 }
 
@@ -396,7 +456,8 @@ void CommandEncoder::fill(const Binding& dst, uint32_t value) {
   Binding w = dst;
   w.write = true;
   prepare_locked(b, &w, 1);
-  vkCmdFillBuffer(b.cb, dst.alloc->buffer, dst.alloc->offset + dst.offset, dst.range, value);
+  record_locked(b, [buf = dst.alloc->buffer, at = dst.alloc->offset + dst.offset, range = dst.range,
+                    value](VkCommandBuffer cb) { vkCmdFillBuffer(cb, buf, at, range, value); });
 }
 
 void CommandEncoder::copy(const Binding& src, const Binding& dst) {
@@ -408,7 +469,9 @@ void CommandEncoder::copy(const Binding& src, const Binding& dst) {
   bs[1].write = true;
   prepare_locked(b, bs, 2);
   VkBufferCopy region{src.alloc->offset + src.offset, dst.alloc->offset + dst.offset, src.range};
-  vkCmdCopyBuffer(b.cb, src.alloc->buffer, dst.alloc->buffer, 1, &region);
+  record_locked(b, [from = src.alloc->buffer, to = dst.alloc->buffer, region](VkCommandBuffer cb) {
+    vkCmdCopyBuffer(cb, from, to, 1, &region);
+  });
 }
 
 void CommandEncoder::download_to_host(Allocation* a) {
@@ -429,13 +492,15 @@ void CommandEncoder::download_to_host(Allocation* a) {
   Binding src{a, 0, a->capacity, false};
   prepare_locked(b, &src, 1);  // a barrier after the write (this batch wrote `a`)
   VkBufferCopy region{a->offset, shadow->offset, a->capacity};  // the guard bytes too
-  vkCmdCopyBuffer(b.cb, a->buffer, shadow->buffer, 1, &region);
-  // The fence makes the batch's writes available, but host reads need them visible.
-  auto mb = make_info<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
-  mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
-  mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-  vkCmdPipelineBarrier(b.cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb,
-                       0, nullptr, 0, nullptr);
+  record_locked(b, [from = a->buffer, to = shadow->buffer, region](VkCommandBuffer cb) {
+    vkCmdCopyBuffer(cb, from, to, 1, &region);
+    // The fence makes the batch's writes available, but host reads need them visible.
+    auto mb = make_info<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+    mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb,
+                         0, nullptr, 0, nullptr);
+  });
 }
 
 void CommandEncoder::write(const Binding& dst, const void* data, size_t bytes) {
@@ -463,8 +528,10 @@ void CommandEncoder::write(const Binding& dst, const void* data, size_t bytes) {
     size_t padded = (n + 3) / 4 * 4;
     std::vector<uint8_t> chunk(padded, 0);
     std::memcpy(chunk.data(), p + done, n);
-    vkCmdUpdateBuffer(b.cb, dst.alloc->buffer, dst.alloc->offset + dst.offset + done, padded,
-                      chunk.data());
+    record_locked(b, [buf = dst.alloc->buffer, at = dst.alloc->offset + dst.offset + done,
+                      chunk = std::move(chunk)](VkCommandBuffer cb) {
+      vkCmdUpdateBuffer(cb, buf, at, chunk.size(), chunk.data());
+    });
     done += n;
   }
 }
@@ -525,6 +592,9 @@ void CommandEncoder::commit_locked() {
     return;
   }
   auto b = std::move(open_);
+  // A pipeline that failed in creation: the batch still runs without its dispatches (its
+  // uploads and the other ops' work keep the buffers' state true), then this throws.
+  std::exception_ptr failed = replay_locked(*b);
   try {
     host_barrier(b->cb);
     check(vkEndCommandBuffer(b->cb), "vkEndCommandBuffer");
@@ -548,10 +618,37 @@ void CommandEncoder::commit_locked() {
     wait_fence(dev_.handle(), in_flight_.front()->fence);
   }
   poll_locked(false);
+  if (failed) {
+    std::rethrow_exception(failed);
+  }
+}
+
+std::exception_ptr CommandEncoder::replay_locked(Batch& b) {
+  std::exception_ptr failed;
+  if (b.pending.empty()) {
+    return failed;
+  }
+  for (const Kernel* k : b.pending) {
+    try {
+      k->wait_pipeline();
+    } catch (...) {
+      if (!failed) {
+        failed = std::current_exception();
+      }
+    }
+  }
+  for (auto& f : b.deferred) {
+    f(b.cb);
+  }
+  b.deferred.clear();
+  b.pending.clear();
+  return failed;
 }
 
 void CommandEncoder::finish_batch(std::unique_ptr<Batch> batch) {
   Batch& b = *batch;
+  b.deferred.clear();
+  b.pending.clear();
   // The serial ends first so that frees triggered below go straight back to the cache.
   end_serial(b.serial);
   release(b.retained);
@@ -822,7 +919,7 @@ void run_one_off(const std::function<void(VkCommandBuffer)>& record) {
 }
 
 EncoderStats encoder_stats() {
-  return {g_submissions.load(), g_barriers.load(), g_dispatches.load()};
+  return {g_submissions.load(), g_barriers.load(), g_dispatches.load(), g_deferred.load()};
 }
 
 }  // namespace mlx::core::vulkan

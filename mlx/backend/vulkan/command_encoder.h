@@ -9,12 +9,19 @@
 // makes its writes visible to the host. Completion (a fence) releases the arrays the
 // command buffer retained and the temporaries it owned, and, when profiling (profile.h),
 // reads the timestamps around its dispatches.
+//
+// A dispatch whose kernel's pipeline is still being created on a worker thread (first use
+// inside the eval loop, kernel_library.h) is not recorded at once: from it on, the batch's
+// commands wait in a list, recorded in order when the batch is submitted, after the
+// pending pipelines exist. A pipeline that failed is left out of the batch, which still
+// runs, and the submission then throws, naming it.
 #pragma once
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -52,6 +59,8 @@ class CommandEncoder {
 
   // Kernels bind at most this many buffers (descriptor writes live on the stack).
   static constexpr size_t kMaxBindings = 16;
+  // Push constants per dispatch (the largest any kernel of ours takes; 128 on lavapipe).
+  static constexpr size_t kMaxPushBytes = 256;
 
   // Records a dispatch: bindings go to slots 0..n-1 of set 0 (n == kernel.num_buffers).
   void dispatch(const Kernel& kernel, std::span<const Binding> bindings,
@@ -96,7 +105,11 @@ class CommandEncoder {
     VkCommandBuffer cb = VK_NULL_HANDLE;
     VkFence fence = VK_NULL_HANDLE;
     uint64_t serial = 0;
-    VkPipeline bound = VK_NULL_HANDLE;  // the pipeline bound last (rebinding it is skipped)
+    const Kernel* bound = nullptr;  // the kernel bound last (rebinding it is skipped)
+    // Kernels whose pipelines were in creation when dispatched, and the commands recorded
+    // since the first of them, in order (see the top of this file).
+    std::vector<const Kernel*> pending;
+    std::vector<std::function<void(VkCommandBuffer)>> deferred;
     std::vector<std::shared_ptr<array::Data>> retained;
     std::vector<allocator::Buffer> temporaries;
     std::vector<VkDescriptorPool> pools;
@@ -111,7 +124,20 @@ class CommandEncoder {
   // Stamps the buffers, records uploads of newer host copies, and adds a barrier when a
   // hazard with earlier commands of the batch exists.
   void prepare_locked(Batch& b, const Binding* bindings, size_t n);
-  void barrier_locked(VkCommandBuffer cb);
+  void barrier_locked(Batch& b);
+  // Records `f` into the batch's command buffer now, or queues it while pipelines are
+  // pending.
+  template <class F>
+  void record_locked(Batch& b, F&& f) {
+    if (b.pending.empty()) {
+      f(b.cb);
+    } else {
+      b.deferred.emplace_back(std::forward<F>(f));
+    }
+  }
+  // Waits for the batch's pending pipelines and records its queued commands, without the
+  // dispatches of kernels whose creation failed; returns the first such failure.
+  std::exception_ptr replay_locked(Batch& b);
   VkDescriptorSet allocate_set_locked(Batch& b, VkDescriptorSetLayout layout);
   void commit_locked();
   void poll_locked(bool wait_all);
@@ -189,6 +215,7 @@ struct EncoderStats {
   size_t submissions = 0;
   size_t barriers = 0;
   size_t dispatches = 0;
+  size_t deferred = 0;  // dispatches recorded at submission: their pipelines were in creation
 };
 EncoderStats encoder_stats();
 

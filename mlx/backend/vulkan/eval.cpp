@@ -12,6 +12,7 @@
 #include "mlx/backend/vulkan/allocator.h"
 #include "mlx/backend/vulkan/command_encoder.h"
 #include "mlx/backend/vulkan/device.h"
+#include "mlx/backend/vulkan/kernel_library.h"
 #include "mlx/backend/vulkan/serials.h"
 #include "mlx/primitives.h"
 
@@ -54,6 +55,9 @@ void eval(array& arr) {
   }
   auto outputs = arr.outputs();
   try {
+    // Pipelines this op needs for the first time are created on worker threads while the
+    // loop goes on (kernel_library.h): a cold graph's kernels build together.
+    vulkan::DeferredPipelines deferred;
     arr.primitive().eval_gpu(arr.inputs(), outputs);
   } catch (...) {
     // A kernel may have been recorded before the failure (a copy before a kernel that

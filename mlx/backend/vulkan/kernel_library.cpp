@@ -1,7 +1,10 @@
 #include "mlx/backend/vulkan/kernel_library.h"
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
+#include <semaphore>
+#include <thread>
 #include <vector>
 
 #include "cache/hash.h"
@@ -18,7 +21,52 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+thread_local bool defer_here = false;
+
+bool parallel_builds() {
+  static const bool on = env_string("MLX_VK_PARALLEL_BUILD", "1") != "0";
+  return on;
+}
+
+// Pipeline creations running at once: one per hardware thread.
+std::counting_semaphore<>& creation_slots() {
+  static std::counting_semaphore<> slots(
+      static_cast<std::ptrdiff_t>(std::max(1u, std::thread::hardware_concurrency())));
+  return slots;
+}
+
+std::mutex fault_mtx;
+std::string fault_prefix;  // fail_pipelines_for_testing
+int fault_delay_ms = 0;
+
+bool injected_fault(const std::string& key) {
+  int delay = 0;
+  {
+    std::lock_guard lk(fault_mtx);
+    if (fault_prefix.empty() || key.rfind(fault_prefix, 0) != 0) {
+      return false;
+    }
+    delay = fault_delay_ms;
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(delay));
+  return true;
+}
+
 }  // namespace
+
+DeferredPipelines::DeferredPipelines() : was_(defer_here) {
+  defer_here = parallel_builds();
+}
+
+DeferredPipelines::~DeferredPipelines() {
+  defer_here = was_;
+}
+
+void fail_pipelines_for_testing(const std::string& prefix, int delay_ms) {
+  std::lock_guard lk(fault_mtx);
+  fault_prefix = prefix;
+  fault_delay_ms = delay_ms;
+}
 
 KernelLibrary::KernelLibrary(Device& d) : dev_(d), cache_(std::make_unique<KernelCache>(d)) {
   pipeline_cache_ = cache_->create_pipeline_cache();
@@ -26,6 +74,25 @@ KernelLibrary::KernelLibrary(Device& d) : dev_(d), cache_(std::make_unique<Kerne
 
 KernelLibrary::~KernelLibrary() {
   VkDevice d = dev_.handle();
+  // Creations still running on worker threads finish first (their errors have nobody
+  // left to go to).
+  auto settle = [](const std::shared_ptr<Kernel>& k) {
+    if (k && k->created.valid()) {
+      k->created.wait();
+    }
+  };
+  for (auto& [name, fut] : kernels_) {
+    if (fut.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+      try {
+        settle(fut.get());
+      } catch (...) {
+        // A failed build left nothing to wait for.
+      }
+    }
+  }
+  for (auto& k : failed_) {
+    settle(k);
+  }
   for (auto& [name, fut] : kernels_) {
     if (fut.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
       continue;
@@ -61,6 +128,16 @@ const Kernel& KernelLibrary::get(const codegen::KernelKey& key) {
   {
     std::lock_guard lk(mtx_);
     auto it = kernels_.find(name);
+    if (it != kernels_.end() &&
+        it->second.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+      // A kernel whose deferred creation failed leaves the map: this call builds it again.
+      auto k = it->second.get();  // ready entries hold kernels (failed builds are erased)
+      if (k->failed.load()) {
+        failed_.push_back(std::move(k));
+        kernels_.erase(it);
+        it = kernels_.end();
+      }
+    }
     if (it != kernels_.end()) {
       fut = it->second;
       count_memory_hit();
@@ -71,9 +148,10 @@ const Kernel& KernelLibrary::get(const codegen::KernelKey& key) {
       builder = true;
     }
   }
+  const bool defer = defer_here;
   if (builder) {
     try {
-      promise->set_value(build(key));
+      promise->set_value(build(key, defer));
     } catch (...) {
       // Waiters see the same error; the entry goes so a later call tries again.
       promise->set_exception(std::current_exception());
@@ -81,7 +159,11 @@ const Kernel& KernelLibrary::get(const codegen::KernelKey& key) {
       kernels_.erase(name);
     }
   }
-  return *fut.get();  // rethrows a failed build; Kernels live as long as the library
+  const Kernel& k = *fut.get();  // rethrows a failed build; Kernels live as long as the library
+  if (!defer) {
+    k.wait_pipeline();
+  }
+  return k;
 }
 
 size_t KernelLibrary::size() {
@@ -143,7 +225,9 @@ VkPipeline KernelLibrary::create_pipeline(const Kernel& k, const std::vector<uin
   pci.stage.pSpecializationInfo = entries.empty() ? nullptr : &spec;
   pci.layout = k.layout;
   VkPipeline pipeline = VK_NULL_HANDLE;
-  result = vkCreateComputePipelines(d, pipeline_cache_, 1, &pci, nullptr, &pipeline);
+  result = injected_fault(k.key.canonical())
+               ? VK_ERROR_INITIALIZATION_FAILED
+               : vkCreateComputePipelines(d, pipeline_cache_, 1, &pci, nullptr, &pipeline);
   vkDestroyShaderModule(d, module, nullptr);
   return result == VK_SUCCESS ? pipeline : VK_NULL_HANDLE;
 }
@@ -165,7 +249,7 @@ void KernelLibrary::store(const Kernel& k, const codegen::SpirvModule& spirv) {
   cache_->store(e);
 }
 
-std::shared_ptr<Kernel> KernelLibrary::build(const codegen::KernelKey& key) {
+std::shared_ptr<Kernel> KernelLibrary::build(const codegen::KernelKey& key, bool defer) {
   auto k = std::make_shared<Kernel>();
   k->key = key;
   codegen::SpirvModule spirv;
@@ -183,31 +267,64 @@ std::shared_ptr<Kernel> KernelLibrary::build(const codegen::KernelKey& key) {
     }
     k->set_layout = set_layout_for(k->num_buffers);
     k->layout = pipeline_layout_for(k->num_buffers, k->push_constant_bytes);
-
     spirv = spirv_for(*k, true);
+  } catch (...) {
+    count_failure();
+    throw;
+  }
+  if (!defer) {
+    finish_build(*k, std::move(spirv));
+    return k;
+  }
+  // The kernel stays alive in the map (or failed_) while its creation runs: the task holds
+  // a plain pointer, since a shared one inside k->created's state would never be freed.
+  creating_++;
+  Kernel* raw = k.get();
+  k->created = std::async(std::launch::async, [this, raw, spirv = std::move(spirv)]() mutable {
+                 creation_slots().acquire();
+                 struct Release {
+                   KernelLibrary* lib;
+                   ~Release() {
+                     creation_slots().release();
+                     lib->creating_--;
+                   }
+                 } release{this};
+                 try {
+                   finish_build(*raw, std::move(spirv));
+                 } catch (...) {
+                   raw->failed = true;
+                   throw;
+                 }
+               }).share();
+  return k;
+}
+
+void KernelLibrary::finish_build(Kernel& k, codegen::SpirvModule spirv) {
+  const auto& key = k.key;
+  try {
     // Disk hits are created here too, so every built pipeline can report statistics.
     VkPipelineCreateFlags flags =
         pipeline_stats_active(dev_) ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR : 0;
     auto t0 = std::chrono::steady_clock::now();
     VkResult r = VK_SUCCESS;
-    k->pipeline = create_pipeline(*k, spirv.words, flags, r);
-    if (r != VK_SUCCESS && k->origin == KernelOrigin::Disk) {
+    k.pipeline = create_pipeline(k, spirv.words, flags, r);
+    if (r != VK_SUCCESS && k.origin == KernelOrigin::Disk) {
       // The entry passed validation yet the driver refused it: treat it as a miss, and the
       // store below replaces it.
-      cache::warn_once("driver-rejected:" + cache::to_hex(k->hash),
+      cache::warn_once("driver-rejected:" + cache::to_hex(k.hash),
                        "the driver rejected cached kernel " + key.canonical() + " (" +
                            result_name(r) + "); compiling it again");
-      spirv = spirv_for(*k, false);
+      spirv = spirv_for(k, false);
       t0 = std::chrono::steady_clock::now();
-      k->pipeline = create_pipeline(*k, spirv.words, flags, r);
+      k.pipeline = create_pipeline(k, spirv.words, flags, r);
     }
     if (r != VK_SUCCESS) {
       throw std::runtime_error("[vulkan] creating the pipeline of kernel " + key.canonical() +
                                " failed: " + result_name(r) + ".");
     }
-    k->pipeline_ms = ms_since(t0);
+    k.pipeline_ms = ms_since(t0);
     if (flags & VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR) {
-      capture_pipeline_stats(dev_, *k);
+      capture_pipeline_stats(dev_, k);
     }
   } catch (...) {
     count_failure();
@@ -215,15 +332,14 @@ std::shared_ptr<Kernel> KernelLibrary::build(const codegen::KernelKey& key) {
   }
   builds_++;
   std::string name = key.canonical();
-  if (k->origin == KernelOrigin::Compiled) {
-    store(*k, spirv);
-    count_compile(k->glslang_ms, k->optimize_ms, k->pipeline_ms);
+  if (k.origin == KernelOrigin::Compiled) {
+    store(k, spirv);
+    count_compile(k.glslang_ms, k.optimize_ms, k.pipeline_ms);
   } else {
-    count_disk_hit(k->disk_load_ms, k->pipeline_ms);
+    count_disk_hit(k.disk_load_ms, k.pipeline_ms);
   }
   cache_->record(name);
   cache_->pipeline_created(pipeline_cache_);
-  return k;
 }
 
 VkDescriptorSetLayout KernelLibrary::set_layout_for(uint32_t num_buffers) {

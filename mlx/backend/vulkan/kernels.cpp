@@ -19,7 +19,11 @@ const Kernel* get_kernel_or_drop_coop(const codegen::KernelKey& key, bool coop) 
     return &kernel_library().get(key);
   }
   try {
-    return &kernel_library().get(key);
+    // Waited for here even in the eval loop: a failed cooperative-matrix pipeline must be
+    // known before the op plans with it.
+    const Kernel& k = kernel_library().get(key);
+    k.wait_pipeline();
+    return &k;
   } catch (const std::exception& e) {
     device("cooperative matrices").disable_cooperative_matrices();
     static std::once_flag warned;

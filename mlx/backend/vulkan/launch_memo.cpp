@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "mlx/backend/vulkan/kernel_library.h"
+
 namespace mlx::core::vulkan {
 
 uint64_t LaunchMemo::hash_words(std::span<const int64_t> words) {
@@ -16,10 +18,17 @@ uint64_t LaunchMemo::hash_words(std::span<const int64_t> words) {
   return h;
 }
 
-const MemoEntry* LaunchMemo::find(std::span<const int64_t> signature, uint64_t hash) const {
+const MemoEntry* LaunchMemo::find(std::span<const int64_t> signature, uint64_t hash) {
   auto [begin, end] = slots_.equal_range(hash);
   for (auto it = begin; it != end; ++it) {
     if (std::ranges::equal(it->second.signature, signature)) {
+      // A kernel whose deferred pipeline creation failed is planned again, so the library
+      // builds it again (kernel_library.h).
+      const Kernel* k = it->second.entry.kernel;
+      if (k && k->failed.load(std::memory_order_relaxed)) {
+        slots_.erase(it);
+        return nullptr;
+      }
       return &it->second.entry;
     }
   }

@@ -24,8 +24,9 @@ struct MemoEntry {
 class LaunchMemo {
  public:
   // The signature is compared word for word, so a hash collision can never pick a wrong
-  // kernel. Returns nullptr on a miss.
-  const MemoEntry* find(std::span<const int64_t> signature, uint64_t hash) const;
+  // kernel. Returns nullptr on a miss, and for (and forgets) an entry whose kernel's
+  // pipeline creation failed.
+  const MemoEntry* find(std::span<const int64_t> signature, uint64_t hash);
   const MemoEntry& insert(std::span<const int64_t> signature, uint64_t hash, MemoEntry entry);
 
   static uint64_t hash_words(std::span<const int64_t> words);
