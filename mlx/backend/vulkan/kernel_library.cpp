@@ -291,6 +291,17 @@ std::shared_ptr<Kernel> KernelLibrary::build(const codegen::KernelKey& key, bool
                  } release{this};
                  try {
                    finish_build(*raw, std::move(spirv));
+                 } catch (const std::exception& e) {
+                   raw->failed = true;
+                   std::function<void(const Kernel&, const std::string&)> hook;
+                   {
+                     std::lock_guard lk(mtx_);
+                     hook = failure_hook_;
+                   }
+                   if (hook) {
+                     hook(*raw, e.what());
+                   }
+                   throw;
                  } catch (...) {
                    raw->failed = true;
                    throw;

@@ -21,6 +21,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -100,6 +101,12 @@ class KernelLibrary {
   size_t creating() const {
     return creating_.load();
   }
+  // Called on the worker thread, with the error, when a deferred creation fails
+  // (kernels.cpp: a cooperative-matrix kernel turns them off). Set it once, before use.
+  void set_failure_hook(std::function<void(const Kernel&, const std::string&)> hook) {
+    std::lock_guard lk(mtx_);
+    failure_hook_ = std::move(hook);
+  }
 
   size_t size();
   // Pipelines built so far (a memory hit does not count; a disk hit does).
@@ -138,6 +145,7 @@ class KernelLibrary {
   std::unordered_map<uint64_t, VkPipelineLayout> pipeline_layouts_;
   std::atomic<size_t> builds_{0};
   std::atomic<size_t> creating_{0};
+  std::function<void(const Kernel&, const std::string&)> failure_hook_;  // under mtx_
   // Kernels whose deferred creation failed, out of the map (a later get() builds the key
   // again) but alive, since batches may still name them. Under mtx_.
   std::vector<std::shared_ptr<Kernel>> failed_;

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <mutex>
+#include <set>
 #include <stdexcept>
+#include <string>
 
 #include "mlx/backend/vulkan/allocator.h"
 #include "mlx/backend/vulkan/device.h"
@@ -14,26 +17,65 @@
 
 namespace mlx::core::vulkan {
 
+namespace {
+
+// Cooperative matrices off for the device, with one warning naming the kernel that failed.
+void drop_coop(const codegen::KernelKey& key, const std::string& error) {
+  device("cooperative matrices").disable_cooperative_matrices();
+  static std::once_flag warned;
+  std::call_once(warned, [&] {
+    std::fprintf(stderr,
+                 "[vulkan] the cooperative-matrix kernel %s did not build (%s); products and "
+                 "attention use the FMA kernels from now on (MLX_VK_COOPMAT=off skips "
+                 "cooperative matrices).\n",
+                 key.canonical().c_str(), error.c_str());
+  });
+}
+
+struct CoopKernels {
+  std::mutex mtx;
+  std::set<std::string> names;      // cooperative-matrix keys handed out
+  std::atomic<bool> proven{false};  // one of their pipelines exists
+};
+
+CoopKernels& coop_kernels() {
+  static CoopKernels* c = [] {
+    auto* k = new CoopKernels();  // reached from worker threads at exit: never destroyed
+    kernel_library().set_failure_hook([k](const Kernel& kernel, const std::string& error) {
+      std::lock_guard lk(k->mtx);
+      if (k->names.count(kernel.key.canonical())) {
+        drop_coop(kernel.key, error);
+      }
+    });
+    return k;
+  }();
+  return *c;
+}
+
+}  // namespace
+
 const Kernel* get_kernel_or_drop_coop(const codegen::KernelKey& key, bool coop) {
   if (!coop) {
     return &kernel_library().get(key);
   }
+  auto& ck = coop_kernels();
+  {
+    std::lock_guard lk(ck.mtx);
+    ck.names.insert(key.canonical());
+  }
   try {
-    // Waited for here even in the eval loop: a failed cooperative-matrix pipeline must be
-    // known before the op plans with it.
+    // The process's first cooperative-matrix pipeline is waited for, even in the eval
+    // loop: a driver that cannot build them at all is found before an op plans with one.
+    // Later ones are created in parallel like any kernel; one that fails turns them off
+    // (the hook above) and the eval that submits it throws (docs/vulkan.md).
     const Kernel& k = kernel_library().get(key);
-    k.wait_pipeline();
+    if (!ck.proven.load()) {
+      k.wait_pipeline();
+      ck.proven = true;
+    }
     return &k;
   } catch (const std::exception& e) {
-    device("cooperative matrices").disable_cooperative_matrices();
-    static std::once_flag warned;
-    std::call_once(warned, [&] {
-      std::fprintf(stderr,
-                   "[vulkan] the cooperative-matrix kernel %s did not build (%s); products and "
-                   "attention use the FMA kernels from now on (MLX_VK_COOPMAT=off skips "
-                   "cooperative matrices).\n",
-                   key.canonical().c_str(), e.what());
-    });
+    drop_coop(key, e.what());
     return nullptr;
   }
 }

@@ -41,8 +41,10 @@ bool gpu_donatable(const array& a, int stream);
 // Builds `key` (kernel_library().get). When `coop` (the key is a cooperative-matrix kernel)
 // and the build fails (the driver refuses the module, or the KHR rewrite refuses it),
 // cooperative matrices are turned off for the device, one warning names the kernel and the
-// error, and nullptr is returned so that the caller plans again without them: an op never
-// fails because of them. Other failures propagate.
+// error, and nullptr is returned so that the caller plans again without them. Only the
+// process's first cooperative-matrix pipeline is waited for here; a later one that fails
+// in its parallel creation turns them off too, but its batch's eval throws (docs/vulkan.md).
+// Other failures propagate.
 const Kernel* get_kernel_or_drop_coop(const codegen::KernelKey& key, bool coop);
 
 // Gives `out` a row-contiguous buffer: an input's buffer when donation is safe (the input
