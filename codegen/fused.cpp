@@ -7,6 +7,7 @@
 #include "codegen/fused.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -70,6 +71,30 @@ Value value_of(const std::string& arg, const FusedTape& t, const std::vector<std
                                 " reads a later node.");
   }
   return {"v" + std::to_string(k), t.nodes[k].dtype};
+}
+
+// For a divisor c = 2^e (f32 bits in hex) whose reciprocal is a normal number, the f32
+// bits of 1 / c and of the threshold 2^(max(e, 0) - 126) from which a / c = a * (1 / c) is
+// a normal number (include/div.glsl, m_div_pow2); nullopt for any other divisor.
+std::optional<std::pair<uint32_t, uint32_t>> pow2_divisor(const std::string& hex) {
+  uint32_t bits = static_cast<uint32_t>(std::stoul(hex, nullptr, 16));
+  uint32_t exponent = (bits >> 23) & 0xffu;
+  if ((bits & 0x7fffffu) != 0 || exponent == 0 || exponent == 0xffu) {
+    return std::nullopt;  // not a power of two, zero, subnormal, inf or NaN
+  }
+  int e = static_cast<int>(exponent) - 127;
+  if (e < -126 || e > 126) {
+    return std::nullopt;  // 1 / c would not be a normal number
+  }
+  uint32_t r = (bits & 0x80000000u) | (static_cast<uint32_t>(127 - e) << 23);
+  uint32_t t = static_cast<uint32_t>(std::max(e, 0) - 126 + 127) << 23;
+  return std::make_pair(r, t);
+}
+
+std::string f32_literal(uint32_t bits) {
+  char out[32];
+  std::snprintf(out, sizeof(out), "uintBitsToFloat(0x%08xu)", bits);
+  return out;
 }
 
 // Rounds compute value `v` to `dt` in registers as a store and reload would: round_expr for
@@ -144,6 +169,12 @@ Parsed check(const KernelKey& key, const std::string& where) {
   }
   for (const auto& d : t.inputs) {
     p.in.push_back(&dtype_info(d, where));
+  }
+  for (size_t k = 0; k < t.consts.size(); ++k) {
+    if (!t.consts[k].empty() && p.in[k]->kind != Kind::Float) {
+      throw std::invalid_argument("[render] " + where + ": constant input " + std::to_string(k) +
+                                  " must be a float dtype.");
+    }
   }
   for (const auto& n : t.nodes) {
     p.node.push_back(&dtype_info(n.dtype, where));
@@ -226,14 +257,42 @@ KernelKey fused_key(const FusedTape& t) {
   if (t.vec) {
     key.params["vec"] = std::to_string(t.vec);
   }
+  for (size_t k = 0; k < t.consts.size(); ++k) {
+    if (!t.consts[k].empty()) {
+      key.params["c" + std::to_string(k)] = t.consts[k];
+    }
+  }
   return key;
 }
 
 FusedTape parse_fused(const KernelKey& key) {
   const std::string where = "kernel " + key.canonical();
-  check_params(key, {"in", "out", "tape", "layout", "vec"}, where);
+  std::set<std::string> known{"in", "out", "tape", "layout", "vec"};
+  for (int k = 0; k < kFusedMaxInputs; ++k) {
+    known.insert("c" + std::to_string(k));
+  }
+  check_params(key, known, where);
   FusedTape t;
   t.inputs = split(key_param(key, "in", where), '.');
+  for (size_t k = 0; k < t.inputs.size(); ++k) {
+    auto c = key.params.find("c" + std::to_string(k));
+    if (c == key.params.end()) {
+      continue;
+    }
+    if (c->second.size() != 8 ||
+        c->second.find_first_not_of("0123456789abcdef") != std::string::npos) {
+      throw std::invalid_argument("[render] " + where + ": c" + std::to_string(k) +
+                                  " must be 8 lowercase hex digits (an f32's bits).");
+    }
+    t.consts.resize(t.inputs.size());
+    t.consts[k] = c->second;
+  }
+  for (const auto& [name, value] : key.params) {
+    if (name[0] == 'c' && name.size() > 1 &&
+        static_cast<size_t>(std::stoi(name.substr(1))) >= t.inputs.size()) {
+      throw std::invalid_argument("[render] " + where + ": " + name + " names no input.");
+    }
+  }
   for (const auto& text : split(key_param(key, "tape", where), ';')) {
     auto parts = split(text, '/');
     if (parts.size() < 4) {
@@ -396,12 +455,21 @@ KernelSource render_fused(const KernelKey& key, const DeviceCaps& caps) {
   std::ostringstream buffers, body, vsetup, vload, vbody;
   // The inputs' values on the element path (x<k>) and in lane j of a vector step.
   std::vector<std::string> elem_in, lane_in;
+  auto is_const = [&](size_t k) { return k < t.consts.size() && !t.consts[k].empty(); };
   for (size_t k = 0; k < t.inputs.size(); ++k) {
     std::string ks = std::to_string(k);
     std::string pre = "IN" + ks + "_";
     add_input_defines(pre, *p.in[k], defines);
     buffers << "layout(std430, set = 0, binding = " << k << ") readonly buffer I" << k << " { "
             << pre << "ST in" << k << "[]; }; ";
+    if (is_const(k)) {
+      // Written into the kernel: the binding stays (the launch binds every input) unread.
+      std::string name = "FUSED_CONST" + ks;
+      defines.push_back(name + " uintBitsToFloat(0x" + t.consts[k] + "u)");
+      elem_in.push_back(name);
+      lane_in.push_back(name);
+      continue;
+    }
     body << pre << "CT x" << k << " = " << pre << "LOAD(in" << k << "[loc[" << k << "]]); ";
     elem_in.push_back("x" + ks);
     if (!vec) {
@@ -462,7 +530,23 @@ KernelSource render_fused(const KernelKey& key, const DeviceCaps& caps) {
       arg_dts.push_back(&dtype_info(args.back().dtype, where));
     }
     std::string expr;
-    if (n.family == "astype") {
+    std::optional<std::pair<uint32_t, uint32_t>> pow2;  // a power-of-two constant divisor
+    if (n.family == "binary" && n.op == "Divide" && n.args.size() == 2 && n.args[1][0] == 'i' &&
+        p.node[k]->kind == Kind::Float) {
+      size_t c = std::stoul(n.args[1].substr(1));
+      if (is_const(c)) {
+        pow2 = pow2_divisor(t.consts[c]);
+      }
+    }
+    if (pow2) {
+      // x / 2^e is x * 2^-e wherever that is a normal number (m_div_pow2, include/div.glsl).
+      OpExpr op = elementwise_op(n.family, n.op, arg_dts, where);
+      if (!op.math.empty()) {
+        math_groups.push_back(op.math);
+      }
+      expr = "m_div_pow2(" + args[0].expr + ", " + args[1].expr + ", " + f32_literal(pow2->first) +
+             ", " + f32_literal(pow2->second) + ")";
+    } else if (n.family == "astype") {
       if (args.size() != 1 || n.op != "AsType") {
         throw std::invalid_argument("[render] " + where + ": astype is AsType of one argument.");
       }

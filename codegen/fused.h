@@ -30,6 +30,11 @@ struct FusedTape {
   // and row-strided inputs and the outputs are read and written as vectors of vec elements.
   std::string layout;
   uint32_t vec = 0;
+  // Per input, empty or the 8 hex digits of the f32 value a float input holds for every
+  // element: a scalar constant written into the kernel (key param "c<k>") instead of
+  // loaded, so the compiler folds it (and x / 2^k becomes an exact x * 2^-k). Empty vector:
+  // none.
+  std::vector<std::string> consts;
 };
 
 // Groups the emitter takes: any GPU dtype (bool, 8- to 64-bit integers with MLX's integer
@@ -40,8 +45,8 @@ constexpr int kFusedMaxInputs = 11;
 constexpr int kFusedMaxRank = 8;
 
 // "fused:in=f32.bf16,out=3.5,tape=unary/Exp/f32/i0;binary/Add/f32/n0/i1;..." with
-// ",layout=cs" and ",vec=4" for the layout variants. Throws std::invalid_argument for a
-// tape it cannot emit.
+// ",layout=cs" and ",vec=4" for the layout variants and ",c1=3f000000" for an input written
+// into the kernel as a constant. Throws std::invalid_argument for a tape it cannot emit.
 KernelKey fused_key(const FusedTape& tape);
 FusedTape parse_fused(const KernelKey& key);
 KernelSource render_fused(const KernelKey& key, const DeviceCaps& caps);

@@ -407,9 +407,34 @@ void fuse(Trace& t) {
       shapes.push_back(o.shape());
       dtypes.push_back(o.dtype());
     }
+    // Float scalar constants go to the primitive by value: a backend may write them into
+    // its kernel (an exact x * 0.5 for x / 2, constant folding).
+    std::vector<std::optional<float>> constants;
+    for (auto& input : inner_inputs) {
+      // An op broadcasts its scalar operands: look through views of one value.
+      array in = input;
+      while (in.status() == array::Status::unscheduled && in.has_primitive() &&
+             in.inputs().size() == 1 &&
+             (std::strcmp(in.primitive().name(), "Broadcast") == 0 ||
+              std::strcmp(in.primitive().name(), "Reshape") == 0)) {
+        array up = in.inputs()[0];
+        in = up;
+      }
+      std::optional<float> v;
+      if (scalar_constant(in)) {
+        if (in.dtype() == float32) {
+          v = in.data<float>()[0];
+        } else if (in.dtype() == float16) {
+          v = static_cast<float>(in.data<float16_t>()[0]);
+        } else if (in.dtype() == bfloat16) {
+          v = static_cast<float>(in.data<bfloat16_t>()[0]);
+        }
+      }
+      constants.push_back(v);
+    }
     // The fused node takes the group's inputs; inside, the tape keeps the traced arrays.
     auto prim = std::make_shared<Compiled>(members.back().primitive().stream(), inner_inputs,
-                                           inner_outputs, members);
+                                           inner_outputs, members, std::move(constants));
     auto outs = array::make_arrays(shapes, dtypes, prim, inner_inputs);
     for (size_t i = 0; i < outs.size(); ++i) {
       replaced.emplace(inner_outputs[i].id(), outs[i]);

@@ -186,12 +186,15 @@ class Binary : public UnaryPrimitive {
 // primitive's inputs in order); `inner_outputs` are the tape nodes behind its outputs.
 class Compiled : public Primitive {
  public:
+  // `constants`: per inner input, its value when it is a float scalar constant known at
+  // trace time (a backend may write it into the kernel), else nullopt.
   Compiled(Stream s, std::vector<array> inner_inputs, std::vector<array> inner_outputs,
-           std::vector<array> tape)
+           std::vector<array> tape, std::vector<std::optional<float>> constants = {})
       : Primitive(s),
         inner_inputs_(std::move(inner_inputs)),
         inner_outputs_(std::move(inner_outputs)),
-        tape_(std::move(tape)) {}
+        tape_(std::move(tape)),
+        constants_(std::move(constants)) {}
   MLX_DECLARE_MULTI_EVAL
   const char* name() const override {
     return "Compiled";
@@ -205,6 +208,9 @@ class Compiled : public Primitive {
   }
   const std::vector<array>& inner_outputs() const {
     return inner_outputs_;
+  }
+  const std::vector<std::optional<float>>& constants() const {
+    return constants_;
   }
   // Runs the tape on `inputs` node by node with `run` (a primitive's eval on one device),
   // making each node's result with the shapes its inputs give; fills `outputs` (sharing
@@ -222,6 +228,7 @@ class Compiled : public Primitive {
   std::vector<array> inner_inputs_;
   std::vector<array> inner_outputs_;
   std::vector<array> tape_;
+  std::vector<std::optional<float>> constants_;
   mutable std::shared_ptr<void> backend_cache_;
 };
 

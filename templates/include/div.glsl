@@ -110,6 +110,17 @@ float m_div(float a, float b) {
 #endif
   return m_div_int(a, b);
 }
+
+// a / b for a divisor b = 2^e known when the kernel is made (codegen/fused.cpp), given
+// r = 1 / b (exact) and t = 2^(max(e, 0) - 126): from |a| >= t the quotient a * r is a
+// normal number, the same correctly rounded value m_div gives; below (results and inputs
+// a device may flush to zero, zeros, NaN) m_div keeps the CPU's subnormals.
+float m_div_pow2(float a, float b, float r, float t) {
+  if (abs(a) >= t) {
+    return a * r;
+  }
+  return m_div(a, b);
+}
 #endif // MLX_MATH_DIV
 
 #endif

@@ -214,3 +214,45 @@ TEST_CASE("fused tapes the emitter does not take are refused") {
   t.vec = 4;  // vectors need a layout
   refuse(t);
 }
+
+TEST_CASE("float scalar constants are written into the kernel; x / 2^k becomes a multiply") {
+  auto t = tape({"f32", "f32", "bf16", "f32"},
+                {{"binary", "Divide", "f32", {"i0", "i1"}},
+                 {"binary", "Divide", "f32", {"n0", "i3"}},
+                 {"binary", "Multiply", "bf16", {"i2", "i2"}},
+                 {"astype", "AsType", "f32", {"n2"}},
+                 {"binary", "Add", "f32", {"n1", "n3"}}},
+                {4});
+  t.consts = {"", "c0000000", "3f800000", "40400000"};  // i1 = -2, i2 = 1 (bf16), i3 = 3
+  auto key = cg::fused_key(t);
+  CHECK(key.params.at("c1") == "c0000000");
+  CHECK(key.params.count("c0") == 0);
+  auto back = cg::parse_fused(cg::KernelKey::parse(key.canonical()));
+  CHECK(back.consts == t.consts);
+  std::string glsl = build(key);
+  CHECK(glsl.find("FUSED_CONST1 uintBitsToFloat(0xc0000000u)") != std::string::npos);
+  // Divide by -2: a multiply by -0.5 from |x| >= 2^-125 (m_div_pow2); by 3: the division
+  // routine with a constant.
+  CHECK(glsl.find("m_div_pow2(x0, FUSED_CONST1, uintBitsToFloat(0xbf000000u), "
+                  "uintBitsToFloat(0x01000000u))") != std::string::npos);
+  CHECK(count(glsl, "m_div(") >= 1);
+  // The constant inputs are not loaded (input 0 is).
+  CHECK(glsl.find("LOAD(in0[") != std::string::npos);
+  CHECK(glsl.find("LOAD(in1[") == std::string::npos);
+  CHECK(glsl.find("LOAD(in3[") == std::string::npos);
+  // Divisors whose reciprocal is not exact or not normal stay divisions.
+  for (const char* c : {"00000000", "7f800000", "7f000000", "00400000", "3fc00000"}) {
+    CAPTURE(c);
+    auto d = tape({"f32", "f32"}, {{"binary", "Divide", "f32", {"i0", "i1"}}}, {0});
+    d.consts = {"", c};
+    CHECK(build(cg::fused_key(d)).find("m_div_pow2(x0") == std::string::npos);
+  }
+  // Constants are f32 bits of a float input, and name an input.
+  auto bad = [&](const std::string& text) {
+    CHECK_THROWS_AS(cg::render(cg::KernelKey::parse(text), full_caps()), std::invalid_argument);
+  };
+  bad("fused:c1=3f80,in=f32.f32,out=0,tape=binary/Add/f32/i0/i1");
+  bad("fused:c1=3F800000,in=f32.f32,out=0,tape=binary/Add/f32/i0/i1");
+  bad("fused:c2=3f800000,in=f32.f32,out=0,tape=binary/Add/f32/i0/i1");
+  bad("fused:c1=3f800000,in=i32.i32,out=0,tape=binary/Add/i32/i0/i1");
+}

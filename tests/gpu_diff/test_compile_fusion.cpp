@@ -8,11 +8,14 @@
 // dispatch per fused group and give the unfused results exactly.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstring>
+#include <functional>
 #include <unordered_set>
 
 #include "harness.h"
 #include "mlx/backend/vulkan/command_encoder.h"
+#include "mlx/backend/vulkan/kernel_library.h"
 #include "mlx/backend/vulkan/stats.h"
 #include "mlx/primitives.h"
 
@@ -247,5 +250,63 @@ TEST_CASE("random integer and float graphs run one dispatch per fused group, exa
       CHECK(all_close(got[i], want[i], {0, 0}, "mixed graph output " + std::to_string(i)));
     }
   }
+  mx::set_default_device(saved);
+}
+
+TEST_CASE("a compiled group's float scalar constants are written into its kernel, exactly") {
+  if (!gpu_present())
+    return;
+  auto saved = mx::default_device();
+  mx::set_default_device(mx::Device::gpu);
+  // / 2, / -0.25 (multiplies by the exact reciprocal), / 3, * 0.1 + 1 and a bf16 division
+  // by 4, over special values: results equal the unfused kernels' bit for bit.
+  auto fn = [](const std::vector<mx::array>& in) {  // one chain: one fused group
+    auto a = mx::divide(in[0], mx::array(2.0f));
+    auto b = mx::divide(a, mx::array(-0.25f));
+    auto c = mx::divide(b, mx::array(3.0f));
+    return std::vector<mx::array>{a, b, c,
+                                  mx::add(mx::multiply(c, mx::array(0.1f)), mx::array(1.0f))};
+  };
+  auto fn16 = [](const std::vector<mx::array>& in) {
+    auto h = mx::astype(in[0], mx::bfloat16);
+    return std::vector<mx::array>{
+        mx::astype(mx::divide(h, mx::array(4.0f, mx::bfloat16)), mx::float32)};
+  };
+  std::vector<float> v = {0.0f,     -0.0f,     1.0f,          -3.5f,          1e-38f,   -1.5e-38f,
+                          3e38f,    -3e38f,    1e-45f,        6.0f,           7.25e-3f, 12345.678f,
+                          INFINITY, -INFINITY, std::nanf(""), 1.17549435e-38f};
+  auto x = mx::array(v.begin(), {static_cast<int>(v.size())}, mx::float32);
+  mx::eval({x});
+  for (auto f : {+fn, +fn16}) {
+    auto compiled = mx::compile(f);
+    CHECK(dispatches_of([&] { return compiled({x}); }) == 1);  // one fused kernel
+    auto got = compiled({x});
+    auto want = f({x});
+    mx::eval(got);
+    mx::eval(want);
+    for (size_t i = 0; i < got.size(); ++i) {
+      CAPTURE(i);
+      CHECK(mx::array_equal(got[i], want[i], true).item<bool>());
+    }
+  }
+  // The constants are part of the kernel key: the same group with another divisor builds
+  // another kernel, with the same divisor it reuses the kernel.
+  auto builds = [] { return mx::vulkan::kernel_library().builds(); };
+  auto scaled = [&](float c) {
+    auto f = mx::compile(std::function<std::vector<mx::array>(const std::vector<mx::array>&)>(
+        [c](const std::vector<mx::array>& in) {
+          return std::vector<mx::array>{mx::add(mx::divide(in[0], mx::array(c)), mx::array(1.0f))};
+        }));
+    auto y = f({x})[0];
+    mx::eval({y});
+    CHECK(mx::array_equal(y, mx::add(mx::divide(x, mx::array(c)), mx::array(1.0f)), true)
+              .item<bool>());
+  };
+  scaled(8.0f);
+  size_t before = builds();
+  scaled(8.0f);
+  CHECK(builds() == before);
+  scaled(16.0f);
+  CHECK(builds() == before + 1);
   mx::set_default_device(saved);
 }

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstring>
+#include <cstdio>
 
 #include "codegen/fused.h"
 #include "mlx/backend/vulkan/allocator.h"
@@ -14,6 +16,7 @@
 #include "mlx/backend/vulkan/kernels.h"
 #include "mlx/backend/vulkan/launch_memo.h"
 #include "mlx/backend/vulkan/reduce_plan.h"
+#include "mlx/backend/vulkan/utils.h"
 #include "mlx/primitives.h"
 
 namespace mlx::core {
@@ -93,6 +96,20 @@ const FusedPlan& fused_plan(const Compiled& c, const std::vector<array>& inner_i
     static std::atomic<int64_t> next_id{1};
     auto plan = std::make_shared<FusedPlan>();
     plan->fusable = fused_tape(inner_inputs, tape, inner_outputs, plan->tape);
+    // Float scalar constants of the trace are written into the kernel (codegen/fused.h);
+    // MLX_VK_FUSED_CONSTANTS=0 loads them instead, for measuring.
+    static const bool inline_constants = vulkan::env_string("MLX_VK_FUSED_CONSTANTS", "1") != "0";
+    const auto& constants = c.constants();
+    for (size_t k = 0; k < constants.size() && plan->fusable && inline_constants; ++k) {
+      if (constants[k]) {
+        uint32_t bits;
+        std::memcpy(&bits, &*constants[k], 4);
+        char hex[9];
+        std::snprintf(hex, sizeof(hex), "%08x", bits);
+        plan->tape.consts.resize(constants.size());
+        plan->tape.consts[k] = hex;
+      }
+    }
     plan->id = next_id++;
     slot = plan;
   }
