@@ -333,6 +333,45 @@ void fuse(Trace& t) {
     }
     return ins.size() <= kMaxInputs && outs <= kMaxOutputs;
   };
+  // Whether groups a and b may become one: no value from outside both reaches either of
+  // them (that would be a path from one through outside nodes into the other: a cycle once
+  // they run as one kernel), and the union stays within the kernel's bindings.
+  auto mergeable = [&](int a, int b) {
+    std::unordered_set<std::uintptr_t> members, ins;
+    for (int g : {a, b}) {
+      for (auto& n : groups[g]) {
+        members.insert(n.id());
+      }
+    }
+    for (int g : {a, b}) {
+      for (auto& n : groups[g]) {
+        for (auto& in : n.inputs()) {
+          if (members.count(in.id()) || !ins.insert(in.id()).second) {
+            continue;
+          }
+          if (reaches(in, a) || reaches(in, b)) {
+            return false;
+          }
+        }
+      }
+    }
+    size_t outs = 0;
+    for (int g : {a, b}) {
+      for (auto& n : groups[g]) {
+        auto it = readers.find(n.id());
+        bool internal = it != readers.end();
+        for (size_t k = 0; internal && k < it->second.size(); ++k) {
+          internal = members.count(it->second[k]) > 0;
+        }
+        outs += internal ? 0 : 1;
+      }
+    }
+    return ins.size() <= kMaxInputs && outs <= kMaxOutputs;
+  };
+  std::unordered_map<std::uintptr_t, size_t> position;
+  for (auto& node : t.tape) {
+    position[node.id()] = position.size();
+  }
   for (auto& node : t.tape) {
     on_tape.insert(node.id());
     if (!fusable(node)) {
@@ -363,6 +402,24 @@ void fuse(Trace& t) {
     }
     groups[chosen].push_back(node);
     group_of[node.id()] = chosen;
+    // The node also reads other groups: take them in where that stays acyclic and fits, so
+    // a group that started on its own (all its inputs outside every group) is not left as a
+    // dispatch of its own when its consumer's group could hold it.
+    for (auto& in : node.inputs()) {
+      auto g = group_of.find(in.id());
+      if (g == group_of.end() || g->second == chosen || !mergeable(chosen, g->second)) {
+        continue;
+      }
+      int from = g->second;
+      for (auto& m : groups[from]) {
+        group_of[m.id()] = chosen;
+        groups[chosen].push_back(m);
+      }
+      groups[from].clear();
+      std::sort(groups[chosen].begin(), groups[chosen].end(), [&](const array& x, const array& y) {
+        return position[x.id()] < position[y.id()];
+      });
+    }
   }
 
   // Who uses each value outside its group (other nodes or the trace's outputs).

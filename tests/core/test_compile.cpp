@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <set>
 
 #include "mlx/mlx.h"
 #include "mlx/primitives.h"
@@ -445,4 +446,58 @@ TEST_CASE("compile fuses elementwise runs into Compiled nodes, shapeless too") {
   auto outs = two({mx::array({0.0f, 1.0f})});
   CHECK(to_doubles(outs[0]) == std::vector<double>{2.0, std::exp(1.0f) + 1.0f});
   CHECK(to_doubles(outs[1])[0] == doctest::Approx(1.0 + std::exp(1.0)));
+}
+
+TEST_CASE("a group that starts on its own merges into its consumer's, unless that is a cycle") {
+  // Counts the Compiled primitives (siblings share one) and the nodes left outside them on
+  // the way to `out`.
+  auto census = [](const mx::array& out, int& compiled, int& others) {
+    compiled = others = 0;
+    std::vector<mx::array> stack{out};
+    std::set<std::uintptr_t> seen;
+    std::set<const mx::Primitive*> prims;
+    while (!stack.empty()) {
+      auto a = stack.back();
+      stack.pop_back();
+      if (!a.has_primitive() || !seen.insert(a.id()).second ||
+          !prims.insert(&a.primitive()).second) {
+        continue;
+      }
+      bool fused = std::string(a.primitive().name()) == "Compiled";
+      compiled += fused;
+      others += !fused && std::string(a.primitive().name()) != "Broadcast";
+      for (auto& in : a.inputs()) {
+        stack.push_back(in);
+      }
+    }
+  };
+  // sigmoid(y) reads only inputs: it starts a group; v's group takes it in.
+  auto merged = mx::compile([](const std::vector<mx::array>& in) {
+    auto v = mx::tanh(mx::add(in[0], in[1]));
+    auto s = mx::sigmoid(in[1]);
+    return std::vector<mx::array>{mx::multiply(mx::exp(v), s)};
+  });
+  auto x = mx::array({0.5f, -1.0f, 2.0f}), y = mx::array({1.0f, 0.25f, -3.0f});
+  auto out = merged({x, y})[0];
+  int compiled = 0, others = 0;
+  census(out, compiled, others);
+  CHECK(compiled == 1);
+  CHECK(others == 0);
+  auto want = mx::multiply(mx::exp(mx::tanh(mx::add(x, y))), mx::sigmoid(y));
+  CHECK(to_doubles(out) == to_doubles(want));
+  // b depends on a's group through a sum: merging b's group into a's would make a cycle.
+  auto cyclic = mx::compile([](const std::vector<mx::array>& in) {
+    auto a = mx::exp(mx::negative(in[0]));
+    auto b = mx::sigmoid(mx::multiply(mx::sum(a), in[1]));
+    return std::vector<mx::array>{mx::multiply(mx::add(a, mx::array(1.0f)), b)};
+  });
+  out = cyclic({x, y})[0];
+  census(out, compiled, others);
+  CHECK(compiled == 2);
+  auto a = mx::exp(mx::negative(x));
+  want = mx::multiply(mx::add(a, mx::array(1.0f)), mx::sigmoid(mx::multiply(mx::sum(a), y)));
+  auto got = to_doubles(out), expect = to_doubles(want);
+  for (size_t i = 0; i < got.size(); ++i) {
+    CHECK(got[i] == doctest::Approx(expect[i]).epsilon(1e-6));
+  }
 }
