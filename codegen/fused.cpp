@@ -97,6 +97,35 @@ std::string f32_literal(uint32_t bits) {
   return out;
 }
 
+// A constant input's value (hex, FusedTape::consts) as a literal of its compute type, the
+// value a load would give.
+std::string constant_literal(const DtypeInfo& dt, const std::string& hex) {
+  uint64_t raw = std::stoull(hex, nullptr, 16);
+  char out[64];
+  if (dt.kind == Kind::Float) {
+    return f32_literal(static_cast<uint32_t>(raw));
+  }
+  if (dt.kind == Kind::Bool) {
+    return raw != 0 ? "1u" : "0u";
+  }
+  if (dt.bits == 64) {
+    // From two 32-bit words: a 64-bit literal would not preprocess before the int64
+    // extension is enabled (the defines come first).
+    std::snprintf(out, sizeof(out), "%s(packUint2x32(uvec2(0x%08xu, 0x%08xu)))", dt.compute,
+                  static_cast<uint32_t>(raw), static_cast<uint32_t>(raw >> 32));
+    return out;
+  }
+  if (dt.kind == Kind::Int) {
+    // Sign-extended to 32 bits, written as its bit pattern (no literal overflows).
+    int shift = 64 - static_cast<int>(dt.bits);
+    auto v = static_cast<int64_t>(raw << shift) >> shift;
+    std::snprintf(out, sizeof(out), "int(0x%08xu)", static_cast<uint32_t>(v));
+    return out;
+  }
+  std::snprintf(out, sizeof(out), "0x%08xu", static_cast<uint32_t>(raw));
+  return out;
+}
+
 // Rounds compute value `v` to `dt` in registers as a store and reload would: round_expr for
 // floats (f16 through f16_round, never the bit pair), any nonzero to 1 for bool, and the
 // wrap of 8/16-bit integers (their compute type is 32 bits wide).
@@ -171,9 +200,13 @@ Parsed check(const KernelKey& key, const std::string& where) {
     p.in.push_back(&dtype_info(d, where));
   }
   for (size_t k = 0; k < t.consts.size(); ++k) {
-    if (!t.consts[k].empty() && p.in[k]->kind != Kind::Float) {
-      throw std::invalid_argument("[render] " + where + ": constant input " + std::to_string(k) +
-                                  " must be a float dtype.");
+    size_t digits = p.in[k]->kind == Kind::Float ? 8 : p.in[k]->bits / 4;
+    if (!t.consts[k].empty() && t.consts[k].size() != digits) {
+      // (Appended: GCC 12 reports a false -Wrestrict for "literal" + string.)
+      std::string msg("[render] ");
+      msg.append(where).append(": constant input ").append(std::to_string(k));
+      msg.append(" takes ").append(std::to_string(digits)).append(" hex digits.");
+      throw std::invalid_argument(msg);
     }
   }
   for (const auto& n : t.nodes) {
@@ -279,10 +312,10 @@ FusedTape parse_fused(const KernelKey& key) {
     if (c == key.params.end()) {
       continue;
     }
-    if (c->second.size() != 8 ||
+    if (c->second.empty() || c->second.size() > 16 ||
         c->second.find_first_not_of("0123456789abcdef") != std::string::npos) {
       throw std::invalid_argument("[render] " + where + ": c" + std::to_string(k) +
-                                  " must be 8 lowercase hex digits (an f32's bits).");
+                                  " must be lowercase hex digits.");
     }
     t.consts.resize(t.inputs.size());
     t.consts[k] = c->second;
@@ -465,7 +498,7 @@ KernelSource render_fused(const KernelKey& key, const DeviceCaps& caps) {
     if (is_const(k)) {
       // Written into the kernel: the binding stays (the launch binds every input) unread.
       std::string name = "FUSED_CONST" + ks;
-      defines.push_back(name + " uintBitsToFloat(0x" + t.consts[k] + "u)");
+      defines.push_back(name + " " + constant_literal(*p.in[k], t.consts[k]));
       elem_in.push_back(name);
       lane_in.push_back(name);
       continue;
@@ -534,7 +567,7 @@ KernelSource render_fused(const KernelKey& key, const DeviceCaps& caps) {
     if (n.family == "binary" && n.op == "Divide" && n.args.size() == 2 && n.args[1][0] == 'i' &&
         p.node[k]->kind == Kind::Float) {
       size_t c = std::stoul(n.args[1].substr(1));
-      if (is_const(c)) {
+      if (c < t.inputs.size() && is_const(c) && p.in[c]->kind == Kind::Float) {
         pow2 = pow2_divisor(t.consts[c]);
       }
     }

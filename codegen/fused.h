@@ -30,10 +30,10 @@ struct FusedTape {
   // and row-strided inputs and the outputs are read and written as vectors of vec elements.
   std::string layout;
   uint32_t vec = 0;
-  // Per input, empty or the 8 hex digits of the f32 value a float input holds for every
-  // element: a scalar constant written into the kernel (key param "c<k>") instead of
-  // loaded, so the compiler folds it (and x / 2^k becomes an exact x * 2^-k). Empty vector:
-  // none.
+  // Per input, empty or the value it holds for every element, in lowercase hex: a scalar
+  // constant written into the kernel (key param "c<k>") instead of loaded, so the compiler
+  // folds it (and x / 2^k becomes an exact x * 2^-k). A float input's value as f32 bits (8
+  // digits), an integer or bool input's as stored (2 digits a byte). Empty vector: none.
   std::vector<std::string> consts;
 };
 

@@ -464,9 +464,9 @@ void fuse(Trace& t) {
       shapes.push_back(o.shape());
       dtypes.push_back(o.dtype());
     }
-    // Float scalar constants go to the primitive by value: a backend may write them into
-    // its kernel (an exact x * 0.5 for x / 2, constant folding).
-    std::vector<std::optional<float>> constants;
+    // Scalar constants go to the primitive by value: a backend may write them into its
+    // kernel (an exact x * 0.5 for x / 2, constant folding).
+    std::vector<std::optional<uint64_t>> constants;
     for (auto& input : inner_inputs) {
       // An op broadcasts its scalar operands: look through views of one value.
       array in = input;
@@ -477,15 +477,11 @@ void fuse(Trace& t) {
         array up = in.inputs()[0];
         in = up;
       }
-      std::optional<float> v;
-      if (scalar_constant(in)) {
-        if (in.dtype() == float32) {
-          v = in.data<float>()[0];
-        } else if (in.dtype() == float16) {
-          v = static_cast<float>(in.data<float16_t>()[0]);
-        } else if (in.dtype() == bfloat16) {
-          v = static_cast<float>(in.data<bfloat16_t>()[0]);
-        }
+      std::optional<uint64_t> v;
+      if (scalar_constant(in) && in.itemsize() <= sizeof(uint64_t)) {
+        uint64_t bits = 0;
+        std::memcpy(&bits, in.data<char>(), in.itemsize());
+        v = bits;
       }
       constants.push_back(v);
     }

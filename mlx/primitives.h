@@ -186,10 +186,11 @@ class Binary : public UnaryPrimitive {
 // primitive's inputs in order); `inner_outputs` are the tape nodes behind its outputs.
 class Compiled : public Primitive {
  public:
-  // `constants`: per inner input, its value when it is a float scalar constant known at
-  // trace time (a backend may write it into the kernel), else nullopt.
+  // `constants`: per inner input, when it is a scalar constant known at trace time, its
+  // value's bits as stored (zero-extended; a backend may write it into the kernel), else
+  // nullopt.
   Compiled(Stream s, std::vector<array> inner_inputs, std::vector<array> inner_outputs,
-           std::vector<array> tape, std::vector<std::optional<float>> constants = {})
+           std::vector<array> tape, std::vector<std::optional<uint64_t>> constants = {})
       : Primitive(s),
         inner_inputs_(std::move(inner_inputs)),
         inner_outputs_(std::move(inner_outputs)),
@@ -209,7 +210,7 @@ class Compiled : public Primitive {
   const std::vector<array>& inner_outputs() const {
     return inner_outputs_;
   }
-  const std::vector<std::optional<float>>& constants() const {
+  const std::vector<std::optional<uint64_t>>& constants() const {
     return constants_;
   }
   // Runs the tape on `inputs` node by node with `run` (a primitive's eval on one device),
@@ -228,7 +229,7 @@ class Compiled : public Primitive {
   std::vector<array> inner_inputs_;
   std::vector<array> inner_outputs_;
   std::vector<array> tape_;
-  std::vector<std::optional<float>> constants_;
+  std::vector<std::optional<uint64_t>> constants_;
   mutable std::shared_ptr<void> backend_cache_;
 };
 

@@ -254,5 +254,21 @@ TEST_CASE("float scalar constants are written into the kernel; x / 2^k becomes a
   bad("fused:c1=3f80,in=f32.f32,out=0,tape=binary/Add/f32/i0/i1");
   bad("fused:c1=3F800000,in=f32.f32,out=0,tape=binary/Add/f32/i0/i1");
   bad("fused:c2=3f800000,in=f32.f32,out=0,tape=binary/Add/f32/i0/i1");
-  bad("fused:c1=3f800000,in=i32.i32,out=0,tape=binary/Add/i32/i0/i1");
+  bad("fused:c1=3f800000,in=i16.i16,out=0,tape=binary/Add/i16/i0/i1");
+  // Integer and bool constants: their stored bits, as literals of their compute type.
+  auto ints = tape({"i8", "i8", "u16", "b", "i64", "u32"},
+                   {{"binary", "Add", "i8", {"i0", "i1"}},
+                    {"binary", "Add", "u16", {"i2", "i2"}},
+                    {"binary", "LogicalAnd", "b", {"i3", "i3"}},
+                    {"binary", "Add", "i64", {"i4", "i4"}},
+                    {"binary", "Multiply", "u32", {"i5", "i5"}}},
+                   {0, 1, 2, 3});
+  ints.consts = {"", "fb", "ffff", "01", "8000000000000000", ""};
+  std::string g = build(cg::fused_key(ints));
+  CHECK(g.find("FUSED_CONST1 int(0xfffffffbu)") != std::string::npos);  // -5
+  CHECK(g.find("FUSED_CONST2 0x0000ffffu") != std::string::npos);
+  CHECK(g.find("FUSED_CONST3 1u") != std::string::npos);
+  CHECK(g.find("FUSED_CONST4 int64_t(packUint2x32(uvec2(0x00000000u, 0x80000000u)))") !=
+        std::string::npos);
+  bad("fused:c1=fffb,in=i8.i8,out=0,tape=binary/Add/i8/i0/i1");
 }

@@ -96,19 +96,38 @@ const FusedPlan& fused_plan(const Compiled& c, const std::vector<array>& inner_i
     static std::atomic<int64_t> next_id{1};
     auto plan = std::make_shared<FusedPlan>();
     plan->fusable = fused_tape(inner_inputs, tape, inner_outputs, plan->tape);
-    // Float scalar constants of the trace are written into the kernel (codegen/fused.h);
-    // MLX_VK_FUSED_CONSTANTS=0 loads them instead, for measuring.
+    // Scalar constants of the trace are written into the kernel (codegen/fused.h: f32
+    // bits for float inputs, the stored bits for the others); MLX_VK_FUSED_CONSTANTS=0
+    // loads them instead, for measuring.
     static const bool inline_constants = vulkan::env_string("MLX_VK_FUSED_CONSTANTS", "1") != "0";
     const auto& constants = c.constants();
     for (size_t k = 0; k < constants.size() && plan->fusable && inline_constants; ++k) {
-      if (constants[k]) {
-        uint32_t bits;
-        std::memcpy(&bits, &*constants[k], 4);
-        char hex[9];
-        std::snprintf(hex, sizeof(hex), "%08x", bits);
-        plan->tape.consts.resize(constants.size());
-        plan->tape.consts[k] = hex;
+      if (!constants[k]) {
+        continue;
       }
+      Dtype dt = inner_inputs[k].dtype();
+      uint64_t raw = *constants[k];
+      char hex[24];
+      if (dt == float32 || dt == float16 || dt == bfloat16) {
+        float f;
+        if (dt == float32) {
+          uint32_t b = static_cast<uint32_t>(raw);
+          std::memcpy(&f, &b, 4);
+        } else if (dt == float16) {
+          f = detail::half_bits_to_float(static_cast<uint16_t>(raw));
+        } else {
+          uint32_t b = static_cast<uint32_t>(raw) << 16;
+          std::memcpy(&f, &b, 4);
+        }
+        uint32_t bits;
+        std::memcpy(&bits, &f, 4);
+        std::snprintf(hex, sizeof(hex), "%08x", bits);
+      } else {
+        int digits = static_cast<int>(2 * size_of(dt));
+        std::snprintf(hex, sizeof(hex), "%0*llx", digits, static_cast<unsigned long long>(raw));
+      }
+      plan->tape.consts.resize(constants.size());
+      plan->tape.consts[k] = hex;
     }
     plan->id = next_id++;
     slot = plan;
