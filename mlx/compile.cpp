@@ -7,6 +7,7 @@
 // real inputs, sharing the traced primitives, so `fun` runs once per signature.
 #include "mlx/compile.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -304,6 +305,16 @@ void fuse(Trace& t) {
     }
     return false;
   };
+  // Whether member n may be an output of a group with these members: unless it has readers
+  // and all are members (a trace output counts as a reader outside every group).
+  auto read_outside = [&](const array& n, const std::unordered_set<std::uintptr_t>& members) {
+    auto it = readers.find(n.id());
+    if (it == readers.end()) {
+      return true;
+    }
+    return std::any_of(it->second.begin(), it->second.end(),
+                       [&](std::uintptr_t r) { return members.count(r) == 0; });
+  };
   auto fits = [&](int g, const array& extra) {
     std::unordered_set<std::uintptr_t> members, ins;
     for (auto& n : groups[g]) {
@@ -324,12 +335,7 @@ void fuse(Trace& t) {
     // (its readers come later): a bound, not an exact count.
     size_t outs = 1;
     for (auto& n : groups[g]) {
-      auto it = readers.find(n.id());
-      bool internal = it != readers.end();
-      for (size_t k = 0; internal && k < it->second.size(); ++k) {
-        internal = members.count(it->second[k]) > 0;
-      }
-      outs += internal ? 0 : 1;
+      outs += read_outside(n, members) ? 1 : 0;
     }
     return ins.size() <= kMaxInputs && outs <= kMaxOutputs;
   };
@@ -358,12 +364,7 @@ void fuse(Trace& t) {
     size_t outs = 0;
     for (int g : {a, b}) {
       for (auto& n : groups[g]) {
-        auto it = readers.find(n.id());
-        bool internal = it != readers.end();
-        for (size_t k = 0; internal && k < it->second.size(); ++k) {
-          internal = members.count(it->second[k]) > 0;
-        }
-        outs += internal ? 0 : 1;
+        outs += read_outside(n, members) ? 1 : 0;
       }
     }
     return ins.size() <= kMaxInputs && outs <= kMaxOutputs;
