@@ -412,7 +412,7 @@ void CommandEncoder::dispatch(const Kernel& k, std::span<const Binding> bindings
   r.end_query = r.timed ? start_timing_locked(b, k) : 0;
   r.pool = r.timed ? b.query_pools.back() : VK_NULL_HANDLE;
   auto push_fn = r.push_descriptors ? dev_.push_descriptor_fn() : nullptr;
-  record_locked(b, [r, push_fn](VkCommandBuffer cb) {
+  auto emit = [push_fn](VkCommandBuffer cb, const Recording& r) {
     const Kernel& k = *r.k;
     if (k.pipeline == VK_NULL_HANDLE) {  // its creation failed (replay_locked)
       if (r.timed) {
@@ -444,7 +444,13 @@ void CommandEncoder::dispatch(const Kernel& k, std::span<const Binding> bindings
     if (r.timed) {
       vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, r.pool, r.end_query);
     }
-  });
+  };
+  // record_locked, without copying the recording on the usual (direct) path.
+  if (b.pending.empty()) {
+    emit(b.cb, r);
+  } else {
+    b.deferred.emplace_back([emit, r](VkCommandBuffer cb) { emit(cb, r); });
+  }
   g_dispatches++;
 }
 
