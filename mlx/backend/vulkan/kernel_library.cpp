@@ -278,17 +278,14 @@ std::shared_ptr<Kernel> KernelLibrary::build(const codegen::KernelKey& key, bool
   }
   // The kernel stays alive in the map (or failed_) while its creation runs: the task holds
   // a plain pointer, since a shared one inside k->created's state would never be freed.
-  creating_++;
   Kernel* raw = k.get();
   k->created = std::async(std::launch::async, [this, raw, spirv = std::move(spirv)]() mutable {
                  creation_slots().acquire();
                  struct Release {
-                   KernelLibrary* lib;
                    ~Release() {
                      creation_slots().release();
-                     lib->creating_--;
                    }
-                 } release{this};
+                 } release;
                  try {
                    finish_build(*raw, std::move(spirv));
                  } catch (const std::exception& e) {

@@ -97,10 +97,6 @@ class KernelLibrary {
   // (std::invalid_argument for a bad key, std::runtime_error naming the key otherwise).
   // Inside a DeferredPipelines scope the pipeline may still be in creation (see above).
   const Kernel& get(const codegen::KernelKey& key);
-  // Pipelines being created on worker threads right now.
-  size_t creating() const {
-    return creating_.load();
-  }
   // Called on the worker thread, with the error, when a deferred creation fails
   // (kernels.cpp: a cooperative-matrix kernel turns them off). Set it once, before use.
   void set_failure_hook(std::function<void(const Kernel&, const std::string&)> hook) {
@@ -144,7 +140,6 @@ class KernelLibrary {
   std::unordered_map<uint32_t, VkDescriptorSetLayout> set_layouts_;
   std::unordered_map<uint64_t, VkPipelineLayout> pipeline_layouts_;
   std::atomic<size_t> builds_{0};
-  std::atomic<size_t> creating_{0};
   std::function<void(const Kernel&, const std::string&)> failure_hook_;  // under mtx_
   // Kernels whose deferred creation failed, out of the map (a later get() builds the key
   // again) but alive, since batches may still name them. Under mtx_.
