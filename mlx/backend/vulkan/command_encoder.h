@@ -1,8 +1,9 @@
 // Per-stream command recording and submission.
 //
 // Each GPU stream records into one open command buffer. It is submitted ("committed") when
-// the batch reaches MLX_VK_MAX_OPS_PER_BUFFER ops or MLX_VK_MAX_MB_PER_BUFFER megabytes
-// written, at gpu::finalize, or when the host needs results. A pipeline barrier goes
+// the batch reaches MLX_VK_MAX_OPS_PER_BUFFER ops, or MLX_VK_MAX_MB_PER_BUFFER megabytes
+// written while no earlier batch of the stream runs (else a larger size, batch_action), at
+// gpu::finalize, or when the host needs results. A pipeline barrier goes
 // between two commands only when the later one reads a buffer the batch wrote, or writes
 // a buffer the batch used; every command buffer starts with one full barrier, which orders
 // it after all earlier submissions on the (single, shared) queue, and ends with one that
@@ -36,6 +37,19 @@
 namespace mlx::core::vulkan {
 
 struct Kernel;
+
+// When an open batch is submitted (CommandEncoder::end_op). `bytes` early, so that an idle
+// device starts on it; `busy_bytes` when an earlier batch of the stream still runs, since
+// each submission costs the GPU ~15 us between command buffers (NVIDIA H100) and a busy
+// device gains nothing from an early one.
+struct BatchLimits {
+  size_t ops = 50;                      // MLX_VK_MAX_OPS_PER_BUFFER
+  size_t bytes = size_t{64} << 20;      // MLX_VK_MAX_MB_PER_BUFFER
+  size_t busy_bytes = size_t{1} << 30;  // MLX_VK_BUSY_MB_PER_BUFFER, or by device memory
+};
+enum class BatchAction { keep, commit, commit_if_idle };
+// What a batch of `ops` recorded ops writing `bytes` of outputs does next.
+BatchAction batch_action(size_t ops, size_t bytes, const BatchLimits& limits);
 
 // A range of an allocation bound to one storage-buffer slot. `offset` is in bytes from the
 // allocation's start and must be a multiple of minStorageBufferOffsetAlignment.
@@ -103,6 +117,10 @@ class CommandEncoder {
   // allocates nothing per op.
   struct Batch {
     VkCommandBuffer cb = VK_NULL_HANDLE;
+    // Staged path: uploads into buffers the batch has not used yet, submitted before `cb`
+    // (prologue_locked), so that they need no barrier between the batch's dispatches.
+    VkCommandBuffer pre = VK_NULL_HANDLE;
+    bool pre_open = false;
     VkFence fence = VK_NULL_HANDLE;
     uint64_t serial = 0;
     const Kernel* bound = nullptr;  // the kernel bound last (rebinding it is skipped)
@@ -147,6 +165,8 @@ class CommandEncoder {
   void add_query_pool_locked(Batch& b);
   // Writes the start timestamp of a dispatch; returns the query its end goes to.
   uint32_t start_timing_locked(Batch& b, const Kernel& k);
+  // The open batch's prologue command buffer, begun (with a full barrier) on first use.
+  VkCommandBuffer prologue_locked(Batch& b);
   // Accumulates the times of a completed batch's dispatches.
   void read_times(Batch& b);
 
@@ -185,8 +205,7 @@ class CommandEncoder {
   std::vector<std::unique_ptr<Batch>> spare_;
   std::vector<VkDescriptorPool> spare_pools_;
   std::vector<VkQueryPool> spare_query_pools_;
-  size_t max_ops_;
-  size_t max_bytes_;
+  BatchLimits limits_;
   size_t max_in_flight_;
 };
 
