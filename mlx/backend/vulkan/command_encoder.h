@@ -3,13 +3,15 @@
 // Each GPU stream records into one open command buffer. It is submitted ("committed") when
 // the batch reaches MLX_VK_MAX_OPS_PER_BUFFER ops, or MLX_VK_MAX_MB_PER_BUFFER megabytes
 // written while no earlier batch of the stream runs (else a larger size, batch_action), at
-// gpu::finalize, or when the host needs results. A pipeline barrier goes
-// between two commands only when the later one reads a buffer the batch wrote, or writes
-// a buffer the batch used; every command buffer starts with one full barrier, which orders
-// it after all earlier submissions on the (single, shared) queue, and ends with one that
-// makes its writes visible to the host. Completion (a fence) releases the arrays the
-// command buffer retained and the temporaries it owned, and, when profiling (profile.h),
-// reads the timestamps around its dispatches.
+// gpu::finalize, or when the host needs results. A pipeline barrier goes between two
+// commands only when the later one reads a buffer the batch wrote, or writes a buffer the
+// batch used; every command buffer starts with one full barrier, which orders it after all
+// earlier submissions on the (single, shared) queue, and ends with one that makes its
+// writes visible to the host. On the staged path, uploads and meta writes into buffers the
+// batch has not used yet go into a prologue command buffer submitted just before the
+// batch's (Batch::pre), so they put no barrier between its dispatches. Completion (a
+// fence) releases the arrays the command buffer retained and the temporaries it owned,
+// and, when profiling (profile.h), reads the timestamps around its dispatches.
 //
 // A dispatch whose kernel's pipeline is still being created on a worker thread (first use
 // inside the eval loop, kernel_library.h) is not recorded at once: from it on, the batch's
