@@ -162,26 +162,15 @@ CommandEncoder::Batch& CommandEncoder::open_locked() {
     return *open_;
   }
   std::unique_ptr<Batch> b;
-  VkDevice d = dev_.handle();
   if (!spare_.empty()) {
     b = std::move(spare_.back());
     spare_.pop_back();
-    check(vkResetCommandBuffer(b->cb, 0), "vkResetCommandBuffer");
   } else {
     b = std::make_unique<Batch>();
-    auto ai =
-        make_info<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
-    ai.commandPool = pool_;
-    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    ai.commandBufferCount = 1;
-    check(vkAllocateCommandBuffers(d, &ai, &b->cb), "vkAllocateCommandBuffers");
     auto fi = make_info<VkFenceCreateInfo>(VK_STRUCTURE_TYPE_FENCE_CREATE_INFO);
-    check(vkCreateFence(d, &fi, nullptr, &b->fence), "vkCreateFence");
+    check(vkCreateFence(dev_.handle(), &fi, nullptr, &b->fence), "vkCreateFence");
   }
-  auto bi = make_info<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
-  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  check(vkBeginCommandBuffer(b->cb, &bi), "vkBeginCommandBuffer");
-  full_barrier(b->cb);
+  begin_locked(b->cb);
   b->bound = nullptr;
   b->profiled = profiling_active(dev_);
   if (b->profiled) {
@@ -307,25 +296,28 @@ void CommandEncoder::prepare_locked(Batch& b, const Binding* bindings, size_t n)
   }
 }
 
-VkCommandBuffer CommandEncoder::prologue_locked(Batch& b) {
-  if (b.pre_open) {
-    return b.pre;
-  }
-  if (b.pre == VK_NULL_HANDLE) {
+void CommandEncoder::begin_locked(VkCommandBuffer& cb) {
+  if (cb == VK_NULL_HANDLE) {
     auto ai =
         make_info<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
     ai.commandPool = pool_;
     ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     ai.commandBufferCount = 1;
-    check(vkAllocateCommandBuffers(dev_.handle(), &ai, &b.pre), "vkAllocateCommandBuffers");
+    check(vkAllocateCommandBuffers(dev_.handle(), &ai, &cb), "vkAllocateCommandBuffers");
   }
   auto bi = make_info<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
   bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  check(vkBeginCommandBuffer(b.pre, &bi), "vkBeginCommandBuffer");  // resets it (pool flag)
-  // After everything submitted before (a reused buffer's last readers included); the
-  // batch's own full barrier then orders its commands after these copies.
-  full_barrier(b.pre);
-  b.pre_open = true;
+  check(vkBeginCommandBuffer(cb, &bi), "vkBeginCommandBuffer");  // resets it (pool flag)
+  // After everything submitted before on the queue (for a prologue: a reused buffer's
+  // last readers; the batch's own barrier then orders it after the prologue's copies).
+  full_barrier(cb);
+}
+
+VkCommandBuffer CommandEncoder::prologue_locked(Batch& b) {
+  if (!b.pre_open) {
+    begin_locked(b.pre);
+    b.pre_open = true;
+  }
   return b.pre;
 }
 
@@ -597,22 +589,15 @@ void CommandEncoder::write(const Binding& dst, const void* data, size_t bytes) {
     size_t n = std::min<size_t>(bytes - done, 65536);
     size_t padded = (n + 3) / 4 * 4;
     VkDeviceSize at = dst.alloc->offset + dst.offset + done;
-    if (pre != VK_NULL_HANDLE) {  // recorded now: the bytes are copied into the command
-      if (padded == n) {
-        vkCmdUpdateBuffer(pre, dst.alloc->buffer, at, n, p + done);
-      } else {
-        std::vector<uint8_t> chunk(padded, 0);
-        std::memcpy(chunk.data(), p + done, n);
-        vkCmdUpdateBuffer(pre, dst.alloc->buffer, at, padded, chunk.data());
-      }
-      done += n;
-      continue;
-    }
     std::vector<uint8_t> chunk(padded, 0);
     std::memcpy(chunk.data(), p + done, n);
-    record_locked(b, [buf = dst.alloc->buffer, at, chunk = std::move(chunk)](VkCommandBuffer cb) {
-      vkCmdUpdateBuffer(cb, buf, at, chunk.size(), chunk.data());
-    });
+    if (pre != VK_NULL_HANDLE) {
+      vkCmdUpdateBuffer(pre, dst.alloc->buffer, at, padded, chunk.data());  // copies the bytes
+    } else {
+      record_locked(b, [buf = dst.alloc->buffer, at, chunk = std::move(chunk)](VkCommandBuffer cb) {
+        vkCmdUpdateBuffer(cb, buf, at, chunk.size(), chunk.data());
+      });
+    }
     done += n;
   }
 }
