@@ -131,7 +131,12 @@ int main(int argc, char** argv) {
   int rows_2d = 4096, cols_2d = n / 4096;
   n = rows_2d * cols_2d;
   double bytes = 4.0 * n;
-  const int batch = 10, reps = 5;
+  // ELEMENTWISE_BENCH_BATCH: ops per timed batch (10), to separate per-op from per-batch
+  // costs (synchronization, the first submission).
+  const int batch = std::max(1, std::atoi(std::getenv("ELEMENTWISE_BENCH_BATCH")
+                                              ? std::getenv("ELEMENTWISE_BENCH_BATCH")
+                                              : "10")),
+            reps = 5;
 
   auto a = mx::random::uniform({rows_2d, cols_2d}, mx::float32, mx::random::key(1));
   auto b = mx::random::uniform({rows_2d, cols_2d}, mx::float32, mx::random::key(2));

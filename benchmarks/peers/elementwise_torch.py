@@ -10,6 +10,7 @@ bandwidth counts the bytes each op must move. Runs only where torch and a CUDA G
 Usage: python3 benchmarks/peers/elementwise_torch.py [size_mb]   (default 256 MiB of f32
 per operand, 4096 rows, as elementwise_bench)
 """
+import os
 import sys
 import time
 
@@ -45,7 +46,7 @@ def main():
                 a.clone()
             torch.cuda.synchronize()
 
-    def time_op(make, batch=10, reps=5):
+    def time_op(make, batch=int(os.environ.get("ELEMENTWISE_BENCH_BATCH", "10")), reps=5):
         warm_start = time.perf_counter()
         while (time.perf_counter() - warm_start) * 1e3 < 100.0:
             outs = [make() for _ in range(batch)]

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "mlx/backend/vulkan/fence_wait.h"
 #include "mlx/backend/vulkan/kernel_library.h"
 #include "mlx/backend/vulkan/profile.h"
 #include "mlx/backend/vulkan/serials.h"
@@ -49,19 +50,6 @@ void host_barrier(VkCommandBuffer cb) {
   mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
   vkCmdPipelineBarrier(cb, kWorkStages, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0,
                        nullptr);
-}
-
-void wait_fence(VkDevice d, VkFence f) {
-  // Bounded waits in a loop: a lost device reports an error instead of hanging forever.
-  while (true) {
-    VkResult r = vkWaitForFences(d, 1, &f, VK_TRUE, 1'000'000'000ull);
-    if (r == VK_SUCCESS) {
-      return;
-    }
-    if (r != VK_TIMEOUT) {
-      check(r, "vkWaitForFences");
-    }
-  }
 }
 
 }  // namespace
@@ -704,7 +692,7 @@ void CommandEncoder::commit_locked() {
   // Bounded run-ahead: a host that records faster than the device runs would otherwise
   // pile up batches and the memory they retain.
   if (in_flight_.size() > max_in_flight_) {
-    wait_fence(dev_.handle(), in_flight_.front()->fence);
+    wait_fence(dev_, in_flight_.front()->fence);
   }
   poll_locked(false);
   if (failed) {
@@ -765,7 +753,7 @@ void CommandEncoder::poll_locked(bool wait_all) {
   while (!in_flight_.empty()) {
     VkFence fence = in_flight_.front()->fence;
     if (wait_all) {
-      wait_fence(d, fence);
+      wait_fence(dev_, fence);
     } else {
       VkResult r = vkGetFenceStatus(d, fence);
       if (r == VK_NOT_READY) {
@@ -805,7 +793,7 @@ void CommandEncoder::wait_for(uint64_t serial) {
     commit_locked();
   }
   while (!in_flight_.empty() && in_flight_.front()->serial <= serial) {
-    wait_fence(dev_.handle(), in_flight_.front()->fence);
+    wait_fence(dev_, in_flight_.front()->fence);
     poll_locked(false);  // retires the batch just waited for (and any other finished one)
   }
 }
@@ -877,7 +865,7 @@ void run_one_off(const std::function<void(VkCommandBuffer)>& record) {
     check(vkQueueSubmit(d.queue(), 1, &si, o.fence), "vkQueueSubmit");
   }
   g_submissions++;
-  wait_fence(dev, o.fence);
+  wait_fence(d, o.fence);
 }
 
 EncoderStats encoder_stats() {

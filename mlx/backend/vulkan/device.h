@@ -75,6 +75,9 @@ class Device {
   bool is_cpu() const {
     return properties_.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
   }
+  bool is_discrete() const {
+    return properties_.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
+  }
   const std::string& name() const {
     return name_;
   }
