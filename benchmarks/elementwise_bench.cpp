@@ -11,6 +11,7 @@
 // 4. First-use compile time per kernel: glslang, optimizer, pipeline creation.
 //
 // Usage: elementwise_bench [size_mb]   (default: 256, capped by maxStorageBufferRange)
+#include <algorithm>
 #include <cstdlib>
 
 #include "bench_util.h"
@@ -133,10 +134,8 @@ int main(int argc, char** argv) {
   double bytes = 4.0 * n;
   // ELEMENTWISE_BENCH_BATCH: ops per timed batch (10), to separate per-op from per-batch
   // costs (synchronization, the first submission).
-  const int batch = std::max(1, std::atoi(std::getenv("ELEMENTWISE_BENCH_BATCH")
-                                              ? std::getenv("ELEMENTWISE_BENCH_BATCH")
-                                              : "10")),
-            reps = 5;
+  const char* batch_env = std::getenv("ELEMENTWISE_BENCH_BATCH");
+  const int batch = batch_env ? std::max(1, std::atoi(batch_env)) : 10, reps = 5;
 
   auto a = mx::random::uniform({rows_2d, cols_2d}, mx::float32, mx::random::key(1));
   auto b = mx::random::uniform({rows_2d, cols_2d}, mx::float32, mx::random::key(2));
