@@ -12,8 +12,11 @@
 // 5. The kernels of one decode step by GPU time (MLX_VK_PROFILE's table).
 //
 // Usage: qwen3_bench [config name, default qwen3-0.6b] [decode steps, default 64]
-//        (QWEN3_BENCH_ONLY=decode,prefill,host,profile runs a subset)
+//        (QWEN3_BENCH_ONLY=decode,prefill,host,profile runs a subset; QWEN3_BENCH_HOST_STEPS
+//        sets the host block's step count, 64, e.g. for a profiler)
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -201,7 +204,8 @@ int main(int argc, char** argv) {
     };
     double build = 0, record = 0, wait = 0;
     auto y = step(mx::array({1}, {1, 1}, mx::int32), build, record);
-    const int n = 64;
+    const char* steps_env = std::getenv("QWEN3_BENCH_HOST_STEPS");  // for profiling the host
+    const int n = steps_env ? std::max(1, std::atoi(steps_env)) : 64;
     double start = 0;
     for (int i = 0; i < n + 8; ++i) {
       if (i == 8) {  // the first steps build kernels
