@@ -13,9 +13,9 @@ namespace {
 // How long a wait polls its fence before it blocks (MLX_VK_SPIN_US). On an NVIDIA H100 a
 // blocking vkWaitForFences returned ~60 us after the work ended, a cost every synchronous
 // eval paid (batches of ten 256 MiB copies: 186-190 us per copy blocking, 182 polling,
-// PyTorch 181 on the same machine). Polling holds a CPU core while it lasts, so discrete GPUs poll
-// for up to 20 ms, past which the wake-up is under 0.3% of the wait; integrated GPUs share the
-// CPU's power and CPU devices (lavapipe) its cores, so they block at once.
+// PyTorch 181 on the same machine). Polling holds a CPU core while it lasts, so discrete
+// GPUs poll for up to 20 ms, past which the wake-up is under 0.3% of the wait; integrated
+// GPUs share the CPU's power and CPU devices (lavapipe) its cores, so they block at once.
 size_t spin_budget_us(const Device& d) {
   static const size_t us = env_size("MLX_VK_SPIN_US", d.is_discrete() ? 20000 : 0);
   return us;
