@@ -77,6 +77,25 @@ void release(std::vector<std::shared_ptr<array::Data>>& list) {
   list.clear();
 }
 
+// Allocates `cb` from `pool` if it has none, then begins it for one submission (which
+// resets it: every pool here has the reset flag) with a full barrier, so it runs after
+// everything submitted before it on the queue. For a batch's prologue that includes a
+// reused buffer's last readers; the batch's own barrier then orders it after the prologue.
+void begin_after_queue(VkDevice d, VkCommandPool pool, VkCommandBuffer& cb) {
+  if (cb == VK_NULL_HANDLE) {
+    auto ai =
+        make_info<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+    ai.commandPool = pool;
+    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    ai.commandBufferCount = 1;
+    check(vkAllocateCommandBuffers(d, &ai, &cb), "vkAllocateCommandBuffers");
+  }
+  auto bi = make_info<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  check(vkBeginCommandBuffer(cb, &bi), "vkBeginCommandBuffer");
+  full_barrier(cb);
+}
+
 // MLX_VK_PROLOGUE=0 records every upload inline, for measuring (CommandEncoder::Batch).
 bool prologue_enabled() {
   static const bool on = env_flag("MLX_VK_PROLOGUE", true);
@@ -158,7 +177,7 @@ CommandEncoder::Batch& CommandEncoder::open_locked() {
     auto fi = make_info<VkFenceCreateInfo>(VK_STRUCTURE_TYPE_FENCE_CREATE_INFO);
     check(vkCreateFence(dev_.handle(), &fi, nullptr, &b->fence), "vkCreateFence");
   }
-  begin_locked(b->cb);
+  begin_after_queue(dev_.handle(), pool_, b->cb);
   b->bound = nullptr;
   b->profiled = profiling_active(dev_);
   if (b->profiled) {
@@ -284,26 +303,9 @@ void CommandEncoder::prepare_locked(Batch& b, const Binding* bindings, size_t n)
   }
 }
 
-void CommandEncoder::begin_locked(VkCommandBuffer& cb) {
-  if (cb == VK_NULL_HANDLE) {
-    auto ai =
-        make_info<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
-    ai.commandPool = pool_;
-    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    ai.commandBufferCount = 1;
-    check(vkAllocateCommandBuffers(dev_.handle(), &ai, &cb), "vkAllocateCommandBuffers");
-  }
-  auto bi = make_info<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
-  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  check(vkBeginCommandBuffer(cb, &bi), "vkBeginCommandBuffer");  // resets it (pool flag)
-  // After everything submitted before on the queue (for a prologue: a reused buffer's
-  // last readers; the batch's own barrier then orders it after the prologue's copies).
-  full_barrier(cb);
-}
-
 VkCommandBuffer CommandEncoder::prologue_locked(Batch& b) {
   if (!b.pre_open) {
-    begin_locked(b.pre);
+    begin_after_queue(dev_.handle(), pool_, b.pre);
     b.pre_open = true;
   }
   return b.pre;
@@ -848,11 +850,7 @@ void run_one_off(const std::function<void(VkCommandBuffer)>& record) {
     throw std::runtime_error("[vulkan] the device has been destroyed (process exit).");
   }
   VkDevice dev = d.handle();
-  check(vkResetCommandBuffer(o.cb, 0), "vkResetCommandBuffer");
-  auto bi = make_info<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
-  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  check(vkBeginCommandBuffer(o.cb, &bi), "vkBeginCommandBuffer");
-  full_barrier(o.cb);
+  begin_after_queue(dev, o.pool, o.cb);
   record(o.cb);
   host_barrier(o.cb);
   check(vkEndCommandBuffer(o.cb), "vkEndCommandBuffer");

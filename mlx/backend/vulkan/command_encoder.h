@@ -167,8 +167,6 @@ class CommandEncoder {
   void add_query_pool_locked(Batch& b);
   // Writes the start timestamp of a dispatch; returns the query its end goes to.
   uint32_t start_timing_locked(Batch& b, const Kernel& k);
-  // Allocates `cb` from the pool if it has none, then begins it with a full barrier.
-  void begin_locked(VkCommandBuffer& cb);
   // The open batch's prologue command buffer, begun on first use.
   VkCommandBuffer prologue_locked(Batch& b);
   // Accumulates the times of a completed batch's dispatches.
