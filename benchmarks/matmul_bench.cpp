@@ -8,7 +8,7 @@
 // 3. GEMM rows: TFLOPS from the GPU time (2 * M * N * K per product), including the
 //    quantized M = 512 product (qmm) against the f16 GEMM.
 //
-// Usage: matmul_bench   (MATMUL_BENCH_ONLY=gemv,gemm runs a subset)
+// Usage: matmul_bench   (MATMUL_BENCH_ONLY=gemv,qmv,gemm runs a subset)
 #include <cstdlib>
 
 #include "bench_util.h"
@@ -37,6 +37,7 @@ int main() {
   auto i64a = mx::astype(bench::gpu_uniform({n}, 1), mx::int64);
   auto i64b = mx::astype(bench::gpu_uniform({n}, 2), mx::int64);
   bool gemv = bench::wanted("MATMUL_BENCH_ONLY", "gemv"),
+       qmv = bench::wanted("MATMUL_BENCH_ONLY", "qmv"),
        gemm = bench::wanted("MATMUL_BENCH_ONLY", "gemm");
   // Decode shapes: an 8B-class MLP projection both ways, and Qwen3-0.6B's tied lm_head.
   auto w_kn = gemv ? bench::gpu_uniform({14336, 4096}, 3, mx::float16) : mx::array(0.0f);
@@ -51,11 +52,11 @@ int main() {
   bench::warm_gpu(i64a, 500);
   double peak = bench::measure_peak(i64a, i64b, batch, reps);
 
+  std::vector<TimedRow> rows;
+  auto add = [&](const char* name, double bytes, const std::function<mx::array()>& make) {
+    rows.push_back({name, bytes, measure_op(make, batch, reps)});
+  };
   if (gemv) {
-    std::vector<TimedRow> rows;
-    auto add = [&](const char* name, double bytes, const std::function<mx::array()>& make) {
-      rows.push_back({name, bytes, measure_op(make, batch, reps)});
-    };
     double w_bytes = 2.0 * 14336 * 4096;
     add("f16 [1,14336] x [14336,4096] (axpy)", w_bytes, [&] { return mx::matmul(x14, w_kn); });
     auto w_t = mx::transpose(w_nk);
@@ -67,6 +68,8 @@ int main() {
     auto emb_t = mx::transpose(emb);
     add("bf16 [1,1024] x [151936,1024]^T (lm_head)", 2.0 * 151936 * 1024,
         [&] { return mx::matmul(h1, emb_t); });
+  }
+  if (qmv) {
     // quantized_matmul (qmv): an 8B-class down projection, 4-bit and 8-bit, group 64.
     auto wq_src = bench::gpu_uniform({4096, 14336}, 9, mx::float16);
     for (int bits : {4, 8}) {
@@ -91,6 +94,8 @@ int main() {
     double qb_bytes = 4.0 * qb[0].size() + 2.0 * qb[1].size() + 2.0 * qb[2].size();
     add("q4 g64 bf16 [1,14336] x [4096,14336]^T", qb_bytes,
         [&] { return mx::quantized_matmul(xb, qb[0], qb[1], qb[2], true, 64, 4); });
+  }
+  if (!rows.empty()) {
     bench::print_timed_table(rows, peak);
   }
 

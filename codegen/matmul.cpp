@@ -671,19 +671,34 @@ bool qmv_fusion_fits(const std::string& dtype, const MatmulGeometry& g, const De
          !reach_needs_64(g.residual_offset + out_elems);
 }
 
-// Columns per team: up to 4 columns share each lane's x values (converted and summed
-// once), as long as the launch keeps >= 128 workgroups (small products need the
-// parallelism more), at most 2 with 8 rows (registers: MR * NC sums and U * NC packs of
-// words) and 2 with one row. One row, [1,14336] x [4096,14336]^T on an H200: 2 columns
-// (U = 2) 25.2 -> 22.5 us at 4 bits (f16), 31.5 -> 25.9 at 8 bits, 22.8 -> 22.0 bf16; 4
-// columns are not better. M = 4 and 8 gained 30% on an H100 (docs/matmul.md).
-uint32_t qmv_columns(int64_t n, uint32_t mr, uint32_t tpr, const DeviceCaps& caps) {
+// How a qmv launch shares out its work (docs/matmul.md).
+struct QmvShares {
+  uint32_t nc;  // columns per team
+  uint32_t ks;  // teams ("parts") per column group, each reading every ks-th run of packs
+};
+
+// Up to 4 columns share each lane's x values (converted and summed once), as long as the
+// launch keeps >= 128 workgroups (small products need the parallelism more), at most 2 with
+// 8 rows (registers: MR * NC sums and U * NC packs of words). One row of <= 4 bits with
+// >= 8 packs a lane takes 4 columns in 2 parts, the parts restoring the teams the columns
+// take away (their arithmetic, not their reads, bounds these products); else 2 columns.
+// One row, [1,14336] x [4096,14336]^T on an H100: 20.7 -> 18.2 us at 4 bits (f16), 19.5
+// -> 17.7 bf16, against 2 columns in one part; on an H200 2 columns had taken it from 25.2
+// to 22.5 us at 4 bits. 8 bits split measured 27.0 against 28.9 us on one H100 and 31.6
+// against 29.2 on another, so it does not. M = 4 and 8 gained 30% from 4 and 2 columns
+// on an H100; 2 parts made them slower there (45 -> 46-49 us, 4 bits, M = 4).
+QmvShares qmv_shares(int64_t n, int64_t packs, uint32_t mr, uint32_t tpr, int bits,
+                     const DeviceCaps& caps) {
   int64_t teams = row_workgroup_size(caps) / tpr;
-  uint32_t nc = mr <= 1 ? 2 : mr >= 8 ? 2 : 4;
-  while (nc > 1 && ceil_div(n, teams * nc) < 128) {
-    nc /= 2;
+  QmvShares s{mr >= 8 ? 2u : 4u, 1};
+  if (mr <= 1) {
+    bool split = bits <= 4 && teams % 2 == 0 && packs >= 8 * int64_t{tpr};
+    s = split ? QmvShares{4, 2} : QmvShares{2, 1};
   }
-  return nc;
+  while (s.nc > 1 && ceil_div(n, teams / s.ks * s.nc) < 128) {
+    s.nc /= 2;
+  }
+  return s;
 }
 
 KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps) {
@@ -700,14 +715,16 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
   }
   bool sg = caps.subgroup_shuffle && tpr <= caps.subgroup_size;
   uint32_t mr = gemv_rows(g.m);
+  QmvShares shares = qmv_shares(g.glu ? g.n / 2 : g.n, packs, mr, tpr, g.bits, caps);
   // A GLU team owns one column of each half.
-  uint32_t nc = g.glu ? 2 : qmv_columns(g.n, mr, tpr, caps);
-  // Packs in flight per lane and column: 4 per lane in all, but no more than a lane has
-  // (a decode-sized K = 1024 gives each of 32 lanes one pack). Registers held for packs a
-  // lane never loads cost occupancy: on an H200, U = 1 instead of 4 took the Qwen3-0.6B
-  // q/k/v and gate/up products from 51 to 32 registers and 10.2 to 9.6 us.
-  int64_t per_lane = std::max<int64_t>(1, packs / tpr);
-  uint32_t u = 4 / nc;
+  uint32_t nc = g.glu ? 2 : shares.nc;
+  // Packs in flight per lane: 4 across its columns and its column group's parts (H100, 8
+  // bits in 2 parts of 2 columns: u 2 instead of 1 27.0 -> 32.2 us), but no more than a lane
+  // has (a decode-sized K = 1024 gives each of 32 lanes one pack). Registers held for
+  // packs a lane never loads cost occupancy: on an H200, U = 1 instead of 4 took the
+  // Qwen3-0.6B q/k/v and gate/up products from 51 to 32 registers and 10.2 to 9.6 us.
+  int64_t per_lane = std::max<int64_t>(1, packs / (tpr * shares.ks));
+  uint32_t u = std::max<uint32_t>(1, 4 / (nc * shares.ks));
   while (u > 1 && u > per_lane) {
     u /= 2;
   }
@@ -717,6 +734,7 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
                     {"glu", bit(g.glu)},
                     {"gs", std::to_string(g.group_size)},
                     {"idx", geometry_idx64(g, 1, 1, 1) ? "64" : "32"},
+                    {"ks", std::to_string(shares.ks)},
                     {"mr", std::to_string(mr)},
                     {"nc", std::to_string(nc)},
                     {"norm", bit(g.prenorm)},
@@ -731,8 +749,8 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
 KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
   const std::string where = "kernel " + key.canonical();
   check_params(key,
-               {"bits", "dtype", "glu", "gs", "idx", "mr", "nc", "norm", "res", "sg", "tpr", "u",
-                "vec", "wvec"},
+               {"bits", "dtype", "glu", "gs", "idx", "ks", "mr", "nc", "norm", "res", "sg", "tpr",
+                "u", "vec", "wvec"},
                where);
   const DtypeInfo& dt = float_dtype(key, where);
   bool idx64 = parse_idx(key, where);
@@ -747,18 +765,23 @@ KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
   const std::string& mr = key_param(key, "mr", where);
   const std::string& nc = key_param(key, "nc", where);
   uint32_t tpr = static_cast<uint32_t>(std::stoul(key_param(key, "tpr", where)));
+  const std::string& ks = key_param(key, "ks", where);
   uint32_t lanes = 128u / static_cast<uint32_t>(dt.bits);
   uint32_t wg = row_workgroup_size(caps);
+  if (ks != "1" && ks != "2" && ks != "4") {
+    throw std::invalid_argument("[render] " + where + ": ks must be 1, 2 or 4.");
+  }
   if ((vec != "1" && vec != std::to_string(lanes)) ||
       (mr != "1" && mr != "2" && mr != "4" && mr != "8") || (nc != "1" && nc != "2" && nc != "4") ||
-      tpr < 1 || tpr > 32 || (tpr & (tpr - 1)) != 0 || wg % tpr != 0 ||
+      tpr < 1 || tpr > 32 || (tpr & (tpr - 1)) != 0 || wg % (tpr * std::stoul(ks)) != 0 ||
       (sg && (!caps.subgroup_shuffle || tpr > caps.subgroup_size)) || (wvec && bits % 4 != 0) ||
       ((norm || res || glu) && idx64) || (glu && (nc != "2" || res))) {
     throw std::invalid_argument(
         "[render] " + where +
         ": vec must be 1 or 16 bytes of lanes, mr 1, 2, 4 or 8, nc 1, 2 "
         "or 4, tpr a "
-        "power of two up to 32 (the subgroup size with sg 1), wvec 1 "
+        "power of two up to 32 (the subgroup size with sg 1) whose teams split into ks parts, "
+        "wvec 1 "
         "only for 4 or 8 bits, norm, res and glu 1 only with idx 32, glu with nc 2 "
         "and no res.");
   }
@@ -777,6 +800,7 @@ KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
   }
   defines.push_back("U " + u);
   defines.push_back("TPR " + std::to_string(tpr));
+  defines.push_back("KS " + ks);
   defines.push_back(std::string("SUBGROUP ") + bit(sg));
   defines.push_back("VEC " + vec);
   defines.push_back(std::string("WVEC ") + bit(wvec));
@@ -806,14 +830,17 @@ Launch qmv_launch(const KernelKey& key, const KernelSource& source, const Matmul
   expect.params["sg"] = key_param(key, "sg", where);
   expect.params["nc"] = key_param(key, "nc", where);
   expect.params["u"] = key_param(key, "u", where);
+  expect.params["ks"] = key_param(key, "ks", where);
   if (!qmv_applies(g) || key != expect) {
     throw std::invalid_argument("[launch] " + where + " does not match the geometry.");
   }
   int64_t tpr = std::stol(key_param(key, "tpr", where));
   int64_t nc = std::stol(key_param(key, "nc", where));
-  // A GLU team owns column n of both halves: n / 2 teams.
-  int64_t gx = g.glu ? ceil_div(g.n / 2, static_cast<int64_t>(source.workgroup_size[0]) / tpr)
-                     : ceil_div(g.n, static_cast<int64_t>(source.workgroup_size[0]) / tpr * nc);
+  // Column groups per workgroup: its teams, ks parts to a group.
+  int64_t groups =
+      static_cast<int64_t>(source.workgroup_size[0]) / tpr / std::stol(key_param(key, "ks", where));
+  // A GLU group owns column n of both halves: n / 2 groups.
+  int64_t gx = g.glu ? ceil_div(g.n / 2, groups) : ceil_div(g.n, groups * nc);
   constexpr int64_t kMax = 65535;
   if (gx > kMax || g.batches > kMax) {
     throw std::invalid_argument("[launch] " + where + ": too many workgroups for one launch.");

@@ -5,16 +5,23 @@
 //   out[z, m, n] = sum_k x[uint(z, m, k)] * (scale[n, k / GS] * q[n, k] + bias[n, k / GS])
 // W holds BITS-bit values packed little-endian into uint32 words, ldb words per row n
 // (MLX's format, docs/quantization.md). A pack is 32 consecutive values of a row: BITS
-// words, inside one group (GS is a multiple of 32). A team of TPR invocations owns NC
-// adjacent columns n; each lane reads whole packs of its NC columns, U * NC packs in
-// flight, and the team sums its lanes with subgroup shuffles (SUBGROUP) or through shared
-// memory. A lane loads its 32 values of x once per pack and row, and converts and sums them
-// once, for all NC columns (H100: M = 4 and 8 30% faster than one column per team).
+// words, inside one group (GS is a multiple of 32). KS teams of TPR invocations (the
+// "parts") own NC adjacent columns n: each lane reads whole packs of its NC columns, U * NC
+// packs in flight, each part every KS-th run of TPR packs; a team sums its lanes with
+// subgroup shuffles (SUBGROUP) or through shared memory, and the parts' sums meet in
+// shared memory. A lane loads its 32 values of x once per pack and row, and converts and
+// sums them once, for all NC columns (H100: M = 4 and 8 30% faster than one column per
+// team). More columns per team share that work further, and parts restore the teams that
+// fewer column groups lose: 4-bit [1,14336] x [4096,14336]^T 20.7 -> 18.2 us on an H100
+// with NC 4 and KS 2 instead of NC 2 (codegen/matmul.cpp, docs/matmul.md).
 //
 // Per pack, with s and b its group's scale and bias:
 //   sum_j x_j * (s * q_j + b) = s * sum_j x_j q_j + b * sum_j x_j
 // so the inner loop is one multiply-add per value. Sums are f32 whatever the dtype; the
-// output is rounded once.
+// output is rounded once. The multiply-adds and the values' extraction are most of the
+// arithmetic, which bounds the 2- and 4-bit products as much as their reads do: values of
+// 2 and 4 bits are split into bytes first (pack_value), 22.2 -> 20.8 us on an H100 for the
+// product above.
 //
 // PRENORM 1 (the product of an rms_norm's output, mlx/fusion.h): x is the norm's input and
 // the product is that of the normalized rows, x * inv * norm_w with inv = rsqrt(mean(x^2) +
@@ -34,8 +41,9 @@
 // rounded to the dtype as the unfused product and the compiled group round theirs.
 //
 // The engine defines BITS, GS, MR (rows held in registers: M rounded up to 1, 2, 4 or 8),
-// NC (columns per team: 1, 2 or 4), U (packs in flight per lane and column), TPR, SUBGROUP, VEC (x's lanes in 16 bytes when its rows start at multiples of them,
-// else 1), WVEC (1: a pack of 4 or 8 bits is read as uvec4 loads) and IN0_* (x, the scales
+// NC (columns per team: 1, 2 or 4), U (packs in flight per lane and column), TPR, KS
+// (parts per column group: 1, 2 or 4; WGS / TPR is a multiple of it), SUBGROUP, VEC (x's
+// lanes in 16 bytes when its rows start at multiples of them, else 1), WVEC (1: a pack of 4 or 8 bits is read as uvec4 loads) and IN0_* (x, the scales
 // and biases share the dtype) and OUT_*. codegen/matmul.cpp packs the push constants.
 #ifndef BITS
 #define BITS 4
@@ -91,6 +99,9 @@
 #ifndef U
 #define U (4 / NC)  // packs in flight per lane and column (the engine may lower it)
 #endif
+#ifndef KS
+#define KS 1
+#endif
 #define MASK ((1u << BITS) - 1u)
 
 layout(local_size_x_id = 0) in;
@@ -145,9 +156,22 @@ layout(std430, set = 0, binding = RESIDUAL_BINDING) readonly buffer Residual {
 
 #define TEAM_VALUES (MR * NC)
 #include "include/teams.glsl"
+#if KS > 1
+shared float ks_part[WGS / TPR][MR * NC + MR];
+#endif
 
 // Value j of a pack (a compile-time j after unrolling: the shifts are constants).
 uint pack_value(uint words[BITS], uint j) {
+#if BITS == 2 || BITS == 4
+  // Split into bytes first: value k of a word is byte k / R of (word >> (k % R) * BITS)
+  // masked to BITS per byte, R = 8 / BITS values a byte. The masks are shared by the
+  // word's values, and a byte converts to float with the byte chosen in the conversion.
+  const uint R = 8u / BITS;
+  uint word = words[j * BITS / 32u];
+  uint k = j % (32u / BITS);
+  uint t = (word >> ((k % R) * BITS)) & (MASK * 0x01010101u);
+  return (t >> (8u * (k / R))) & 0xFFu;
+#else
   uint bit = j * BITS;
   uint w = bit >> 5;
   uint sh = bit & 31u;
@@ -158,6 +182,7 @@ uint pack_value(uint words[BITS], uint j) {
   }
 #endif
   return v & MASK;
+#endif
 }
 
 // x[uint(row, 32 * p + j)] for j < 32, as f32.
@@ -202,7 +227,10 @@ void weigh_x(IDX_T p, inout float xs[32], inout float ss) {
 #endif
 
 void main() {
+  // KS teams (the "parts") share a column group, each reading every KS-th run of TPR packs.
   uint team = team_index();
+  uint part = team % KS;
+  uint group = team / KS;
   uint lane = team_lane();
   IDX_T z = IDX_T(gl_WorkGroupID.z);
   IDX_T outer = z / pc.nb1;
@@ -212,14 +240,14 @@ void main() {
 #if GLU
   // Column n of the gate half and column n of the up half; n < N / 2 is stored.
   IDX_T half_n = pc.n / 2;
-  IDX_T col0 = IDX_T(gl_WorkGroupID.x) * IDX_T(WGS / TPR) + IDX_T(team);
+  IDX_T col0 = IDX_T(gl_WorkGroupID.x) * IDX_T(WGS / TPR / KS) + IDX_T(group);
   IDX_T cols[NC];
   cols[0] = min(col0, half_n - 1);
   cols[1] = cols[0] + half_n;
 #define OUT_COLS half_n
 #define LIVE (col0 < half_n)
 #else
-  IDX_T col0 = (IDX_T(gl_WorkGroupID.x) * IDX_T(WGS / TPR) + IDX_T(team)) * IDX_T(NC);
+  IDX_T col0 = (IDX_T(gl_WorkGroupID.x) * IDX_T(WGS / TPR / KS) + IDX_T(group)) * IDX_T(NC);
   // Columns past N repeat the last one (reads stay in bounds) and are never stored.
   IDX_T cols[NC];
   for (uint c = 0; c < NC; ++c) {
@@ -257,10 +285,10 @@ void main() {
   }
 #endif
   if (LIVE) {
-    for (IDX_T p0 = IDX_T(lane); p0 < packs; p0 += IDX_T(TPR * U)) {
+    for (IDX_T p0 = IDX_T(part * TPR + lane); p0 < packs; p0 += IDX_T(TPR * KS * U)) {
       uint words[U][NC][BITS];
       for (uint u = 0; u < U; ++u) {
-        IDX_T p = p0 + IDX_T(u * TPR);
+        IDX_T p = p0 + IDX_T(u * TPR * KS);
         if (p < packs) {
           for (uint c = 0; c < NC; ++c) {
             IDX_T w_row = pc.b_offset + w_batch + cols[c] * pc.ldb;
@@ -282,7 +310,7 @@ void main() {
         }
       }
       for (uint u = 0; u < U; ++u) {
-        IDX_T p = p0 + IDX_T(u * TPR);
+        IDX_T p = p0 + IDX_T(u * TPR * KS);
         if (p >= packs) {
           break;
         }
@@ -329,6 +357,44 @@ void main() {
       }
     }
   }
+#if KS > 1
+  {
+    // The parts of a column group each summed a share of the packs: their team sums meet
+    // in shared memory, and the total is left in lane 0 of part 0 (whose team_sum below
+    // then returns it).
+    for (uint i = 0; i < MR; ++i) {
+      for (uint c = 0; c < NC; ++c) {
+        float t = team_sum(acc[i][c], i * NC + c);
+        if (lane == 0) {
+          ks_part[team][i * NC + c] = t;
+        }
+      }
+#if PRENORM
+      float t2 = team_sum(ss[i], 0);
+      if (lane == 0) {
+        ks_part[team][MR * NC + i] = t2;
+      }
+#endif
+    }
+    barrier();
+    for (uint i = 0; i < MR; ++i) {
+      for (uint c = 0; c < NC; ++c) {
+        float t = 0.0f;
+        for (uint q = 0; q < KS; ++q) {
+          t += ks_part[group * KS + q][i * NC + c];
+        }
+        acc[i][c] = lane == 0 ? t : 0.0f;
+      }
+#if PRENORM
+      float t2 = 0.0f;
+      for (uint q = 0; q < KS; ++q) {
+        t2 += ks_part[group * KS + q][MR * NC + i];
+      }
+      ss[i] = lane == 0 ? t2 : 0.0f;
+#endif
+    }
+  }
+#endif
   for (uint i = 0; i < MR; ++i) {
 #if PRENORM
     // Without subgroups team_sum's shared slots are reused: barriers around this sum.
@@ -345,7 +411,7 @@ void main() {
 #if GLU
     float gate = OUT_ROUND(inv * team_sum(acc[i][0], i * NC));
     float up = OUT_ROUND(inv * team_sum(acc[i][1], i * NC + 1));
-    if (lane == 0 && IDX_T(i) < pc.m && LIVE) {
+    if (lane == 0 && part == 0 && IDX_T(i) < pc.m && LIVE) {
       precise float sig = OUT_ROUND(GLU_SIGMOID(gate));
       precise float silu = OUT_ROUND(gate * sig);
       precise float v = silu * up;
@@ -354,7 +420,7 @@ void main() {
 #else
     for (uint c = 0; c < NC; ++c) {
       float v = inv * team_sum(acc[i][c], i * NC + c);
-      if (lane == 0 && IDX_T(i) < pc.m && col0 + IDX_T(c) < pc.n) {
+      if (lane == 0 && part == 0 && IDX_T(i) < pc.m && col0 + IDX_T(c) < pc.n) {
 #if RESIDUAL
         v += res[i][c];
 #endif

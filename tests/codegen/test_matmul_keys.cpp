@@ -163,20 +163,31 @@ TEST_CASE("the cooperative-matrix qmm renders, compiles and validates for every 
 
 TEST_CASE("qmv teams own up to 4 columns (2 of one row) while the launch keeps 128 workgroups") {
   auto caps = nvidia_like(false);
-  auto geometry = [](int64_t m, int64_t n, int64_t k) {
+  auto geometry = [](int64_t m, int64_t n, int64_t k, int bits = 4) {
     cg::MatmulGeometry g;
     g.m = m;
     g.n = n;
     g.k = k;
     g.lda = k;
-    g.ldb = k / 8;  // 4-bit words per row
+    g.ldb = k * bits / 32;
     g.b_t = true;
-    g.bits = 4;
+    g.bits = bits;
     g.group_size = 64;
     return g;
   };
-  auto nc = [&](const cg::MatmulGeometry& g) { return cg::qmv_key("bf16", g, caps).params["nc"]; };
-  CHECK(nc(geometry(1, 14336, 4096)) == "2");   // one row: two columns per team
+  auto param = [&](const cg::MatmulGeometry& g, const char* name) {
+    return cg::qmv_key("bf16", g, caps).params[name];
+  };
+  auto nc = [&](const cg::MatmulGeometry& g) { return param(g, "nc"); };
+  CHECK(nc(geometry(1, 14336, 4096)) == "2");           // one row: two columns per team
+  CHECK(param(geometry(1, 14336, 4096), "ks") == "1");  // 4 packs a lane: one part
+  // One row of <= 4 bits with >= 8 packs a lane: 4 columns in two parts per column group.
+  auto down = geometry(1, 4096, 14336);
+  CHECK((nc(down) == "4" && param(down, "ks") == "2" && param(down, "u") == "1"));
+  auto down8 = geometry(1, 4096, 14336, 8);
+  CHECK((nc(down8) == "2" && param(down8, "ks") == "1" && param(down8, "u") == "2"));
+  CHECK(param(geometry(4, 4096, 14336), "ks") == "1");  // several rows: one part
+  CHECK(nc(geometry(1, 1024, 14336)) == "2");   // 4 columns in 4 groups would leave 64 workgroups
   CHECK(nc(geometry(1, 1024, 1024)) == "1");    // 2 columns would leave 64 workgroups
   CHECK(nc(geometry(4, 14336, 4096)) == "4");   // 8 teams x 4 columns: 448 workgroups
   CHECK(nc(geometry(4, 1024, 3072)) == "1");    // 4 columns would leave 32 workgroups
@@ -187,16 +198,18 @@ TEST_CASE("qmv teams own up to 4 columns (2 of one row) while the launch keeps 1
     auto c = caps;
     c.subgroup_shuffle = shuffle;
     for (int64_t m : {1, 2, 4, 8}) {
-      auto g = geometry(m, 151936, 1024);
-      auto key = cg::qmv_key("bf16", g, c);
-      CAPTURE(key.canonical());
-      auto src = cg::render(key, c);
-      auto mod = cg::compile(key, src);
-      CHECK(cg::validate_spirv(mod.words) == "");
-      auto launch = cg::qmv_launch(key, src, g);
-      int64_t per_group =
-          src.workgroup_size[0] / std::stol(key.params["tpr"]) * std::stol(key.params["nc"]);
-      CHECK(launch.groups[0] == (151936 + per_group - 1) / per_group);
+      for (int64_t k : {1024, 14336}) {  // one part, and two for a single row
+        auto g = geometry(m, 151936, k);
+        auto key = cg::qmv_key("bf16", g, c);
+        CAPTURE(key.canonical());
+        auto src = cg::render(key, c);
+        auto mod = cg::compile(key, src);
+        CHECK(cg::validate_spirv(mod.words) == "");
+        auto launch = cg::qmv_launch(key, src, g);
+        int64_t per_group = src.workgroup_size[0] / std::stol(key.params["tpr"]) /
+                            std::stol(key.params["ks"]) * std::stol(key.params["nc"]);
+        CHECK(launch.groups[0] == (151936 + per_group - 1) / per_group);
+      }
     }
   }
 }

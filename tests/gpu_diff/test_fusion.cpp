@@ -479,3 +479,51 @@ TEST_CASE("a SwiGLU product on the GPU matches the unfused CPU reference") {
   CHECK(counts["QuantizedMatmul"] == 0);
   CHECK(counts["Compiled"] == 0);
 }
+
+TEST_CASE("a long-K decode product split into parts keeps its norm, residual and SwiGLU") {
+  if (!gpu_present())
+    return;
+  mx::vulkan::reset_fallback_counts();
+  auto cpu = mx::Device::cpu, gpu = mx::Device::gpu;
+  // K = 8384 (262 packs): qmv's column groups take two parts (codegen/matmul.cpp), whose
+  // sums, and the norm's sums of squares, meet before the epilogue.
+  const int K = 8384, N = 144;
+  uint64_t seed = 700;
+  for (auto dt : {mx::float32, mx::bfloat16}) {
+    std::vector<mx::array> wq;
+    for (auto& a : mx::quantize(uniform({N, K}, dt, seed++), 64, 4, "affine", std::nullopt, cpu)) {
+      wq.push_back(a);
+    }
+    auto nw = uniform({K}, dt, seed++);
+    auto x = uniform({1, K}, dt, seed++);
+    auto r = uniform({1, N}, dt, seed++);
+    auto residual = [&](mx::Device d) {
+      std::vector<mx::array> w{on_device(wq[0], d), on_device(wq[1], d), on_device(wq[2], d)};
+      auto xs = mx::fast::rms_norm(on_device(x, d), on_device(nw, d), kEps, d);
+      auto p = mx::quantized_matmul(xs, w[0], w[1], w[2], true, 64, 4, "affine", d);
+      return mx::add(on_device(r, d), p, d);
+    };
+    auto swiglu = [&](mx::Device d) {
+      std::vector<mx::array> w{on_device(wq[0], d), on_device(wq[1], d), on_device(wq[2], d)};
+      auto h = glu_input(on_device(x, d), w, on_device(nw, d), false, d);
+      auto fused = mx::glu_of_product(h, mx::to_stream(d));
+      return fused ? *fused : h;
+    };
+    std::string name = mx::dtype_to_string(dt);
+    Tolerance tol = dt == mx::float32 ? fused_tolerance(dt, 1e-6 * K * 4)
+                                      : Tolerance{1.0 / 128, 4 * std::sqrt(double(K)) / 512};
+    auto want = with_fusion(false, [&] { return residual(cpu); });
+    want.eval();
+    auto got = gpu_eval_checked([&] { return std::vector<mx::array>{residual(gpu)}; }, "res")[0];
+    CHECK(all_close(got, want, tol, "residual + quantized_matmul(rms_norm) " + name));
+    // As the SwiGLU test above: neighbouring roundings of the product carried through.
+    Tolerance glu_tol = dt == mx::float32 ? tol : Tolerance{1.0 / 64, 1.0 / 64};
+    want = with_fusion(false, [&] { return swiglu(cpu); });
+    want.eval();
+    got = gpu_eval_checked([&] { return std::vector<mx::array>{swiglu(gpu)}; }, "glu")[0];
+    CHECK(all_close(got, want, glu_tol, "swiglu(quantized_matmul) " + name));
+  }
+  auto counts = mx::vulkan::fallback_counts();
+  CHECK(counts["QuantizedMatmul"] == 0);
+  CHECK(counts["Compiled"] == 0);
+}

@@ -210,6 +210,24 @@ TEST_CASE("quantized_matmul on the GPU: every M, batched x and batched weights")
   CHECK(counts["QuantizedMatmul"] == 0);
 }
 
+TEST_CASE("quantized_matmul of one row with a long K: parts of a column group split the packs") {
+  if (!gpu_present())
+    return;
+  mx::vulkan::reset_fallback_counts();
+  // K = 8384: 262 packs, >= 8 a lane for 32-lane teams (and 8-lane ones), so qmv gives
+  // each column group of <= 4 bits two parts of 4 columns (codegen/matmul.cpp), and the
+  // last run of packs is ragged; 8 bits stays one part. N = 72 leaves the last team's
+  // columns ragged.
+  uint64_t seed = 4500;
+  const mx::Dtype dts[] = {mx::float32, mx::float16, mx::bfloat16, mx::float32};
+  const int bits[] = {2, 3, 4, 8};
+  for (int i = 0; i < 4; ++i) {
+    check_qmm({bits[i], 64, dts[i], true, 1, 72, 131}, seed += 2);
+  }
+  auto counts = mx::vulkan::fallback_counts();
+  CHECK(counts["QuantizedMatmul"] == 0);
+}
+
 TEST_CASE("quantized_matmul with x batch dims and 2-d weights folds rows") {
   if (!gpu_present())
     return;
