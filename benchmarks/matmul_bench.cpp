@@ -86,6 +86,19 @@ int main() {
                         batch, reps)});
       }
     }
+    // An 8B-class model's other decode products: gate/up [14336,4096] and q/o [4096,4096],
+    // 4-bit (K = 4096: fewer packs a lane than the down projection above).
+    for (int n : {14336, 4096}) {
+      auto q = mx::quantize(bench::gpu_uniform({n, 4096}, 13, mx::float16), 64, 4);
+      mx::eval(q);
+      double bytes = 4.0 * q[0].size() + 2.0 * q[1].size() + 2.0 * q[2].size();
+      auto x = mx::slice(x4, {0, 0}, {1, 4096});
+      std::string name = "q4 g64 [1,4096] x [" + std::to_string(n) + ",4096]^T";
+      rows.push_back(
+          {name, bytes,
+           measure_op([&] { return mx::quantized_matmul(x, q[0], q[1], q[2], true, 64, 4); },
+                      batch, reps)});
+    }
     // The same 4-bit product in bf16, the dtype of MLX's community LLM weights.
     auto wq_bf = bench::gpu_uniform({4096, 14336}, 11, mx::bfloat16);
     auto qb = mx::quantize(wq_bf, 64, 4);

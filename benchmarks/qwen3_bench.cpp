@@ -126,8 +126,8 @@ int main(int argc, char** argv) {
               now_ms() - t0);
 
   mx::vulkan::set_profiling(true);
-  double peak;
-  {
+  double peak = 0;
+  if (bench::wanted("QWEN3_BENCH_ONLY", "decode")) {  // only decode's floors need it
     // 512 MiB arrays (a peak needs buffers far larger than caches); 32 MiB for the tiny
     // model, which is for trying the benchmark on small devices such as lavapipe.
     int n = name == "tiny" ? 1 << 22 : 1 << 26;

@@ -179,9 +179,10 @@ TEST_CASE("qmv teams own up to 4 columns (2 of one row) while the launch keeps 1
     return cg::qmv_key("bf16", g, caps).params[name];
   };
   auto nc = [&](const cg::MatmulGeometry& g) { return param(g, "nc"); };
-  CHECK(nc(geometry(1, 14336, 4096)) == "2");           // one row: two columns per team
-  CHECK(param(geometry(1, 14336, 4096), "ks") == "1");  // 4 packs a lane: one part
-  // One row of <= 4 bits with >= 8 packs a lane: 4 columns in two parts per column group.
+  CHECK(nc(geometry(1, 14336, 2048)) == "2");           // one row: two columns per team
+  CHECK(param(geometry(1, 14336, 2048), "ks") == "1");  // 2 packs a lane: one part
+  CHECK(param(geometry(1, 14336, 4096), "ks") == "2");  // 4 packs a lane: two parts
+  // One row of <= 4 bits with >= 4 packs a lane: 4 columns in two parts per column group.
   auto down = geometry(1, 4096, 14336);
   CHECK((nc(down) == "4" && param(down, "ks") == "2" && param(down, "u") == "1"));
   auto down8 = geometry(1, 4096, 14336, 8);

@@ -214,7 +214,7 @@ TEST_CASE("quantized_matmul of one row with a long K: parts of a column group sp
   if (!gpu_present())
     return;
   mx::vulkan::reset_fallback_counts();
-  // K = 8384: 262 packs, >= 8 a lane for 32-lane teams (and 8-lane ones), so qmv gives
+  // K = 8384: 262 packs, >= 4 a lane for 32-lane teams (and 8-lane ones), so qmv gives
   // each column group of <= 4 bits two parts of 4 columns (codegen/matmul.cpp), and the
   // last run of packs is ragged; 8 bits stays one part. N = 72 leaves the last team's
   // columns ragged.
