@@ -22,6 +22,7 @@
 
 #include "bench_util.h"
 #include "mlx/backend/vulkan/command_encoder.h"
+#include "mlx/backend/vulkan/host_profile.h"
 #include "generate.h"
 #include "random_model.h"
 
@@ -204,6 +205,7 @@ int main(int argc, char** argv) {
     };
     double build = 0, record = 0, wait = 0;
     auto y = step(mx::array({1}, {1, 1}, mx::int32), build, record);
+    bool host_profile_was = mx::vulkan::host_profiling_enabled();
     const char* steps_env = std::getenv("QWEN3_BENCH_HOST_STEPS");  // for profiling the host
     const int n = steps_env ? std::max(1, std::atoi(steps_env)) : 64;
     double start = 0;
@@ -211,6 +213,8 @@ int main(int argc, char** argv) {
       if (i == 8) {  // the first steps build kernels
         build = record = wait = 0;
         start = now_ms();
+        mx::vulkan::reset_host_times();
+        mx::vulkan::set_host_profiling(true);
       }
       auto next = step(mx::reshape(y, {1, 1}), build, record);
       double t0 = now_ms();
@@ -219,11 +223,16 @@ int main(int argc, char** argv) {
       y = next;
     }
     double total = now_ms() - start;
+    mx::vulkan::set_host_profiling(host_profile_was);
     y.eval();
     std::printf(
         "\nHost time per decode step at context ~8-72 (ms): total %.3f = build graph %.3f + "
         "record and submit %.3f + wait for the previous token %.3f\n",
         total / n, build / n, record / n, wait / n);
+    // Where "record and submit" goes (mlx/backend/vulkan/host_profile.h): per primitive,
+    // for all n steps; the rest of it is the graph walk.
+    std::printf("\nHost time of the eval loop per primitive, %d steps (us):\n%s", n,
+                mx::vulkan::host_profile_report().c_str());
   }
 
   if (bench::wanted("QWEN3_BENCH_ONLY", "profile")) {

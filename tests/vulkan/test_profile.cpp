@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "mlx/backend/vulkan/command_encoder.h"
+#include "mlx/backend/vulkan/host_profile.h"
 #include "mlx/backend/vulkan/profile.h"
 
 namespace mx = mlx::core;
@@ -178,4 +179,35 @@ TEST_CASE("with profiling off no kernel is timed") {
   vk::synchronize_all_streams();
   CHECK(vk::kernel_times().empty());
   CHECK(vk::profile_report().find("No kernel was timed") != std::string::npos);
+}
+
+TEST_CASE("host profiling counts each op the eval loop records, per primitive, only while on") {
+  VK_REQUIRE_DEVICE();
+  bool was = vk::host_profiling_enabled();
+  auto a = iota_f32(4096);
+  auto b = iota_f32(4096, 0.5f);
+  mx::eval({a, b});
+  vk::set_host_profiling(true);
+  vk::reset_host_times();
+  // Three adds and two multiplies, each its own op in the graph.
+  auto y = mx::multiply(mx::add(mx::add(a, b, gpu), b, gpu), a, gpu);
+  y = mx::multiply(mx::add(y, a, gpu), b, gpu);
+  y.eval();
+  vk::set_host_profiling(false);
+  mx::add(y, y, gpu).eval();  // not counted
+  vk::set_host_profiling(was);
+  uint64_t adds = 0, multiplies = 0;
+  for (const auto& t : vk::host_times()) {
+    INFO(t.primitive << ": " << t.calls << " calls, " << t.total_us << " us");
+    CHECK(t.total_us > 0);
+    adds += t.primitive == "Add" ? t.calls : 0;
+    multiplies += t.primitive == "Multiply" ? t.calls : 0;
+  }
+  CHECK(adds == 3);
+  CHECK(multiplies == 2);
+  auto report = vk::host_profile_report();
+  CHECK(report.find("| Add | 3 |") != std::string::npos);
+  CHECK(report.find("| all | 5 |") != std::string::npos);
+  vk::reset_host_times();
+  CHECK(vk::host_times().empty());
 }

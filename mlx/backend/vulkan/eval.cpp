@@ -3,6 +3,7 @@
 #include "mlx/backend/gpu/eval.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <string>
 #include <stdexcept>
@@ -12,6 +13,7 @@
 #include "mlx/backend/vulkan/allocator.h"
 #include "mlx/backend/vulkan/command_encoder.h"
 #include "mlx/backend/vulkan/device.h"
+#include "mlx/backend/vulkan/host_profile.h"
 #include "mlx/backend/vulkan/kernel_library.h"
 #include "mlx/backend/vulkan/serials.h"
 #include "mlx/primitives.h"
@@ -40,7 +42,9 @@ void new_stream(Stream stream) {
   vulkan::create_encoder(stream.index);
 }
 
-void eval(array& arr) {
+namespace {
+
+void eval_op(array& arr) {
   auto stream = arr.primitive().stream();
   auto& enc = vulkan::encoder(stream.index);
   // An input written by another stream's still-open batch: submit that batch first, so
@@ -89,6 +93,20 @@ void eval(array& arr) {
   // Inputs stay alive until the batch that reads them completes (not a buffer donated to
   // an output); the op counts toward the batch limits.
   enc.end_op(arr.inputs(), outputs);
+}
+
+}  // namespace
+
+void eval(array& arr) {
+  if (!vulkan::host_profiling_enabled()) {
+    eval_op(arr);
+    return;
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  eval_op(arr);
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::steady_clock::now() - t0);
+  vulkan::add_host_time(arr.primitive().name(), static_cast<uint64_t>(ns.count()));
 }
 
 void finalize(Stream s) {

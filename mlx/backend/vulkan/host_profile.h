@@ -1,0 +1,37 @@
+// Host time of the GPU eval loop per primitive (MLX_VK_HOST_PROFILE=1, off by default).
+//
+// A decode step of a small model is bound by the host as much as by the GPU: this says
+// where the recording half of it goes, on the driver of the machine it runs on (a profiler
+// on lavapipe mostly sees lavapipe). When on, gpu::eval times each op from its arrival to
+// its end_op: the cross-stream check, the primitive's eval_gpu (planning, binding,
+// recording) and the encoder's bookkeeping. The graph walk around it is not counted, so the
+// sum here against the eval's wall time shows what the walk costs.
+// Plain types only, so a program can include this header without the Vulkan headers.
+// With MLX_VK_HOST_PROFILE=1 the report is printed to stderr at process exit.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mlx::core::vulkan {
+
+// On when MLX_VK_HOST_PROFILE=1 (read once) or after set_host_profiling(true).
+bool host_profiling_enabled();
+void set_host_profiling(bool on);
+
+struct HostTime {
+  std::string primitive;  // Primitive::name()
+  uint64_t calls = 0;
+  double total_us = 0;
+};
+
+// Adds one op's host time (the eval loop calls this).
+void add_host_time(const char* primitive, uint64_t ns);
+// Every timed primitive so far, by total time, descending.
+std::vector<HostTime> host_times();
+void reset_host_times();
+// host_times() as a markdown table with each primitive's mean, then the total.
+std::string host_profile_report();
+
+}  // namespace mlx::core::vulkan
