@@ -96,8 +96,8 @@ int main() {
       std::string name = "q4 g64 [1,4096] x [" + std::to_string(n) + ",4096]^T";
       rows.push_back(
           {name, bytes,
-           measure_op([&] { return mx::quantized_matmul(x, q[0], q[1], q[2], true, 64, 4); },
-                      batch, reps)});
+           measure_op([&] { return mx::quantized_matmul(x, q[0], q[1], q[2], true, 64, 4); }, batch,
+                      reps)});
     }
     // The same 4-bit product in bf16, the dtype of MLX's community LLM weights.
     auto wq_bf = bench::gpu_uniform({4096, 14336}, 11, mx::bfloat16);

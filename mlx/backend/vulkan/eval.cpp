@@ -104,8 +104,8 @@ void eval(array& arr) {
   }
   auto t0 = std::chrono::steady_clock::now();
   eval_op(arr);
-  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-      std::chrono::steady_clock::now() - t0);
+  auto ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0);
   vulkan::add_host_time(arr.primitive().name(), static_cast<uint64_t>(ns.count()));
 }
 

@@ -78,7 +78,8 @@ void reset_host_times() {
 }
 
 std::string host_profile_report() {
-  std::string out = "| primitive (host, eval loop) | calls | total us | mean us |\n|---|---|---|---|\n";
+  std::string out =
+      "| primitive (host, eval loop) | calls | total us | mean us |\n|---|---|---|---|\n";
   double total = 0;
   uint64_t calls = 0;
   char line[256];
