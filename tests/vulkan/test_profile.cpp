@@ -196,15 +196,17 @@ TEST_CASE("host profiling counts each op the eval loop records, per primitive, o
   vk::set_host_profiling(false);
   mx::add(y, y, gpu).eval();  // not counted
   vk::set_host_profiling(was);
-  uint64_t adds = 0, multiplies = 0;
+  uint64_t adds = 0, multiplies = 0, dispatches = 0;
   for (const auto& t : vk::host_times()) {
     INFO(t.primitive << ": " << t.calls << " calls, " << t.total_us << " us");
     CHECK(t.total_us > 0);
     adds += t.primitive == "Add" ? t.calls : 0;
     multiplies += t.primitive == "Multiply" ? t.calls : 0;
+    dispatches += t.primitive == "(encoder dispatch)" ? t.calls : 0;
   }
   CHECK(adds == 3);
   CHECK(multiplies == 2);
+  CHECK(dispatches == 5);  // one kernel each; a part of their time, not in the total
   auto report = vk::host_profile_report();
   CHECK(report.find("| Add | 3 |") != std::string::npos);
   CHECK(report.find("| all | 5 |") != std::string::npos);

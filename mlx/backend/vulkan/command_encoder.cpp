@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "mlx/backend/vulkan/fence_wait.h"
+#include "mlx/backend/vulkan/host_profile.h"
 #include "mlx/backend/vulkan/kernel_library.h"
 #include "mlx/backend/vulkan/profile.h"
 #include "mlx/backend/vulkan/serials.h"
@@ -358,6 +359,7 @@ uint64_t dispatch_count() {
 
 void CommandEncoder::dispatch(const Kernel& k, std::span<const Binding> bindings,
                               std::span<const uint8_t> push, std::array<uint32_t, 3> groups) {
+  HostTimer timer("(encoder dispatch)");
   dispatches.fetch_add(1, std::memory_order_relaxed);
   if (bindings.size() != k.num_buffers) {
     throw std::runtime_error("[vulkan] kernel " + k.key.canonical() + " takes " +
@@ -660,6 +662,7 @@ void CommandEncoder::commit() {
 }
 
 void CommandEncoder::commit_locked() {
+  HostTimer timer("(commit)");
   if (!open_) {
     poll_locked(false);
     return;

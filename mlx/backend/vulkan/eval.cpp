@@ -3,7 +3,6 @@
 #include "mlx/backend/gpu/eval.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <string>
 #include <stdexcept>
@@ -98,15 +97,8 @@ void eval_op(array& arr) {
 }  // namespace
 
 void eval(array& arr) {
-  if (!vulkan::host_profiling_enabled()) {
-    eval_op(arr);
-    return;
-  }
-  auto t0 = std::chrono::steady_clock::now();
+  vulkan::HostTimer timer(arr.primitive().name());
   eval_op(arr);
-  auto ns =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0);
-  vulkan::add_host_time(arr.primitive().name(), static_cast<uint64_t>(ns.count()));
 }
 
 void finalize(Stream s) {

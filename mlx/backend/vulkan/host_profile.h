@@ -5,11 +5,16 @@
 // on lavapipe mostly sees lavapipe). When on, gpu::eval times each op from its arrival to
 // its end_op: the cross-stream check, the primitive's eval_gpu (planning, binding,
 // recording) and the encoder's bookkeeping. The graph walk around it is not counted, so the
-// sum here against the eval's wall time shows what the walk costs.
+// sum here against the eval's wall time shows what the walk costs. Rows in parentheses are
+// parts of the recording, timed where they happen and not added to the total:
+// "(encoder dispatch)" is CommandEncoder::dispatch (the driver's recording of a dispatch
+// included), "(commit)" the encoder's submission of a batch (deferred commands recorded,
+// vkQueueSubmit), inside an op that filled the batch or after the loop.
 // Plain types only, so a program can include this header without the Vulkan headers.
 // With MLX_VK_HOST_PROFILE=1 the report is printed to stderr at process exit.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -28,6 +33,29 @@ struct HostTime {
 
 // Adds one op's host time (the eval loop calls this).
 void add_host_time(const char* primitive, uint64_t ns);
+
+// Adds its lifetime to `name` when host profiling is on (one relaxed load when off).
+class HostTimer {
+ public:
+  explicit HostTimer(const char* name) : name_(host_profiling_enabled() ? name : nullptr) {
+    if (name_ != nullptr) {
+      start_ = std::chrono::steady_clock::now();
+    }
+  }
+  ~HostTimer() {
+    if (name_ != nullptr) {
+      auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::steady_clock::now() - start_);
+      add_host_time(name_, static_cast<uint64_t>(ns.count()));
+    }
+  }
+  HostTimer(const HostTimer&) = delete;
+  HostTimer& operator=(const HostTimer&) = delete;
+
+ private:
+  const char* name_;
+  std::chrono::steady_clock::time_point start_;
+};
 // Every timed primitive so far, by total time, descending.
 std::vector<HostTime> host_times();
 void reset_host_times();
