@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 
@@ -15,9 +16,16 @@ namespace mlx::core::vulkan {
 
 namespace {
 
+struct Accumulated {
+  uint64_t calls = 0;
+  uint64_t ns = 0;
+};
+
+// Keyed by the name's address (names are string literals: no string built per op); the
+// report merges equal names.
 struct State {
   std::mutex mtx;
-  std::unordered_map<std::string, HostTime> times;
+  std::unordered_map<const char*, Accumulated> times;
 };
 
 State& state() {
@@ -50,21 +58,25 @@ void add_host_time(const char* primitive, uint64_t ns) {
   auto& s = state();
   std::lock_guard<std::mutex> lock(s.mtx);
   auto& t = s.times[primitive];
-  if (t.calls == 0) {
-    t.primitive = primitive;
-  }
   t.calls += 1;
-  t.total_us += static_cast<double>(ns) / 1000.0;
+  t.ns += ns;
 }
 
 std::vector<HostTime> host_times() {
   auto& s = state();
-  std::vector<HostTime> out;
+  std::map<std::string, HostTime> merged;
   {
     std::lock_guard<std::mutex> lock(s.mtx);
     for (const auto& [name, t] : s.times) {
-      out.push_back(t);
+      auto& m = merged[name];
+      m.primitive = name;
+      m.calls += t.calls;
+      m.total_us += static_cast<double>(t.ns) / 1000.0;
     }
+  }
+  std::vector<HostTime> out;
+  for (auto& [name, t] : merged) {
+    out.push_back(std::move(t));
   }
   std::sort(out.begin(), out.end(),
             [](const HostTime& a, const HostTime& b) { return a.total_us > b.total_us; });

@@ -31,7 +31,8 @@ struct HostTime {
   double total_us = 0;
 };
 
-// Adds one op's host time (the eval loop calls this).
+// Adds one op's host time (the eval loop calls this). `primitive` must outlive the
+// process's profile (a string literal, as Primitive::name() returns).
 void add_host_time(const char* primitive, uint64_t ns);
 
 // Adds its lifetime to `name` when host profiling is on (one relaxed load when off).
