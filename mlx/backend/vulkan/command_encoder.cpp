@@ -672,6 +672,7 @@ void CommandEncoder::commit_locked() {
   // uploads and the other ops' work keep the buffers' state true), then this throws.
   std::exception_ptr failed = replay_locked(*b);
   try {
+    HostTimer submit_timer("(commit: end and submit)");
     host_barrier(b->cb);
     check(vkEndCommandBuffer(b->cb), "vkEndCommandBuffer");
     bool pre = std::exchange(b->pre_open, false);
@@ -699,7 +700,10 @@ void CommandEncoder::commit_locked() {
   if (in_flight_.size() > max_in_flight_) {
     wait_fence(dev_, in_flight_.front()->fence);
   }
-  poll_locked(false);
+  {
+    HostTimer poll_timer("(commit: retire finished batches)");
+    poll_locked(false);
+  }
   if (failed) {
     std::rethrow_exception(failed);
   }

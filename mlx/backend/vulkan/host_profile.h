@@ -8,8 +8,10 @@
 // sum here against the eval's wall time shows what the walk costs. Rows in parentheses are
 // parts of the recording, timed where they happen and not added to the total:
 // "(encoder dispatch)" is CommandEncoder::dispatch (the driver's recording of a dispatch
-// included), "(commit)" the encoder's submission of a batch (deferred commands recorded,
-// vkQueueSubmit), inside an op that filled the batch or after the loop.
+// included), "(commit)" the encoder's submission of a batch, inside an op that filled the
+// batch or after the loop, and its parts "(commit: end and submit)" (vkEndCommandBuffer,
+// vkQueueSubmit) and "(commit: retire finished batches)" (releasing what completed
+// batches held).
 // Plain types only, so a program can include this header without the Vulkan headers.
 // With MLX_VK_HOST_PROFILE=1 the report is printed to stderr at process exit.
 #pragma once
