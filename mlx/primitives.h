@@ -6,6 +6,7 @@
 // name() still reports the MLX op name ("Add", "Exp", ...).
 #pragma once
 
+#include <mutex>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -231,6 +232,10 @@ class Compiled : public Primitive {
   std::vector<array> tape_;
   std::vector<std::optional<uint64_t>> constants_;
   mutable std::shared_ptr<void> backend_cache_;
+  // The last call's shapes (output_shapes), guarded: replays may run on several threads.
+  std::mutex shapes_mtx_;
+  bool have_shapes_ = false;
+  std::vector<Shape> last_input_shapes_, last_output_shapes_;
 };
 
 // Two outputs: floor_divide and remainder, computed together.

@@ -81,6 +81,22 @@ TEST_CASE("shapeless compile traces once for every shape of the same rank") {
     }
   }
   CHECK(calls == 1);
+  // Replays share one Compiled primitive, which remembers the last call's shapes: shapes
+  // that change back and forth give the right outputs.
+  auto fn = [](const std::vector<mx::array>& in) {
+    return std::vector<mx::array>{mx::add(mx::multiply(in[0], in[1]), in[0])};
+  };
+  auto fused = mx::compile(fn, true);
+  const std::vector<mx::Shape> shapes = {{4, 5}, {2, 3}, {2, 3}, {4, 5}, {3, 7}};
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    int n = static_cast<int>(shapes[k][0] * shapes[k][1]);
+    auto a = mx::reshape(mx::astype(mx::arange(n), mx::float32), shapes[k]);
+    auto b = mx::full(shapes[k], static_cast<float>(k + 1));
+    auto got = fused({a, b})[0];
+    CHECK(std::string(got.primitive().name()) == "Compiled");
+    CHECK(got.shape() == shapes[k]);
+    CHECK(to_doubles(got) == to_doubles(fn({a, b})[0]));
+  }
   cfun({mx::zeros({2, 2}), mx::zeros({2, 2})});  // a new rank traces again
   CHECK(calls == 2);
   // A primitive whose shape does not follow from its inputs cannot be shapeless.
