@@ -43,8 +43,9 @@
 // The engine defines BITS, GS, MR (rows held in registers: M rounded up to 1, 2, 4 or 8),
 // NC (columns per team: 1, 2 or 4), U (packs in flight per lane and column), TPR, KS
 // (parts per column group: 1, 2 or 4; WGS / TPR is a multiple of it), SUBGROUP, VEC (x's
-// lanes in 16 bytes when its rows start at multiples of them, else 1), WVEC (1: a pack of 4 or 8 bits is read as uvec4 loads) and IN0_* (x, the scales
-// and biases share the dtype) and OUT_*. codegen/matmul.cpp packs the push constants.
+// lanes in 16 bytes when its rows start at multiples of them, else 1), WVEC (1: a pack of
+// 4 or 8 bits is read as uvec4 loads) and IN0_* (x, the scales and biases share the dtype)
+// and OUT_*. codegen/matmul.cpp packs the push constants.
 #ifndef BITS
 #define BITS 4
 #define GS 64
@@ -370,6 +371,9 @@ void main() {
         }
       }
 #if PRENORM
+#if !SUBGROUP
+      barrier();  // slot 0 of the shared sums may still be read for acc[0][0] (NC 1)
+#endif
       float t2 = team_sum(ss[i], 0);
       if (lane == 0) {
         ks_part[team][MR * NC + i] = t2;

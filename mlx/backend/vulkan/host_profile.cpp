@@ -100,7 +100,7 @@ std::string host_profile_report() {
                   static_cast<unsigned long long>(t.calls), t.total_us,
                   t.total_us / static_cast<double>(t.calls));
     out += line;
-    if (t.primitive.front() != '(') {  // parts of the ops' time are not added again
+    if (t.primitive.empty() || t.primitive.front() != '(') {  // parts are not added again
       total += t.total_us;
       calls += t.calls;
     }
