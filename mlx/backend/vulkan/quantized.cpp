@@ -45,6 +45,28 @@ const char* quant_unsupported(const std::vector<array>& operands, const array& f
   return nullptr;
 }
 
+// Records a "quant" launch (op "dequantize" or "quantize"; the float side's dtype) through
+// the launch memo: a decode step dequantizes its token's embedding row every step.
+void record_quant(vulkan::CommandEncoder& enc, const char* op, const char* dtype,
+                  const codegen::QuantGeometry& g, std::span<const vulkan::Binding> bindings) {
+  const int64_t sig[] = {vulkan::family_word("quant"),
+                         vulkan::family_word(op),
+                         static_cast<int64_t>(reinterpret_cast<uintptr_t>(dtype)),
+                         g.rows,
+                         g.k,
+                         g.bits | (int64_t{g.group_size} << 8),
+                         static_cast<int64_t>(g.w_offset),
+                         static_cast<int64_t>(g.scales_offset),
+                         static_cast<int64_t>(g.biases_offset),
+                         static_cast<int64_t>(g.out_offset)};
+  const auto& planned = vulkan::memoized(sig, [&] {
+    auto key = codegen::quant_key(op, dtype, g);
+    const auto& kernel = vulkan::kernel_library().get(key);
+    return vulkan::MemoEntry{&kernel, codegen::quant_launch(key, kernel.source, g)};
+  });
+  vulkan::record_launch(enc, *planned.kernel, planned.launch, bindings);
+}
+
 // Whether the qmv kernel can apply QuantizedMatmul's absorbed ops itself (a decode-sized
 // product of 2-d weights; codegen::qmv_fusion_fits). The geometry's offsets follow the
 // operands' alignment as bind_run will see it: read in place, a fresh output.
@@ -259,10 +281,8 @@ void Dequantize::eval_gpu(const std::vector<array>& inputs, array& out) {
   g.scales_offset = bs.elem_offset;
   g.biases_offset = bbias.elem_offset;
   g.out_offset = by.elem_offset;
-  auto key = codegen::quant_key("dequantize", dtype, g);
-  const auto& kernel = vulkan::kernel_library().get(key);
-  std::vector<vulkan::Binding> bindings{bw.binding, bs.binding, bbias.binding, by.binding};
-  vulkan::record_launch(enc, kernel, codegen::quant_launch(key, kernel.source, g), bindings);
+  const vulkan::Binding bindings[] = {bw.binding, bs.binding, bbias.binding, by.binding};
+  record_quant(enc, "dequantize", dtype, g, bindings);
 }
 
 void AffineQuantize::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
@@ -298,10 +318,8 @@ void AffineQuantize::eval_gpu(const std::vector<array>& inputs, std::vector<arra
   g.out_offset = bq.elem_offset;
   g.scales_offset = bs.elem_offset;
   g.biases_offset = bbias.elem_offset;
-  auto key = codegen::quant_key("quantize", dtype, g);
-  const auto& kernel = vulkan::kernel_library().get(key);
-  std::vector<vulkan::Binding> bindings{bw.binding, bq.binding, bs.binding, bbias.binding};
-  vulkan::record_launch(enc, kernel, codegen::quant_launch(key, kernel.source, g), bindings);
+  const vulkan::Binding bindings[] = {bw.binding, bq.binding, bs.binding, bbias.binding};
+  record_quant(enc, "quantize", dtype, g, bindings);
 }
 
 }  // namespace mlx::core
