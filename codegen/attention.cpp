@@ -3,11 +3,14 @@
 #include "codegen/attention.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <limits>
+#include <set>
 #include <stdexcept>
 
 #include "codegen/dtypes.h"
+#include "codegen/fast.h"
 #include "codegen/internal.h"
 
 namespace mlx::core::vulkan::codegen {
@@ -15,6 +18,7 @@ namespace mlx::core::vulkan::codegen {
 namespace {
 
 constexpr uint32_t kFields = 26;      // int32 push constants (sdpa.glsl's Params)
+constexpr uint32_t kStepFields = 31;  // the same with STEP 1
 constexpr int64_t kTeams = 8;         // NT in the vector mode
 constexpr int64_t kBusyGroups = 256;  // workgroups that keep a large GPU busy
 constexpr int64_t kMaxGroups = 65535;
@@ -182,6 +186,31 @@ int64_t span(int64_t off, std::initializer_list<std::pair<int64_t, int64_t>> dim
   return hi;
 }
 
+std::string hex_bits(float v) {
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "%08x", static_cast<uint32_t>(float_bits(v)));
+  return buf;
+}
+
+// A key's f32 given as hex bits, as a GLSL uint literal.
+std::string bits_literal(const KernelKey& key, const char* name, const std::string& where) {
+  const std::string& v = key_param(key, name, where);
+  if (v.size() != 8 || v.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    throw std::invalid_argument("[render] " + where + ": " + name +
+                                " must be 8 lowercase hex digits (f32 bits).");
+  }
+  return "0x" + v + "u";
+}
+
+// Shared memory of the step kernel's vector mode (sdpa.glsl): the teams' states (or the
+// query rows), the new rows, the norm statistics and, without shuffles, the team sums.
+int64_t step_shared_bytes(const AttentionGeometry& g, uint32_t tpr, uint32_t rb, bool sg) {
+  int64_t wgs = tpr * kTeams;
+  int64_t kps = !sg ? 2 : (g.d / tpr >= 32 ? 1 : std::min<int64_t>(8, 32 / (g.d / tpr)));
+  return 4 * (2 * kTeams + std::max(kTeams * g.dv, int64_t{rb} * g.d) + g.d + g.dv + rb + 1 +
+              (sg ? 1 : wgs * rb * kps));
+}
+
 const std::string& mask_param(const KernelKey& key, const std::string& where) {
   const std::string& m = key_param(key, "mask", where);
   if (m != "none" && m != "causal" && m != "bool" && m != "add") {
@@ -270,6 +299,84 @@ KernelKey attention_key(const std::string& dtype, const AttentionGeometry& g,
   return key;
 }
 
+bool attention_step_supported(const AttentionGeometry& g, const AttentionStep& st,
+                              const DeviceCaps& caps) {
+  constexpr int64_t kMax = std::numeric_limits<int32_t>::max() / 2;
+  if (!attention_supported(g) || g.lq != 1 || g.mask != "none" || !g.sinks_dtype.empty() ||
+      st.cap < g.lkv) {
+    return false;
+  }
+  int64_t reach =
+      std::max({span(g.k_offset, {{g.batch, g.k_sb}, {g.hkv, g.k_sh}, {st.cap, g.k_sj}, {g.d, 1}}),
+                span(g.v_offset, {{g.batch, g.v_sb}, {g.hkv, g.v_sh}, {st.cap, g.v_sj}, {g.dv, 1}}),
+                span(st.kr_offset, {{g.batch, st.kr_sb}, {g.hkv, st.kr_sh}, {g.d, 1}}),
+                span(st.vr_offset, {{g.batch, st.vr_sb}, {g.hkv, st.vr_sh}, {g.dv, 1}}),
+                st.qw_offset + g.d, st.kw_offset + g.d, st.pos_offset, st.start_offset});
+  uint32_t tpr = vector_tpr(g, caps);
+  bool sg = caps.subgroup_shuffle && tpr <= caps.subgroup_size;
+  return reach < kMax && step_shared_bytes(g, tpr, vector_rows(g), sg) <=
+                             static_cast<int64_t>(caps.max_shared_memory);
+}
+
+KernelKey attention_step_key(const std::string& dtype, const AttentionGeometry& g,
+                             const AttentionStep& st, const DeviceCaps& caps) {
+  KernelKey key = attention_key(dtype, g, caps);
+  key.params["step"] = "1";
+  key.params["qn"] = st.q_norm ? "1" : "0";
+  key.params["kn"] = st.k_norm ? "1" : "0";
+  key.params["trad"] = st.traditional ? "1" : "0";
+  key.params["coef"] = hex_bits(rope_coefficient(st.base, g.d / 2));
+  key.params["rscale"] = hex_bits(st.rope_scale);
+  key.params["qeps"] = hex_bits(st.q_norm ? st.q_eps : 0.0f);
+  key.params["keps"] = hex_bits(st.k_norm ? st.k_eps : 0.0f);
+  return key;
+}
+
+Launch attention_step_launch(const KernelKey& key, const KernelSource& source,
+                             const AttentionGeometry& g, const AttentionStep& st) {
+  const std::string where = "kernel " + key.canonical();
+  int64_t splits = attention_splits(g);
+  std::vector<int64_t> fields{g.q_offset,
+                              g.k_offset,
+                              g.v_offset,
+                              st.kr_offset,
+                              st.vr_offset,
+                              g.out_offset,
+                              g.q_sb,
+                              g.q_sh,
+                              g.q_si,
+                              g.k_sb,
+                              g.k_sh,
+                              g.k_sj,
+                              g.v_sb,
+                              g.v_sh,
+                              g.v_sj,
+                              st.kr_sb,
+                              st.kr_sh,
+                              st.vr_sb,
+                              st.vr_sh,
+                              st.qw_offset,
+                              st.kw_offset,
+                              st.pos_offset,
+                              st.start_offset,
+                              st.cap,
+                              g.lq,
+                              g.lkv,
+                              g.hkv,
+                              g.groups,
+                              float_bits(g.scale),
+                              splits,
+                              ceil_div(g.lkv, splits)};
+  Launch launch = pack_launch(source, fields, false, 1, where);
+  int64_t gy = ceil_div(rows(g), std::atoi(key_param(key, "rb", where).c_str()));
+  if (g.batch * g.hkv > kMaxGroups || gy > kMaxGroups || splits > kMaxGroups) {
+    throw std::invalid_argument("[launch] " + where + ": too many workgroups for one launch.");
+  }
+  launch.groups = {static_cast<uint32_t>(g.batch * g.hkv), static_cast<uint32_t>(gy),
+                   static_cast<uint32_t>(splits)};
+  return launch;
+}
+
 KernelKey attention_merge_key(const std::string& dtype, const AttentionGeometry& g) {
   return KernelKey{"sdpa",
                    {{"dtype", dtype},
@@ -331,10 +438,27 @@ KernelSource render_attention(const KernelKey& key, const DeviceCaps& caps) {
       add_operand("IN1_", mdtype, where, dts, defines);
     }
     if (mode == "vector") {
-      check_params(key,
-                   {"d", "dtype", "dv", "mask", "mdtype", "mode", "rb", "sdtype", "sg", "split",
-                    "tpr", "vec"},
-                   where);
+      std::set<std::string> known{"d",  "dtype",  "dv", "mask",  "mdtype", "mode",
+                                  "rb", "sdtype", "sg", "split", "tpr",    "vec"};
+      bool step = key.params.count("step") != 0;
+      if (step) {
+        known.insert({"coef", "keps", "kn", "qeps", "qn", "rscale", "step", "trad"});
+      }
+      check_params(key, known, where);
+      if (step) {
+        if (key_param(key, "step", where) != "1" || mask != "none" || sdtype != "-") {
+          throw std::invalid_argument("[render] " + where + ": step 1 takes no mask and no sinks.");
+        }
+        defines.push_back("STEP 1");
+        defines.push_back(std::string("QNORM ") + (key_param(key, "qn", where) == "1" ? "1" : "0"));
+        defines.push_back(std::string("KNORM ") + (key_param(key, "kn", where) == "1" ? "1" : "0"));
+        defines.push_back(std::string("TRADITIONAL ") +
+                          (key_param(key, "trad", where) == "1" ? "1" : "0"));
+        defines.push_back("ROPE_COEF " + bits_literal(key, "coef", where));
+        defines.push_back("ROPE_SCALE " + bits_literal(key, "rscale", where));
+        defines.push_back("Q_EPS " + bits_literal(key, "qeps", where));
+        defines.push_back("K_EPS " + bits_literal(key, "keps", where));
+      }
       uint32_t tpr = static_cast<uint32_t>(std::atoi(key_param(key, "tpr", where).c_str()));
       int rb = std::atoi(key_param(key, "rb", where).c_str());
       bool sg = key_param(key, "sg", where) == "1";
@@ -432,7 +556,9 @@ KernelSource render_attention(const KernelKey& key, const DeviceCaps& caps) {
   }
   std::vector<std::string> all = storage_defines(dts, false, caps, where);
   all.insert(all.end(), defines.begin(), defines.end());
-  KernelSource source = row_kernel_source("sdpa.glsl", all, 6, kFields, false, caps);
+  bool step = mode == "vector" && key.params.count("step") != 0;
+  KernelSource source =
+      row_kernel_source("sdpa.glsl", all, step ? 12 : 6, step ? kStepFields : kFields, false, caps);
   if (mode == "coop") {
     source.coop_khr = key_param(key, "path", where) == "khr";
     source.coop_khr_bf16 = std::string(dt.name) == "bf16";

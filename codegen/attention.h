@@ -28,6 +28,32 @@ struct AttentionGeometry {
   std::string sinks_dtype;  // empty: no sinks
 };
 
+// One decode step of fast::DecodeAttention (sdpa.glsl STEP, docs/fusion.md): lq = 1, no
+// mask or sinks; k and v of the AttentionGeometry are the caches (cap rows, also written),
+// and the kernel reads the new key row [B, hkv, 1, d] and value row [B, hkv, 1, dv] through
+// these strides, the norm weights (d values each), the rope's position and the cache row
+// (int32) at these element offsets.
+struct AttentionStep {
+  int64_t cap = 1;
+  int64_t kr_offset = 0, kr_sb = 0, kr_sh = 0;
+  int64_t vr_offset = 0, vr_sb = 0, vr_sh = 0;
+  int64_t qw_offset = 0, kw_offset = 0, pos_offset = 0, start_offset = 0;
+  bool q_norm = false, k_norm = false, traditional = false;
+  float q_eps = 0.0f, k_eps = 0.0f, base = 10000.0f, rope_scale = 1.0f;
+};
+
+// Whether the step kernel serves it: attention_supported, lq 1 and no mask or sinks, the
+// new rows and caches within int32, and its shared memory within the device's.
+bool attention_step_supported(const AttentionGeometry& g, const AttentionStep& st,
+                              const DeviceCaps& caps);
+
+// The vector key plus "coef,keps,kn,qeps,qn,rscale,step=1,trad" (the rope's and norms'
+// numbers as f32 bits in hex: a model has one set, so one kernel).
+KernelKey attention_step_key(const std::string& dtype, const AttentionGeometry& g,
+                             const AttentionStep& st, const DeviceCaps& caps);
+Launch attention_step_launch(const KernelKey& key, const KernelSource& source,
+                             const AttentionGeometry& g, const AttentionStep& st);
+
 // Whether the kernels serve the problem: d and dv multiples of 8 up to 256, and every index
 // within int32. Otherwise the op composes matmul and softmax on the GPU.
 bool attention_supported(const AttentionGeometry& g);

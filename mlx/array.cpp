@@ -1,5 +1,6 @@
 #include "mlx/array.h"
 
+#include <atomic>
 #include <limits>
 
 #include "mlx/backend/gpu/eval.h"
@@ -64,12 +65,22 @@ Strides row_major_strides(const Shape& shape) {
   return strides;
 }
 
+namespace {
+
+uint64_t next_serial() {
+  static std::atomic<uint64_t> counter{0};
+  return counter.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
 array::ArrayDesc::ArrayDesc(Shape shape_, Dtype dtype_)
     : shape(std::move(shape_)),
       strides(row_major_strides(shape)),
       size(shape_size(shape, dtype_, "array")),
       dtype(dtype_),
-      status(Status::available) {}
+      status(Status::available),
+      serial(next_serial()) {}
 
 array::ArrayDesc::ArrayDesc(Shape shape_, Dtype dtype_, std::shared_ptr<Primitive> primitive_,
                             std::vector<array> inputs_)
@@ -79,7 +90,8 @@ array::ArrayDesc::ArrayDesc(Shape shape_, Dtype dtype_, std::shared_ptr<Primitiv
       dtype(dtype_),
       primitive(std::move(primitive_)),
       status(Status::unscheduled),
-      inputs(std::move(inputs_)) {}
+      inputs(std::move(inputs_)),
+      serial(next_serial()) {}
 
 array::ArrayDesc::~ArrayDesc() {
   // Move inputs that only we hold onto an explicit stack and release them one by one;

@@ -110,6 +110,11 @@ class array {
   std::uintptr_t primitive_id() const {
     return reinterpret_cast<std::uintptr_t>(desc_->primitive.get());
   }
+  // Creation order: an array's inputs were made before it, so they have smaller serials.
+  // Graph rewrites (mlx/fusion.h) use it to prove that a new input cannot form a cycle.
+  uint64_t serial() const {
+    return desc_->serial;
+  }
 
   struct Data {
     allocator::Buffer buffer;
@@ -293,6 +298,7 @@ class array {
     std::vector<array> inputs;
     std::vector<array> siblings;
     uint32_t position = 0;
+    uint64_t serial;
 
     explicit ArrayDesc(Shape shape, Dtype dtype);
     ArrayDesc(Shape shape, Dtype dtype, std::shared_ptr<Primitive> primitive,

@@ -301,8 +301,14 @@ array scaled_dot_product_attention(const array& queries, const array& keys, cons
     }
     inputs.push_back(astype(*sinks, out, stream));
   }
-  if (stream.device == Device::gpu &&
-      (!fused_head_dim(queries.shape(-1)) || !fused_head_dim(values.shape(-1)))) {
+  bool kernel_dims = fused_head_dim(queries.shape(-1)) && fused_head_dim(values.shape(-1));
+  if (kind == AttentionMask::none && !sinks && kernel_dims) {
+    // One decode step over a KV cache: the ropes and cache updates in the same launch.
+    if (auto step = attention_over_cache_update(inputs[0], inputs[1], inputs[2], scale, stream)) {
+      return *step;
+    }
+  }
+  if (stream.device == Device::gpu && !kernel_dims) {
     if (force_fused) {
       fail(op + "no fused kernel for head dims " + std::to_string(queries.shape(-1)) + " and " +
            std::to_string(values.shape(-1)) + " (multiples of 8 up to 256 are served).");
@@ -322,6 +328,13 @@ bool ScaledDotProductAttention::is_equivalent(const Primitive& other) const {
   const auto& o = static_cast<const ScaledDotProductAttention&>(other);
   return scale_ == o.scale_ && mask_ == o.mask_ && has_sinks_ == o.has_sinks_ &&
          force_fused_ == o.force_fused_;
+}
+
+bool DecodeAttention::is_equivalent(const Primitive& other) const {
+  const auto& o = static_cast<const DecodeAttention&>(other);
+  return scale_ == o.scale_ && lkv_ == o.lkv_ && traditional_ == o.traditional_ &&
+         base_ == o.base_ && rope_scale_ == o.rope_scale_ && q_eps_ == o.q_eps_ &&
+         k_eps_ == o.k_eps_;
 }
 
 bool RMSNorm::is_equivalent(const Primitive& other) const {

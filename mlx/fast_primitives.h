@@ -153,4 +153,65 @@ class ScaledDotProductAttention : public UnaryPrimitive {
   bool force_fused_;
 };
 
+// One decode step's attention over a KV cache, made by mlx/fusion.h from
+//   q = rope(q_x), cache_k' = slice_update(cache_k, rope(k_x), start),
+//   cache_v' = slice_update(cache_v, v_x, start),
+//   scaled_dot_product_attention(q, cache_k'[..., :lkv, :], cache_v'[..., :lkv, :])
+// (each rope optionally of an rms_norm, rotating whole rows): one launch rotates the new
+// query and key rows, writes the key and value rows into the caches and attends.
+// inputs: {q_x [B, Hq, 1, D], k_x [B, Hkv, 1, D], v_x [B, Hkv, 1, Dv], cache_k, cache_v
+// ([B, Hkv, cap, D|Dv]), offset (the ropes' position, int32, one value), start (the row
+// the caches take, int32, one value), [q norm weight], [k norm weight]}.
+// outputs: {attention [B, Hq, 1, Dv], cache_k', cache_v'}.
+class DecodeAttention : public Primitive {
+ public:
+  DecodeAttention(Stream s, float scale, int lkv, bool traditional, float base, float rope_scale,
+                  std::optional<float> q_eps, std::optional<float> k_eps)
+      : Primitive(s),
+        scale_(scale),
+        lkv_(lkv),
+        traditional_(traditional),
+        base_(base),
+        rope_scale_(rope_scale),
+        q_eps_(q_eps),
+        k_eps_(k_eps) {}
+  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  void eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  const char* name() const override {
+    return "DecodeAttention";
+  }
+  bool is_equivalent(const Primitive& other) const override;
+  float scale() const {
+    return scale_;
+  }
+  // Keys attended: rows [0, lkv) of the updated caches.
+  int lkv() const {
+    return lkv_;
+  }
+  bool traditional() const {
+    return traditional_;
+  }
+  float base() const {
+    return base_;
+  }
+  float rope_scale() const {
+    return rope_scale_;
+  }
+  const std::optional<float>& q_eps() const {
+    return q_eps_;
+  }
+  const std::optional<float>& k_eps() const {
+    return k_eps_;
+  }
+
+ private:
+  float scale_;
+  int lkv_;
+  bool traditional_;
+  float base_;
+  float rope_scale_;
+  std::optional<float> q_eps_;
+  std::optional<float> k_eps_;
+};
+
 }  // namespace mlx::core::fast

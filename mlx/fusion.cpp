@@ -1,6 +1,7 @@
 // Producer absorption while a graph is built (mlx/fusion.h, docs/fusion.md).
 #include "mlx/fusion.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 
@@ -55,8 +56,7 @@ const QuantizedMatmul* absorbable_product(const array& p, const Stream& s) {
     return nullptr;
   }
   auto* qmm = dynamic_cast<const QuantizedMatmul*>(&p.primitive());
-  if (qmm == nullptr || qmm->stream() != s || qmm->residual() || qmm->glu() ||
-      !qmm->transpose()) {
+  if (qmm == nullptr || qmm->stream() != s || qmm->residual() || qmm->glu() || !qmm->transpose()) {
     return nullptr;
   }
   return p.inputs()[1].ndim() == 2 && decode_sized(p) ? qmm : nullptr;
@@ -142,8 +142,8 @@ std::optional<array> glu_of_product(const array& h, const Stream& s) {
   }
   auto* qmm = dynamic_cast<const QuantizedMatmul*>(&p.primitive());
   int half = p.shape(-1) / 2;
-  if (qmm == nullptr || qmm->stream() != s || qmm->residual() || qmm->glu() ||
-      !qmm->transpose() || p.inputs()[1].ndim() != 2 || !last_axis_slice(g, p, 0, half) ||
+  if (qmm == nullptr || qmm->stream() != s || qmm->residual() || qmm->glu() || !qmm->transpose() ||
+      p.inputs()[1].ndim() != 2 || !last_axis_slice(g, p, 0, half) ||
       !last_axis_slice(u, p, half, half)) {
     return std::nullopt;
   }
@@ -161,8 +161,8 @@ std::optional<array> rope_into_slice(const array& src, const array& update, cons
   int nd = static_cast<int>(src.ndim());
   if (!fusion_enabled() || detail::in_tracing() || !update.has_primitive() ||
       update.status() != array::Status::unscheduled || !update.siblings().empty() ||
-      update.dtype() != src.dtype() || update.ndim() != src.ndim() || nd < 3 ||
-      axes.size() != 1 || axes[0] != nd - 2 || start.dtype() != int32 || start.size() != 1) {
+      update.dtype() != src.dtype() || update.ndim() != src.ndim() || nd < 3 || axes.size() != 1 ||
+      axes[0] != nd - 2 || start.dtype() != int32 || start.size() != 1) {
     return std::nullopt;
   }
   auto* rope = dynamic_cast<const fast::RoPE*>(&update.primitive());
@@ -201,6 +201,108 @@ std::optional<array> add_to_product(const array& a, const array& b, const Stream
     }
   }
   return std::nullopt;
+}
+
+namespace {
+
+// The node `a` when it is a pending P on stream s with a single output, else nullptr.
+template <typename P>
+const P* pending_node(const array& a, const Stream& s) {
+  if (!a.has_primitive() || a.status() != array::Status::unscheduled || !a.siblings().empty()) {
+    return nullptr;
+  }
+  auto* p = dynamic_cast<const P*>(&a.primitive());
+  return p != nullptr && p->stream() == s ? p : nullptr;
+}
+
+// The cache whose leading rows (axis 2) `a` is: the input of a pending slice [0, n) on
+// that axis and everything on the others, or `a` itself.
+const array& cache_of_rows(const array& a, const Stream& s) {
+  auto* sl = pending_node<Slice>(a, s);
+  if (sl == nullptr || a.inputs().size() != 1) {
+    return a;
+  }
+  const array& c = a.inputs()[0];
+  for (int d = 0; d < 4; ++d) {
+    int stop = d == 2 ? a.shape(2) : c.shape(d);
+    if (sl->start()[d] != 0 || sl->stop()[d] != stop || sl->strides()[d] != 1) {
+      return a;
+    }
+  }
+  return c;
+}
+
+bool one_int32(const array& a) {
+  return a.dtype() == int32 && a.size() == 1;
+}
+
+}  // namespace
+
+std::optional<array> attention_over_cache_update(const array& q, const array& keys,
+                                                 const array& values, float scale,
+                                                 const Stream& s) {
+  if (!fusion_enabled() || detail::in_tracing() || s.device != Device::gpu || q.ndim() != 4 ||
+      keys.ndim() != 4 || values.ndim() != 4 || q.shape(2) != 1 || keys.shape(2) < 1) {
+    return std::nullopt;
+  }
+  auto* q_rope = pending_node<fast::RoPE>(q, s);
+  const array& kc = cache_of_rows(keys, s);
+  const array& vc = cache_of_rows(values, s);
+  auto* k_rope = pending_node<fast::RoPE>(kc, s);
+  auto* v_update = pending_node<DynamicSliceUpdate>(vc, s);
+  if (q_rope == nullptr || k_rope == nullptr || v_update == nullptr || q_rope->into() ||
+      !k_rope->into() || v_update->axes() != std::vector<int>{2}) {
+    return std::nullopt;
+  }
+  const auto& qi = q.inputs();   // {x, offset, [norm weight]}
+  const auto& ki = kc.inputs();  // {x, offset, [norm weight], cache, start}
+  const auto& vi = vc.inputs();  // {cache, update, start}
+  int d = q.shape(3);
+  // Both ropes rotate whole rows alike from one position, with computed frequencies.
+  if (q_rope->has_freqs(qi.size()) || k_rope->has_freqs(ki.size()) || q_rope->dims() != d ||
+      k_rope->dims() != d || q_rope->traditional() != k_rope->traditional() ||
+      q_rope->base() != k_rope->base() || q_rope->scale() != k_rope->scale() ||
+      qi[1].id() != ki[1].id() || !one_int32(qi[1]) || ki.back().id() != vi[2].id() ||
+      !one_int32(vi[2])) {
+    return std::nullopt;
+  }
+  const array& k_x = ki[0];
+  const array& v_x = vi[1];
+  int b = q.shape(0), hkv = kc.shape(1), cap = kc.shape(2), dv = vc.shape(3);
+  if (kc.shape() != Shape{b, hkv, cap, d} || vc.shape() != Shape{b, hkv, cap, dv} ||
+      k_x.shape() != Shape{b, hkv, 1, d} || v_x.shape() != Shape{b, hkv, 1, dv} ||
+      kc.dtype() != q.dtype() || vc.dtype() != q.dtype() || v_x.dtype() != q.dtype()) {
+    return std::nullopt;
+  }
+  std::vector<array> inputs{qi[0], k_x, v_x, ki[ki.size() - 2], vi[0], qi[1], vi[2]};
+  if (q_rope->norm_eps()) {
+    inputs.push_back(qi.back());
+  }
+  if (k_rope->norm_eps()) {
+    inputs.push_back(ki[ki.size() - 3]);
+  }
+  // The caches' nodes take these inputs: none may depend on them, which creation order
+  // proves (an array that reads a cache node was made after it).
+  uint64_t first = std::min(kc.serial(), vc.serial());
+  for (const auto& in : inputs) {
+    if (in.serial() >= first) {
+      return std::nullopt;
+    }
+  }
+  auto prim = std::make_shared<fast::DecodeAttention>(
+      s, scale, keys.shape(2), q_rope->traditional(), q_rope->base(), q_rope->scale(),
+      q_rope->norm_eps(), k_rope->norm_eps());
+  array out(Shape{b, q.shape(1), 1, dv}, q.dtype(), prim, inputs);
+  array k_out = kc;
+  array v_out = vc;
+  for (array* c : {&k_out, &v_out}) {
+    c->primitive_ptr() = prim;
+    c->inputs() = inputs;
+  }
+  out.set_siblings({k_out, v_out}, 0);
+  k_out.set_siblings({out, v_out}, 1);
+  v_out.set_siblings({out, k_out}, 2);
+  return out;
 }
 
 }  // namespace mlx::core

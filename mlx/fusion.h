@@ -2,8 +2,9 @@
 // through a cheap row operation that another node would otherwise write to memory first:
 // rope and quantized_matmul take an rms_norm's input and weight and normalize on the fly,
 // an add takes over the quantized product it adds to, and a slice_update the rope it
-// writes, so a decode step makes one dispatch where it made two. The absorbed node stays in the graph for any other reader
-// (which then computes it again); when nothing else holds it, it is never evaluated.
+// writes, so a decode step makes one dispatch where it made two. The absorbed node stays in the
+// graph for any other reader (which then computes it again); when nothing else holds it, it is
+// never evaluated.
 #pragma once
 
 #include <optional>
@@ -47,6 +48,16 @@ std::optional<array> rope_into_slice(const array& src, const array& update, cons
 // product computes the activation of its halves in its epilogue (the gate/up product of
 // an MLP, whose output then never exists). nullopt otherwise.
 std::optional<array> glu_of_product(const array& h, const Stream& s);
+
+// scaled_dot_product_attention(q, keys, values, scale) with no mask or sinks as one
+// fast::DecodeAttention when it is one decode step over a KV cache (fast_primitives.h):
+// q (one row per head) a rope of whole rows, keys the leading rows of a key cache that a
+// rope writes into at an array start (rope_into_slice), values the same rows of a value
+// cache that a slice_update writes at that start, all pending on GPU stream s. The two
+// cache nodes become the new node's other outputs, so whatever holds them (the model's
+// cache) reads what it writes; nothing else changes. nullopt otherwise.
+std::optional<array> attention_over_cache_update(const array& q, const array& keys,
+                                                 const array& values, float scale, const Stream& s);
 
 // On unless the environment has MLX_DISABLE_FUSION at start-up. Results are the same
 // either way up to the rounding of the norm's statistics (each fused kernel rounds the

@@ -144,6 +144,14 @@ void eval_impl(std::vector<array> outputs, bool wait) {
           "function, make sure all the inputs and outputs are captured.");
     }
     auto stream = arr.primitive().stream();
+    // Siblings hold copies of this node's inputs, and only this node's list reaches the
+    // eval: dropping theirs lets a multi-output op take an input's buffer that nothing
+    // else holds (a decode step updating its KV caches in place, mlx/fusion.h).
+    if (!arr.is_tracer()) {
+      for (auto& s : arr.siblings()) {
+        s.inputs().clear();
+      }
+    }
     // Inputs computed on another stream's GPU must be complete before the CPU reads them.
     for (auto& in : arr.inputs()) {
       if (in.status() == array::Status::evaluated && stream.device == Device::cpu) {

@@ -44,6 +44,7 @@
 #endif
 
 #include "include/operands.glsl"
+#include "include/rope_angle.glsl"
 #if VEC > 1
 #include "include/lanes.glsl"
 #endif
@@ -116,24 +117,11 @@ layout(push_constant) uniform Params {
 }
 pc;
 
-// sin and cos of theta after reducing it to [-pi, pi] in two steps (2 pi = HI + LO, HI
-// with few bits so k * HI is exact): GPU sin/cos lose accuracy for large arguments, and
-// positions reach 10^5.
-void sincos_reduced(float theta, out float s, out float c) {
-  const float HI = 6.28125;
-  const float LO = 1.9353071795864769e-3;
-  float k = round(theta * 0.15915494309189535);
-  precise float r = fma(-k, HI, theta);
-  r = fma(-k, LO, r);
-  s = sin(r);
-  c = cos(r);
-}
-
 float inv_freq(IDX_T k) {
 #if FREQS
   return 1.0f / freqs[uint(pc.freqs_offset + k)];
 #else
-  return exp2(-float(k) * uintBitsToFloat(uint(pc.coef_bits)));
+  return rope_inv_freq(float(k), uintBitsToFloat(uint(pc.coef_bits)));
 #endif
 }
 

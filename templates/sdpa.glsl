@@ -20,6 +20,13 @@
 //   Causal tiles past the block's last visible key are never loaded; only tiles that some
 //   row does not fully see are masked per key.
 //
+// STEP 1 (vector mode, Lq = 1, no mask or sinks: fast::DecodeAttention) is one decode step
+//   over a KV cache: the workgroup first rotates its query rows and the new key row (each
+//   normalized first with QNORM / KNORM, rounded to the dtype after the norm and after the
+//   rotation, exactly as the rope kernel), one workgroup writes the key and value rows into
+//   the caches (bound again as KOut and VOut) at row clamp(start, 0, cap - 1), and
+//   the chunk that attends that row takes it from shared memory instead of the cache.
+//
 // Masked positions (causal, or false in a bool mask) score LOWEST, the output dtype's
 // lowest finite value, so a row that sees no key at all averages V uniformly, as MLX's
 // composition (a where() with finfo.min, then softmax) does; keys past Lkv score -inf and never count. A sink (one
@@ -67,6 +74,9 @@
 #endif
 #ifndef SUBGROUP
 #define SUBGROUP 0
+#endif
+#ifndef STEP
+#define STEP 0
 #endif
 #if SUBGROUP || MODE == MODE_COOP
 #extension GL_KHR_shader_subgroup_basic : require
@@ -118,13 +128,45 @@ layout(std430, set = 0, binding = 1) readonly buffer K {
 layout(std430, set = 0, binding = 2) readonly buffer V {
   QKV_ST vv[];
 };
+#if STEP
+// The new key and value rows, the norm weights, the rope's position and the cache row.
+layout(std430, set = 0, binding = 3) readonly buffer KRow {
+  QKV_ST krv[];
+};
+layout(std430, set = 0, binding = 4) readonly buffer VRow {
+  QKV_ST vrv[];
+};
+layout(std430, set = 0, binding = 6) readonly buffer QNormW {
+  QKV_ST qwv[];
+};
+layout(std430, set = 0, binding = 7) readonly buffer KNormW {
+  QKV_ST kwv[];
+};
+layout(std430, set = 0, binding = 8) readonly buffer Pos {
+  int posv[];
+};
+layout(std430, set = 0, binding = 9) readonly buffer Start {
+  int startv[];
+};
+// The caches again, for the new row's stores: K and V stay readonly (the row written is
+// never read back from memory), which keeps their loads free to be reordered.
+layout(std430, set = 0, binding = 10) writeonly buffer KOut {
+  QKV_ST kout[];
+};
+layout(std430, set = 0, binding = 11) writeonly buffer VOut {
+  QKV_ST vout[];
+};
+#else
 layout(std430, set = 0, binding = 3) readonly buffer Mask {
   IN1_ST maskv[];
 };
 #endif
+#endif
+#if !STEP
 layout(std430, set = 0, binding = 4) readonly buffer Sinks {
   IN2_ST sinkv[];
 };
+#endif
 #if SPLIT
 layout(std430, set = 0, binding = 5) writeonly buffer Out {
   float outp[];
@@ -138,6 +180,24 @@ layout(std430, set = 0, binding = 5) writeonly buffer Out {
 // codegen/attention.cpp packs exactly these fields (int32; larger spans take the
 // composition). Strides are elements; d is contiguous in q, k and v.
 layout(push_constant) uniform Params {
+#if STEP
+  int q_offset;
+  int k_offset;
+  int v_offset;
+  int kr_offset;
+  int vr_offset;
+  int out_offset;
+  int q_sb, q_sh, q_si;
+  int k_sb, k_sh, k_sj;
+  int v_sb, v_sh, v_sj;
+  int kr_sb, kr_sh;
+  int vr_sb, vr_sh;
+  int qw_offset;
+  int kw_offset;
+  int pos_offset;
+  int start_offset;
+  int cap;  // cache rows
+#else
   int q_offset;
   int k_offset;
   int v_offset;
@@ -148,6 +208,7 @@ layout(push_constant) uniform Params {
   int k_sb, k_sh, k_sj;
   int v_sb, v_sh, v_sj;
   int m_sb, m_sh, m_si, m_sj;
+#endif
   int lq;
   int lkv;
   int hkv;
@@ -335,7 +396,134 @@ void main() {
 
 shared float comb_m[NT];
 shared float comb_l[NT];
-shared float comb_acc[NT * DV];
+#if STEP
+// Also the step's query rows before the keys (RB * D values).
+#define COMB_SIZE (NT * DV > RB * D ? NT * DV : RB * D)
+#else
+#define COMB_SIZE (NT * DV)
+#endif
+shared float comb_acc[COMB_SIZE];
+
+#if STEP
+#include "include/rope_angle.glsl"
+#ifndef QNORM
+#define QNORM 0
+#endif
+#ifndef KNORM
+#define KNORM 0
+#endif
+#ifndef TRADITIONAL
+#define TRADITIONAL 0
+#endif
+// The engine defines ROPE_COEF (log2(base) / (D / 2)), ROPE_SCALE, Q_EPS and K_EPS as f32 bits.
+shared float fresh_k[D];  // the new key row, rotated and rounded
+shared float fresh_v[DV];
+shared float step_inv[RB + 1];  // each row's rsqrt(mean(x^2) + eps)
+
+// The rows' squares summed per row by the teams (team r takes row r, in passes), for the
+// norms: RB query rows in comb_acc, then the key row.
+void step_norm_stats() {
+  uint team = team_index();
+  uint lane = team_lane();
+  for (uint pass = 0; pass < (RB + NT) / NT; ++pass) {
+    uint r = pass * NT + team;
+    float ss = 0.0f;
+    bool normed = r < RB ? QNORM == 1 : (r == RB && KNORM == 1);
+    if (normed) {
+      for (uint e = lane; e < D; e += TPR) {
+        float x = r < RB ? comb_acc[r * D + e] : fresh_k[e];
+        ss = fma(x, x, ss);
+      }
+    }
+    ss = team_sum(ss, 0u);
+    if (normed && lane == 0u) {
+      float eps = uintBitsToFloat(r < RB ? Q_EPS : K_EPS);
+      step_inv[r] = inversesqrt(ss / float(D) + eps);
+    }
+  }
+}
+
+// Element e's value in the rows: query rows in comb_acc, then the key row.
+float step_get(uint r, uint e) {
+  return r < RB ? comb_acc[r * D + e] : fresh_k[e];
+}
+void step_set(uint r, uint e, float v) {
+  if (r < RB) {
+    comb_acc[r * D + e] = v;
+  } else {
+    fresh_k[e] = v;
+  }
+}
+
+// Reads the new rows, normalizes and rotates them (the rope kernel's arithmetic), and has
+// `writer` store the key and value rows at cache row `wrow`. Leaves the query rows in
+// comb_acc and the key and value rows in fresh_k, fresh_v. Every invocation calls it.
+void step_rows(int b, int kvh, int r0, int rows, bool need_kv, bool writer, int wrow) {
+  uint t = gl_LocalInvocationID.x;
+  for (uint e = t; e < RB * D; e += WGS) {
+    int rr = r0 + int(e / D);
+    int h = kvh * pc.groups + rr;  // Lq = 1: row rr is query head rr of the group
+    comb_acc[e] = rr < rows ? float(IN0_LOAD(qv[uint(pc.q_offset + b * pc.q_sb + h * pc.q_sh +
+                                                     int(e % D))]))
+                            : 0.0f;
+  }
+  if (need_kv) {
+    for (uint e = t; e < D; e += WGS) {
+      fresh_k[e] = float(IN0_LOAD(krv[uint(pc.kr_offset + b * pc.kr_sb + kvh * pc.kr_sh + int(e))]));
+    }
+    for (uint e = t; e < DV; e += WGS) {
+      fresh_v[e] = float(IN0_LOAD(vrv[uint(pc.vr_offset + b * pc.vr_sb + kvh * pc.vr_sh + int(e))]));
+    }
+  }
+  barrier();
+#if QNORM || KNORM
+  step_norm_stats();
+  barrier();
+  // rms_norm's value, rounded to the dtype as the norm's output: x * inv * w.
+  for (uint e = t; e < (RB + 1) * D; e += WGS) {
+    uint r = e / D;
+    uint j = e % D;
+#if QNORM
+    if (r < RB) {
+      step_set(r, j, OUT_ROUND(step_get(r, j) * step_inv[r] * float(IN0_LOAD(qwv[uint(pc.qw_offset + int(j))]))));
+    }
+#endif
+#if KNORM
+    if (r == RB) {
+      step_set(r, j, OUT_ROUND(step_get(r, j) * step_inv[r] * float(IN0_LOAD(kwv[uint(pc.kw_offset + int(j))]))));
+    }
+#endif
+  }
+  barrier();
+#endif
+  // The rotation: pair k of a row at the position's angle, rounded once.
+  float pos = float(posv[uint(pc.pos_offset)]) * uintBitsToFloat(ROPE_SCALE);
+  for (uint p = t; p < (RB + 1) * (D / 2); p += WGS) {
+    uint r = p / (D / 2);
+    uint k = p % (D / 2);
+#if TRADITIONAL
+    uint i1 = 2u * k, i2 = 2u * k + 1u;
+#else
+    uint i1 = k, i2 = k + D / 2;
+#endif
+    float x1 = step_get(r, i1);
+    float x2 = step_get(r, i2);
+    float sn, cs;
+    sincos_reduced(pos * rope_inv_freq(float(k), uintBitsToFloat(ROPE_COEF)), sn, cs);
+    step_set(r, i1, OUT_ROUND(x1 * cs - x2 * sn));
+    step_set(r, i2, OUT_ROUND(x1 * sn + x2 * cs));
+  }
+  barrier();
+  if (writer) {
+    for (uint e = t; e < D; e += WGS) {
+      kout[uint(pc.k_offset + b * pc.k_sb + kvh * pc.k_sh + wrow * pc.k_sj + int(e))] = OUT_STORE(fresh_k[e]);
+    }
+    for (uint e = t; e < DV; e += WGS) {
+      vout[uint(pc.v_offset + b * pc.v_sb + kvh * pc.v_sh + wrow * pc.v_sj + int(e))] = OUT_STORE(fresh_v[e]);
+    }
+  }
+}
+#endif
 
 float q_reg[RB][DPL];
 float run_m[RB];
@@ -355,6 +543,15 @@ void main() {
   int kbeg = split * pc.kchunk;
   int kend = min(pc.lkv, kbeg + pc.kchunk);
   float scale = uintBitsToFloat(uint(pc.scale_bits));
+#if STEP
+  // The new row goes to cache row wrow; the chunk that holds it attends it from shared
+  // memory (no other workgroup reads that row). With the row past the attended keys, the
+  // first chunk's workgroups write it.
+  int wrow = clamp(startv[uint(pc.start_offset)], 0, pc.cap - 1);
+  bool fresh_here = wrow >= kbeg && wrow < kend;
+  bool writer = gl_WorkGroupID.y == 0u && (fresh_here || (wrow >= pc.lkv && split == 0));
+  step_rows(b, kvh, r0, rows, fresh_here || writer, writer, wrow);
+#endif
 
   for (uint r = 0; r < RB; ++r) {
     int rr = r0 + int(r);
@@ -362,9 +559,13 @@ void main() {
     int i = rr - g * pc.lq;
     int h = kvh * pc.groups + g;
     for (uint d = 0; d < DPL; ++d) {
+#if STEP
+      q_reg[r][d] = rr < rows ? scale * comb_acc[r * D + lane * DPL + d] : 0.0f;
+#else
       q_reg[r][d] = rr < rows ? scale * float(IN0_LOAD(qv[uint(pc.q_offset + b * pc.q_sb + h * pc.q_sh +
                                                                i * pc.q_si + int(lane * DPL + d))]))
                               : 0.0f;
+#endif
     }
     run_m[r] = NEG_INF;
     run_l[r] = 0.0f;
@@ -372,6 +573,10 @@ void main() {
       acc[r][d] = 0.0f;
     }
   }
+
+#if STEP
+  barrier();  // comb_acc is the teams' again
+#endif
 
   // The same number of steps for every team: team_sum may hold barriers. Key u of a step
   // for team t is kbeg + (step * KPS + u) * NT + t, so the teams read adjacent rows.
@@ -384,6 +589,9 @@ void main() {
     for (uint u = 0; u < KPS; ++u) {
       js[u] = kbeg + (step * int(KPS) + int(u)) * int(NT) + int(team);
       valid[u] = js[u] < kend;
+#if STEP
+      valid[u] = valid[u] && !(fresh_here && js[u] == wrow);  // taken after the loop
+#endif
       int j = js[u];
 #if VEC
       // Quads: one 8- or 16-byte load for four elements (codegen checks the alignment).
@@ -455,6 +663,31 @@ void main() {
       run_m[r] = m_new;
     }
   }
+
+#if STEP
+  // The new row, from shared memory: every team scores it (team_sum is collective), team 0
+  // weighs it.
+  if (fresh_here) {
+    for (uint r = 0; r < RB; ++r) {
+      float partial = 0.0f;
+      for (uint d = 0; d < DPL; ++d) {
+        partial = fma(q_reg[r][d], fresh_k[lane * DPL + d], partial);
+      }
+      float sc = team_sum(partial, r * KPS);
+      if (team != 0u || r0 + int(r) >= rows) {
+        continue;
+      }
+      float m_new = max(run_m[r], sc);
+      float c = exp(run_m[r] - m_new);
+      float p = exp(sc - m_new);
+      run_l[r] = run_l[r] * c + p;
+      for (uint d = 0; d < VPL; ++d) {
+        acc[r][d] = fma(p, fresh_v[lane * VPL + d], acc[r][d] * c);
+      }
+      run_m[r] = m_new;
+    }
+  }
+#endif
 
   // Combine the teams, row by row.
   for (uint r = 0; r < RB; ++r) {

@@ -13,6 +13,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "mlx/backend/cpu/indexing.h"
 #include "mlx/dtype_utils.h"
 #include "mlx/fast_primitives.h"
 
@@ -160,6 +161,40 @@ void ScaledDotProductAttention::eval_cpu(const std::vector<array>& inputs, array
           dtype_to_string(out.dtype()) + ".");
     }
   });
+}
+
+// The graph DecodeAttention replaced (mlx/fusion.h), step by step: the same values as the
+// unfused ops, the caches updated in place when nothing else holds them.
+void DecodeAttention::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  const array& offset = inputs[5];
+  const array& start = inputs[6];
+  size_t next = 7;
+  std::vector<array> q_in{inputs[0], offset};
+  if (q_eps_) {
+    q_in.push_back(inputs[next++]);
+  }
+  std::vector<array> k_in{inputs[1], offset};
+  if (k_eps_) {
+    k_in.push_back(inputs[next++]);
+  }
+  int dims = inputs[0].shape(-1);
+  Dtype dt = outputs[0].dtype();
+  array q(inputs[0].shape(), dt, nullptr, {});
+  RoPE(stream(), dims, traditional_, base_, rope_scale_, q_eps_).eval_cpu(q_in, q);
+  array k(inputs[1].shape(), dt, nullptr, {});
+  RoPE(stream(), dims, traditional_, base_, rope_scale_, k_eps_).eval_cpu(k_in, k);
+  // The caches by reference, so the updates may take their buffers.
+  cpu::slice_update_into(inputs[3], k, start, {2}, outputs[1]);
+  cpu::slice_update_into(inputs[4], inputs[2], start, {2}, outputs[2]);
+  auto leading_rows = [&](const array& cache) {
+    Shape stop = cache.shape();
+    stop[2] = lkv_;
+    array rows(stop, dt, nullptr, {});
+    Slice(stream(), {0, 0, 0, 0}, stop, {1, 1, 1, 1}).eval_cpu({cache}, rows);
+    return rows;
+  };
+  ScaledDotProductAttention(stream(), scale_, AttentionMask::none, false)
+      .eval_cpu({q, leading_rows(outputs[1]), leading_rows(outputs[2])}, outputs[0]);
 }
 
 }  // namespace mlx::core::fast

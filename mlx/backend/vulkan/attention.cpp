@@ -7,6 +7,8 @@
 #include <array>
 #include <cstring>
 
+#include "mlx/backend/vulkan/attention.h"
+
 #include "codegen/attention.h"
 #include "mlx/backend/vulkan/allocator.h"
 #include "mlx/backend/vulkan/cpu_fallback.h"
@@ -16,21 +18,7 @@
 #include "mlx/backend/vulkan/reduce_plan.h"
 #include "mlx/fast_primitives.h"
 
-namespace mlx::core::fast {
-
-namespace codegen = vulkan::codegen;
-using vulkan::bind_run;
-using vulkan::Buf;
-
-namespace {
-
-// An operand read through its strides: in place when its last dim is contiguous (or size
-// 1) and no stride is negative, else a dense copy.
-struct Strided {
-  Buf buf;
-  Strides strides;
-  int64_t elems = 1;  // from element 0 to the last element, inclusive
-};
+namespace mlx::core::vulkan {
 
 Strided strided(vulkan::CommandEncoder& enc, int stream, const array& a, const char* dtype,
                 bool need_unit_last) {
@@ -53,8 +41,6 @@ Strided strided(vulkan::CommandEncoder& enc, int stream, const array& a, const c
   return s;
 }
 
-// The launch-memo signature of a main or merge launch: every field of the geometry. A new
-// field of codegen::AttentionGeometry must join it (the size check trips when one is added).
 static_assert(sizeof(codegen::AttentionGeometry) == 26 * sizeof(int64_t) +
                                                         sizeof(int64_t) /* scale, padded */ +
                                                         3 * sizeof(std::string),
@@ -97,7 +83,41 @@ std::array<int64_t, 32> attention_signature(const char* family, const char* dtyp
           vulkan::family_word(g.sinks_dtype.c_str())};
 }
 
-}  // namespace
+SplitScratch split_scratch(Device& dev, CommandEncoder& enc, const codegen::AttentionGeometry& g,
+                           int64_t splits) {
+  SplitScratch s;
+  s.elems = g.batch * g.hkv * g.groups * g.lq * splits * (g.dv + 2);
+  s.buf = temporary(enc, s.elems, "f32");
+  s.bound = bind_run(dev, s.buf, s.elems, true);
+  return s;
+}
+
+void record_attention_merge(Device& dev, CommandEncoder& enc, const char* dtype,
+                            const codegen::AttentionGeometry& g, const SplitScratch& scratch,
+                            const Binding& sinks, const Binding& out) {
+  codegen::AttentionGeometry merge = g;
+  merge.q_offset = static_cast<int64_t>(scratch.bound.elem_offset);
+  const auto& planned = memoized(attention_signature("sdpa_merge", dtype, merge), [&] {
+    auto key = codegen::attention_merge_key(dtype, merge);
+    const auto& kernel = kernel_library().get(key);
+    return MemoEntry{&kernel, codegen::attention_launch(key, kernel.source, merge)};
+  });
+  auto partial = bind_run(dev, scratch.buf, scratch.elems, false);
+  const Binding mb[] = {partial.binding, partial.binding, partial.binding,
+                        partial.binding, sinks,           out};
+  record_launch(enc, *planned.kernel, planned.launch, mb);
+}
+
+}  // namespace mlx::core::vulkan
+
+namespace mlx::core::fast {
+
+namespace codegen = vulkan::codegen;
+using vulkan::attention_signature;
+using vulkan::bind_run;
+using vulkan::Buf;
+using vulkan::Strided;
+using vulkan::strided;
 
 void ScaledDotProductAttention::eval_gpu(const std::vector<array>& inputs, array& out) {
   const array& q = inputs[0];
@@ -190,18 +210,13 @@ void ScaledDotProductAttention::eval_gpu(const std::vector<array>& inputs, array
 
   int64_t splits = codegen::attention_splits(g);
   codegen::AttentionGeometry main = g;
-  vulkan::BoundOperand scratch;
-  Buf scratch_buf;
-  int64_t scratch_elems = 0;
+  vulkan::SplitScratch scratch;
   vulkan::Binding bindings[] = {bq.binding,   bk.binding,    bv.binding,
                                 mask_binding, sinks_binding, by.binding};
   if (splits > 1) {
-    int64_t n = g.batch * g.hkv * g.groups * g.lq * splits * (g.dv + 2);
-    scratch_buf = vulkan::temporary(enc, n, "f32");
-    scratch_elems = n;
-    scratch = bind_run(dev, scratch_buf, n, true);
-    main.out_offset = static_cast<int64_t>(scratch.elem_offset);
-    bindings[5] = scratch.binding;
+    scratch = vulkan::split_scratch(dev, enc, g, splits);
+    main.out_offset = static_cast<int64_t>(scratch.bound.elem_offset);
+    bindings[5] = scratch.bound.binding;
   }
   // Every layer of a decode step repeats the geometry: planned once per step, not per layer.
   const auto& planned = vulkan::memoized(attention_signature("sdpa", dtype, main), [&] {
@@ -216,17 +231,7 @@ void ScaledDotProductAttention::eval_gpu(const std::vector<array>& inputs, array
   });
   vulkan::record_launch(enc, *planned.kernel, planned.launch, bindings);
   if (splits > 1) {
-    codegen::AttentionGeometry merge = g;
-    merge.q_offset = static_cast<int64_t>(scratch.elem_offset);
-    const auto& mplanned = vulkan::memoized(attention_signature("sdpa_merge", dtype, merge), [&] {
-      auto key = codegen::attention_merge_key(dtype, merge);
-      const auto& kernel = vulkan::kernel_library().get(key);
-      return vulkan::MemoEntry{&kernel, codegen::attention_launch(key, kernel.source, merge)};
-    });
-    auto partial = bind_run(dev, scratch_buf, scratch_elems, false);
-    const vulkan::Binding mb[] = {partial.binding, partial.binding, partial.binding,
-                                  partial.binding, sinks_binding,   by.binding};
-    vulkan::record_launch(enc, *mplanned.kernel, mplanned.launch, mb);
+    vulkan::record_attention_merge(dev, enc, dtype, g, scratch, sinks_binding, by.binding);
   }
 }
 

@@ -1,0 +1,45 @@
+// What the sdpa family's two evals share (attention.cpp: ScaledDotProductAttention,
+// decode_attention.cpp: DecodeAttention): operands read through their strides, the launch
+// memo's signature of a geometry, and the merge of a decode split along the keys.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "codegen/attention.h"
+#include "mlx/array.h"
+#include "mlx/backend/vulkan/kernels.h"
+#include "mlx/backend/vulkan/reduce_plan.h"
+
+namespace mlx::core::vulkan {
+
+// An operand read through its strides: in place when its last dim is contiguous (or size
+// 1) and no stride is negative, else a dense copy.
+struct Strided {
+  Buf buf;
+  Strides strides;
+  int64_t elems = 1;  // from element 0 to the last element, inclusive
+};
+Strided strided(CommandEncoder& enc, int stream, const array& a, const char* dtype,
+                bool need_unit_last);
+
+// The launch-memo signature of a main or merge launch: every field of the geometry. A new
+// field of codegen::AttentionGeometry must join it (a size check trips when one is added).
+std::array<int64_t, 32> attention_signature(const char* family, const char* dtype,
+                                            const codegen::AttentionGeometry& g);
+
+// The f32 scratch of a split decode: (m, l, o) per row and chunk.
+struct SplitScratch {
+  Buf buf;
+  int64_t elems = 0;
+  BoundOperand bound;
+};
+SplitScratch split_scratch(Device& dev, CommandEncoder& enc, const codegen::AttentionGeometry& g,
+                           int64_t splits);
+
+// Records the merge launch that combines a split decode's chunks into `out`.
+void record_attention_merge(Device& dev, CommandEncoder& enc, const char* dtype,
+                            const codegen::AttentionGeometry& g, const SplitScratch& scratch,
+                            const Binding& sinks, const Binding& out);
+
+}  // namespace mlx::core::vulkan
