@@ -218,6 +218,66 @@ TEST_CASE("sdpa decode keys compile and fit shared memory with and without subgr
   CHECK(compiled == 2 * 3 * 3);
 }
 
+TEST_CASE("sdpa decode step keys: params, compile, and shared memory within the estimate") {
+  // fast::DecodeAttention's kernel (STEP 1): the vector key plus the rope's and norms'
+  // numbers. attention_step_supported estimates its shared memory; the compiled module must
+  // not need more, with and without subgroup shuffles.
+  struct Device {
+    const char* name;
+    cg::DeviceCaps caps;
+  };
+  const Device devices[] = {{"48 KiB sg 32", device(49152, 32, true)},
+                            {"16 KiB, no shuffles", device(16384, 32, false)}};
+  int compiled = 0;
+  for (const auto& dev : devices) {
+    for (int64_t d : {64, 128, 256}) {
+      for (int64_t groups : {1, 2, 8}) {
+        auto g = prefill(d, d, "none");
+        g.groups = groups;
+        g.lq = 1;
+        g.lkv = 300;
+        g.q_si = d, g.q_sh = d, g.q_sb = 8 * groups * d;
+        cg::AttentionStep st;
+        st.cap = 512;
+        st.q_norm = true;
+        st.k_norm = d != 64;
+        st.q_eps = 1e-6f;
+        st.k_eps = 1e-6f;
+        st.base = 1000000.0f;
+        auto key = cg::attention_step_key("bf16", g, st, dev.caps);
+        std::string what = std::string(dev.name).append(" ").append(key.canonical());
+        CAPTURE(what);
+        CHECK(key.params.at("step") == "1");
+        CHECK(key.params.at("kn") == (d != 64 ? "1" : "0"));
+        CHECK(key.params.at("qeps") == "358637bd");
+        CHECK(key.params.at("rscale") == "3f800000");
+        bool supported = cg::attention_step_supported(g, st, dev.caps);
+        if (!supported) {
+          // Only the largest rows on the small device may not fit.
+          CHECK(dev.caps.max_shared_memory == 16384);
+          CHECK(d == 256);
+          continue;
+        }
+        auto src = cg::render_attention(key, dev.caps);
+        CHECK(src.num_buffers == 12);
+        auto mod = cg::compile(key, src);
+        CHECK(shared_bytes(mod.words) <= dev.caps.max_shared_memory);
+        ++compiled;
+      }
+    }
+  }
+  CHECK(compiled >= 2 * 3 * 3 - 3);
+  // A step key with a mask is refused.
+  auto g = prefill(128, 128, "causal");
+  g.lq = 1;
+  g.lkv = 16;
+  cg::AttentionStep st;
+  st.cap = 16;
+  CHECK_FALSE(cg::attention_step_supported(g, st, devices[0].caps));
+  auto key = cg::attention_step_key("bf16", g, st, devices[0].caps);
+  CHECK_THROWS_AS(cg::render_attention(key, devices[0].caps), std::invalid_argument);
+}
+
 TEST_CASE("sdpa prefill takes cooperative matrices where the device multiplies the dtype") {
   auto caps = device(49152, 32, true);
   caps.shader_float16 = true;

@@ -21,6 +21,7 @@
 
 #include <cmath>
 
+#include "fusion_util.h"
 #include "harness.h"
 #include "mlx/backend/vulkan/cpu_fallback.h"
 #include "mlx/fast_primitives.h"
@@ -33,29 +34,12 @@ namespace {
 
 constexpr float kEps = 1e-6f;
 
-mx::array uniform(const mx::Shape& shape, mx::Dtype dt, uint64_t seed) {
-  auto cpu = mx::Device::cpu;
-  auto u = mx::random::uniform(shape, mx::float32, mx::random::key(seed), cpu);
-  return mx::astype(mx::subtract(mx::multiply(u, mx::array(2.0f), cpu), mx::array(1.0f), cpu), dt,
-                    cpu);
-}
-
 Tolerance fused_tolerance(mx::Dtype dt, double f32_atol) {
   if (dt == mx::float32) {
     return {2e-5, f32_atol};
   }
   Tolerance one = default_tolerance(dt);
   return {2 * one.rtol, 2 * one.atol};
-}
-
-// Builds `make` with fusion on or off, restoring the setting.
-template <typename F>
-auto with_fusion(bool on, F&& make) {
-  bool was = mx::fusion_enabled();
-  mx::set_fusion(on);
-  auto out = make();
-  mx::set_fusion(was);
-  return out;
 }
 
 mx::array norm_rope(const mx::array& x, const mx::array& w, int offset, bool trad,

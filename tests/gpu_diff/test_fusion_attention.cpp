@@ -18,6 +18,7 @@
 
 #include <cmath>
 
+#include "fusion_util.h"
 #include "harness.h"
 #include "mlx/backend/vulkan/cpu_fallback.h"
 #include "mlx/fast_primitives.h"
@@ -29,22 +30,6 @@ using namespace gpu_diff;
 namespace {
 
 constexpr float kEps = 1e-6f;
-
-mx::array uniform(const mx::Shape& shape, mx::Dtype dt, uint64_t seed) {
-  auto cpu = mx::Device::cpu;
-  auto u = mx::random::uniform(shape, mx::float32, mx::random::key(seed), cpu);
-  return mx::astype(mx::subtract(mx::multiply(u, mx::array(2.0f), cpu), mx::array(1.0f), cpu), dt,
-                    cpu);
-}
-
-template <typename F>
-auto with_fusion(bool on, F&& make) {
-  bool was = mx::fusion_enabled();
-  mx::set_fusion(on);
-  auto out = make();
-  mx::set_fusion(was);
-  return out;
-}
 
 struct Step {
   mx::array out, keys, values;
