@@ -377,6 +377,32 @@ Launch attention_step_launch(const KernelKey& key, const KernelSource& source,
   return launch;
 }
 
+void set_attention_length(Launch& launch, const KernelKey& key, const AttentionGeometry& g) {
+  // No key text is built here: this runs on every decode step's launches.
+  auto mode = key.params.find("mode");
+  bool vector = mode != key.params.end() && mode->second == "vector";
+  bool merge = mode != key.params.end() && mode->second == "merge";
+  bool step = key.params.count("step") != 0;
+  if ((!vector && !merge) || launch.push_constants.size() != 4 * (step ? kStepFields : kFields)) {
+    throw std::invalid_argument("[launch] " + key.canonical() +
+                                ": only a vector or merge launch takes another key length.");
+  }
+  // Field indices of lkv, splits and kchunk in sdpa.glsl's Params (int32 each).
+  const size_t lkv_at = step ? 25 : 20;
+  const size_t splits_at = step ? 29 : 24;
+  int64_t splits = attention_splits(g);
+  auto set = [&](size_t field, int64_t v) {
+    int32_t w = static_cast<int32_t>(v);
+    std::memcpy(launch.push_constants.data() + 4 * field, &w, 4);
+  };
+  set(lkv_at, g.lkv);
+  set(splits_at, splits);
+  set(splits_at + 1, ceil_div(g.lkv, splits));
+  if (vector) {
+    launch.groups[2] = static_cast<uint32_t>(splits);
+  }
+}
+
 KernelKey attention_merge_key(const std::string& dtype, const AttentionGeometry& g) {
   return KernelKey{"sdpa",
                    {{"dtype", dtype},

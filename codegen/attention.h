@@ -54,6 +54,12 @@ KernelKey attention_step_key(const std::string& dtype, const AttentionGeometry& 
 Launch attention_step_launch(const KernelKey& key, const KernelSource& source,
                              const AttentionGeometry& g, const AttentionStep& st);
 
+// A memoized vector-mode launch (main, step or merge) made for another key length with the
+// same split count, given g's: lkv and the key chunk rewritten in its push constants (and
+// the merge's). A decode loop's cache grows by one key a step; its kernel and every other
+// number stay, so the launch memo keys these launches by the split count, not the length.
+void set_attention_length(Launch& launch, const KernelKey& key, const AttentionGeometry& g);
+
 // Whether the kernels serve the problem: d and dv multiples of 8 up to 256, and every index
 // within int32. Otherwise the op composes matmul and softmax on the GPU.
 bool attention_supported(const AttentionGeometry& g);

@@ -278,6 +278,61 @@ TEST_CASE("sdpa decode step keys: params, compile, and shared memory within the 
   CHECK_THROWS_AS(cg::render_attention(key, devices[0].caps), std::invalid_argument);
 }
 
+TEST_CASE("a decode launch moved to another key length equals the one planned for it") {
+  // The launch memo keeps one vector, step or merge launch per split count; each step's key
+  // length is written into it (set_attention_length). Moving must give exactly the launch
+  // that planning for the new length gives.
+  auto caps = device(49152, 32, true);
+  auto g = prefill(128, 128, "none");
+  g.groups = 2;
+  g.lq = 1;
+  g.q_si = 128, g.q_sh = 128, g.q_sb = 16 * 128;
+  cg::AttentionStep st;
+  st.cap = 8192;
+  st.q_norm = st.k_norm = true;
+  int moved = 0;
+  for (auto [from, to] :
+       {std::pair<int64_t, int64_t>{8, 72}, {300, 301}, {4096, 4000}, {520, 767}}) {
+    auto a = g, b = g;
+    a.lkv = from;
+    b.lkv = to;
+    CAPTURE(from);
+    CAPTURE(to);
+    REQUIRE(cg::attention_splits(a) == cg::attention_splits(b));
+    auto key = cg::attention_key("bf16", a, caps);
+    REQUIRE(key == cg::attention_key("bf16", b, caps));
+    auto src = cg::render_attention(key, caps);
+    auto launch = cg::attention_launch(key, src, a);
+    cg::set_attention_length(launch, key, b);
+    auto want = cg::attention_launch(key, src, b);
+    CHECK(launch.push_constants == want.push_constants);
+    CHECK(launch.groups == want.groups);
+
+    auto skey = cg::attention_step_key("bf16", a, st, caps);
+    auto ssrc = cg::render_attention(skey, caps);
+    auto slaunch = cg::attention_step_launch(skey, ssrc, a, st);
+    cg::set_attention_length(slaunch, skey, b);
+    auto swant = cg::attention_step_launch(skey, ssrc, b, st);
+    CHECK(slaunch.push_constants == swant.push_constants);
+    CHECK(slaunch.groups == swant.groups);
+
+    auto mkey = cg::attention_merge_key("bf16", a);
+    auto msrc = cg::render_attention(mkey, caps);
+    auto mlaunch = cg::attention_launch(mkey, msrc, a);
+    cg::set_attention_length(mlaunch, mkey, b);
+    auto mwant = cg::attention_launch(mkey, msrc, b);
+    CHECK(mlaunch.push_constants == mwant.push_constants);
+    CHECK(mlaunch.groups == mwant.groups);
+    ++moved;
+  }
+  CHECK(moved == 4);
+  // Prefill launches keep their length in the memo's signature: moving one is refused.
+  auto p = prefill(128, 128);
+  auto pkey = cg::attention_key("bf16", p, caps);
+  auto plaunch = cg::attention_launch(pkey, cg::render_attention(pkey, caps), p);
+  CHECK_THROWS_AS(cg::set_attention_length(plaunch, pkey, p), std::invalid_argument);
+}
+
 TEST_CASE("sdpa prefill takes cooperative matrices where the device multiplies the dtype") {
   auto caps = device(49152, 32, true);
   caps.shader_float16 = true;

@@ -83,6 +83,20 @@ std::array<int64_t, 32> attention_signature(const char* family, const char* dtyp
           vulkan::family_word(g.sinks_dtype.c_str())};
 }
 
+codegen::AttentionGeometry length_free(const codegen::AttentionGeometry& g) {
+  codegen::AttentionGeometry keyed = g;
+  keyed.lkv = -codegen::attention_splits(g);
+  return keyed;
+}
+
+const codegen::Launch& launch_for_length(const MemoEntry& planned,
+                                         const codegen::AttentionGeometry& g) {
+  thread_local codegen::Launch moved;
+  moved = planned.launch;
+  codegen::set_attention_length(moved, planned.kernel->key, g);
+  return moved;
+}
+
 SplitScratch split_scratch(Device& dev, CommandEncoder& enc, const codegen::AttentionGeometry& g,
                            int64_t splits) {
   SplitScratch s;
@@ -97,7 +111,7 @@ void record_attention_merge(Device& dev, CommandEncoder& enc, const char* dtype,
                             const Binding& sinks, const Binding& out) {
   codegen::AttentionGeometry merge = g;
   merge.q_offset = static_cast<int64_t>(scratch.bound.elem_offset);
-  const auto& planned = memoized(attention_signature("sdpa_merge", dtype, merge), [&] {
+  const auto& planned = memoized(attention_signature("sdpa_merge", dtype, length_free(merge)), [&] {
     auto key = codegen::attention_merge_key(dtype, merge);
     const auto& kernel = kernel_library().get(key);
     return MemoEntry{&kernel, codegen::attention_launch(key, kernel.source, merge)};
@@ -105,7 +119,7 @@ void record_attention_merge(Device& dev, CommandEncoder& enc, const char* dtype,
   auto partial = bind_run(dev, scratch.buf, scratch.elems, false);
   const Binding mb[] = {partial.binding, partial.binding, partial.binding,
                         partial.binding, sinks,           out};
-  record_launch(enc, *planned.kernel, planned.launch, mb);
+  record_launch(enc, *planned.kernel, launch_for_length(planned, merge), mb);
 }
 
 }  // namespace mlx::core::vulkan
@@ -218,18 +232,23 @@ void ScaledDotProductAttention::eval_gpu(const std::vector<array>& inputs, array
     main.out_offset = static_cast<int64_t>(scratch.bound.elem_offset);
     bindings[5] = scratch.bound.binding;
   }
-  // Every layer of a decode step repeats the geometry: planned once per step, not per layer.
-  const auto& planned = vulkan::memoized(attention_signature("sdpa", dtype, main), [&] {
-    auto key = codegen::attention_key(dtype, main, dev.caps());
-    const vulkan::Kernel* kernel =
-        vulkan::get_kernel_or_drop_coop(key, key.params["mode"] == "coop");
-    if (kernel == nullptr) {
-      key = codegen::attention_key(dtype, main, dev.caps());
-      kernel = &vulkan::kernel_library().get(key);
-    }
-    return vulkan::MemoEntry{kernel, codegen::attention_launch(key, kernel->source, main)};
-  });
-  vulkan::record_launch(enc, *planned.kernel, planned.launch, bindings);
+  // Every layer of a decode step repeats the geometry, and a decode loop's steps differ only
+  // in the key length, which a vector launch takes without planning again.
+  bool vector = codegen::attention_vector(main);
+  const auto& planned = vulkan::memoized(
+      attention_signature("sdpa", dtype, vector ? vulkan::length_free(main) : main), [&] {
+        auto key = codegen::attention_key(dtype, main, dev.caps());
+        const vulkan::Kernel* kernel =
+            vulkan::get_kernel_or_drop_coop(key, key.params["mode"] == "coop");
+        if (kernel == nullptr) {
+          key = codegen::attention_key(dtype, main, dev.caps());
+          kernel = &vulkan::kernel_library().get(key);
+        }
+        return vulkan::MemoEntry{kernel, codegen::attention_launch(key, kernel->source, main)};
+      });
+  vulkan::record_launch(enc, *planned.kernel,
+                        vector ? vulkan::launch_for_length(planned, main) : planned.launch,
+                        bindings);
   if (splits > 1) {
     vulkan::record_attention_merge(dev, enc, dtype, g, scratch, sinks_binding, by.binding);
   }

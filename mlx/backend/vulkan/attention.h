@@ -9,6 +9,7 @@
 #include "codegen/attention.h"
 #include "mlx/array.h"
 #include "mlx/backend/vulkan/kernels.h"
+#include "mlx/backend/vulkan/launch_memo.h"
 #include "mlx/backend/vulkan/reduce_plan.h"
 
 namespace mlx::core::vulkan {
@@ -27,6 +28,15 @@ Strided strided(CommandEncoder& enc, int stream, const array& a, const char* dty
 // field of codegen::AttentionGeometry must join it (a size check trips when one is added).
 std::array<int64_t, 32> attention_signature(const char* family, const char* dtype,
                                             const codegen::AttentionGeometry& g);
+
+// The geometry a vector-mode or merge launch is memoized under: the key length replaced by
+// minus the split count (codegen::set_attention_length moves a launch to another length),
+// so a decode loop reuses one entry while its cache grows.
+codegen::AttentionGeometry length_free(const codegen::AttentionGeometry& g);
+
+// `planned`'s launch for g's key length, in a per-thread scratch (no allocation once warm).
+const codegen::Launch& launch_for_length(const MemoEntry& planned,
+                                         const codegen::AttentionGeometry& g);
 
 // The f32 scratch of a split decode: (m, l, o) per row and chunk.
 struct SplitScratch {

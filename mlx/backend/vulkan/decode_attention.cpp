@@ -173,12 +173,13 @@ void DecodeAttention::eval_gpu(const std::vector<array>& inputs, std::vector<arr
     main.out_offset = static_cast<int64_t>(scratch.bound.elem_offset);
     bindings[5] = scratch.bound.binding;
   }
-  const auto& planned = vulkan::memoized(step_signature(dtype, main, st), [&] {
+  // Planned once for every key length with this split count (a decode loop's cache grows).
+  const auto& planned = vulkan::memoized(step_signature(dtype, vulkan::length_free(main), st), [&] {
     auto key = codegen::attention_step_key(dtype, main, st, dev.caps());
     const auto& kernel = vulkan::kernel_library().get(key);
     return vulkan::MemoEntry{&kernel, codegen::attention_step_launch(key, kernel.source, main, st)};
   });
-  vulkan::record_launch(enc, *planned.kernel, planned.launch, bindings);
+  vulkan::record_launch(enc, *planned.kernel, vulkan::launch_for_length(planned, main), bindings);
   if (splits > 1) {
     vulkan::record_attention_merge(dev, enc, dtype, g, scratch, bq.binding, by.binding);
   }
