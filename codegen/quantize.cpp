@@ -21,7 +21,7 @@ bool op_is_quantize(const KernelKey& key, const std::string& where) {
 }
 
 bool geometry_idx64(const QuantGeometry& g) {
-  uint64_t values = static_cast<uint64_t>(g.rows * g.k);
+  uint64_t values = static_cast<uint64_t>(std::max(g.rows, g.src_rows) * g.k);
   return reach_needs_64(std::max({g.w_offset, g.out_offset, g.scales_offset, g.biases_offset}) +
                         values);
 }
@@ -34,17 +34,21 @@ int64_t invocations(const QuantGeometry& g, bool quantize) {
 }  // namespace
 
 KernelKey quant_key(const std::string& op, const std::string& dtype, const QuantGeometry& g) {
-  return KernelKey{"quant",
-                   {{"bits", std::to_string(g.bits)},
-                    {"dtype", dtype},
-                    {"gs", std::to_string(g.group_size)},
-                    {"idx", geometry_idx64(g) ? "64" : "32"},
-                    {"op", op}}};
+  KernelKey key{"quant",
+                {{"bits", std::to_string(g.bits)},
+                 {"dtype", dtype},
+                 {"gs", std::to_string(g.group_size)},
+                 {"idx", geometry_idx64(g) ? "64" : "32"},
+                 {"op", op}}};
+  if (!g.ids.empty()) {
+    key.params["ids"] = g.ids;
+  }
+  return key;
 }
 
 KernelSource render_quant(const KernelKey& key, const DeviceCaps& caps) {
   const std::string where = "kernel " + key.canonical();
-  check_params(key, {"bits", "dtype", "gs", "idx", "op"}, where);
+  check_params(key, {"bits", "dtype", "gs", "ids", "idx", "op"}, where);
   const DtypeInfo& dt = dtype_info(key_param(key, "dtype", where), where);
   if (dt.kind != Kind::Float) {
     throw std::invalid_argument("[render] " + where + ": needs a float dtype.");
@@ -68,7 +72,17 @@ KernelSource render_quant(const KernelKey& key, const DeviceCaps& caps) {
   defines.push_back(std::string("QUANT_OP ") + (quantize ? "1" : "0"));
   defines.push_back("BITS " + std::to_string(bits));
   defines.push_back("GS " + std::to_string(gs));
-  return row_kernel_source("quantize.glsl", defines, 4, 6, idx64, caps);
+  bool ids = key.params.count("ids") != 0;
+  if (ids) {
+    const std::string& t = key_param(key, "ids", where);
+    if (quantize || (t != "i32" && t != "u32")) {
+      throw std::invalid_argument("[render] " + where +
+                                  ": ids (i32 or u32) only for op=dequantize.");
+    }
+    defines.push_back("IDS 1");
+    defines.push_back(std::string("IDS_UNSIGNED ") + (t == "u32" ? "1" : "0"));
+  }
+  return row_kernel_source("quantize.glsl", defines, ids ? 5 : 4, ids ? 8 : 6, idx64, caps);
 }
 
 Launch quant_launch(const KernelKey& key, const KernelSource& source, const QuantGeometry& g) {
@@ -80,11 +94,18 @@ Launch quant_launch(const KernelKey& key, const KernelSource& source, const Quan
   }
   int64_t count = invocations(g, quantize);
   uint64_t wg = source.workgroup_size[0];
-  return pack_launch(
-      source,
-      {count, g.k, static_cast<int64_t>(g.w_offset), static_cast<int64_t>(g.scales_offset),
-       static_cast<int64_t>(g.biases_offset), static_cast<int64_t>(g.out_offset)},
-      parse_idx(key, where), (static_cast<uint64_t>(count) + wg - 1) / wg, where);
+  std::vector<int64_t> fields{count,
+                              g.k,
+                              static_cast<int64_t>(g.w_offset),
+                              static_cast<int64_t>(g.scales_offset),
+                              static_cast<int64_t>(g.biases_offset),
+                              static_cast<int64_t>(g.out_offset)};
+  if (!g.ids.empty()) {
+    fields.push_back(g.src_rows);
+    fields.push_back(static_cast<int64_t>(g.ids_offset));
+  }
+  return pack_launch(source, fields, parse_idx(key, where),
+                     (static_cast<uint64_t>(count) + wg - 1) / wg, where);
 }
 
 }  // namespace mlx::core::vulkan::codegen

@@ -22,9 +22,16 @@ struct QuantGeometry {
   uint64_t scales_offset = 0;
   uint64_t biases_offset = 0;
   uint64_t out_offset = 0;
+  // Dequantize through indices: output row r is row ids[r] of w, scales and biases
+  // (src_rows rows each; a negative index counts from the end once, and one out of range
+  // gives zeros, as the GPU's take does). ids: "i32" or "u32", "" for none.
+  std::string ids;
+  int64_t src_rows = 0;
+  uint64_t ids_offset = 0;
 };
 
-// "quant:bits=2..8,dtype=f16|bf16|f32,gs=32|64|128,idx=32|64,op=dequantize|quantize";
+// "quant:bits=2..8,dtype=f16|bf16|f32,gs=32|64|128,idx=32|64,op=dequantize|quantize", plus
+// "ids=i32|u32" for a dequantize through indices;
 // dtype is the float side's (the output of dequantize, the input of quantize, and the
 // scales' and biases').
 KernelKey quant_key(const std::string& op, const std::string& dtype, const QuantGeometry& g);

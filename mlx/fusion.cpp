@@ -305,4 +305,33 @@ std::optional<array> attention_over_cache_update(const array& q, const array& ke
   return out;
 }
 
+std::optional<TakenRows> taken_rows(const array& w, const array& scales, const array& biases,
+                                    const Stream& s) {
+  if (!fusion_enabled() || detail::in_tracing() || s.device != Device::gpu) {
+    return std::nullopt;
+  }
+  const array* src[3];
+  const array* ids = nullptr;
+  const array* taken[3] = {&w, &scales, &biases};
+  for (int i = 0; i < 3; ++i) {
+    auto* take = pending_node<Take>(*taken[i], s);
+    if (take == nullptr || take->axis() != 0 || taken[i]->inputs().size() != 2) {
+      return std::nullopt;
+    }
+    src[i] = &taken[i]->inputs()[0];
+    const array& idx = taken[i]->inputs()[1];
+    if (ids != nullptr && idx.id() != ids->id()) {
+      return std::nullopt;
+    }
+    ids = &idx;
+    if (src[i]->ndim() != 2 || src[i]->shape(0) != src[0]->shape(0)) {
+      return std::nullopt;
+    }
+  }
+  if (ids->dtype() != int32 && ids->dtype() != uint32) {
+    return std::nullopt;
+  }
+  return TakenRows{*src[0], *src[1], *src[2], *ids};
+}
+
 }  // namespace mlx::core

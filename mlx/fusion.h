@@ -59,6 +59,16 @@ std::optional<array> glu_of_product(const array& h, const Stream& s);
 std::optional<array> attention_over_cache_update(const array& q, const array& keys,
                                                  const array& values, float scale, const Stream& s);
 
+// The rows take(., ids, 0) picks from 2-d w, scales and biases, when all three are
+// pending Take nodes on GPU stream s of one int32 or uint32 index array, with one row count:
+// a quantized embedding's lookup (MLX-LM's QuantizedEmbedding), which dequantize then
+// reads through the indices itself (one launch instead of four). nullopt otherwise.
+struct TakenRows {
+  array w, scales, biases, ids;
+};
+std::optional<TakenRows> taken_rows(const array& w, const array& scales, const array& biases,
+                                    const Stream& s);
+
 // On unless the environment has MLX_DISABLE_FUSION at start-up. Results are the same
 // either way up to the rounding of the norm's statistics (each fused kernel rounds the
 // normalized values to the norm's dtype, as the norm's own output would be).

@@ -158,6 +158,11 @@ array dequantize(const array& w, const array& scales, const std::optional<array>
   auto prim = std::make_shared<Dequantize>(stream, p.group_size, p.bits);
   array out = [&] {
     if (scales.dtype() == biases->dtype()) {
+      // A quantized embedding's lookup reads the table's rows through the indices itself.
+      if (auto r = taken_rows(w, scales, *biases, stream)) {
+        return array(out_shape, t, std::make_shared<Dequantize>(stream, p.group_size, p.bits, true),
+                     {r->w, r->scales, r->biases, r->ids});
+      }
       return array(out_shape, t, prim, {w, scales, *biases});
     }
     // Mixed dtypes: MLX multiplies in scales' dtype and adds in result_type(scales, biases).

@@ -798,17 +798,19 @@ class AffineQuantize : public Primitive {
 // bfloat16, float32; float64 too, which MLX's CPU backend also takes). out
 // (..., K) = T(T(scale * q) + bias) with T the output dtype: the product is rounded to T
 // before the add, as MLX computes it (multiply, then add).
+// With `rows`, inputs {w, scales, biases, ids}: the rows of 2-d w, scales and biases that
+// take(., ids, 0) would pick, dequantized (mlx/fusion.h: a quantized embedding's lookup).
 class Dequantize : public UnaryPrimitive {
  public:
-  Dequantize(Stream s, int group_size, int bits)
-      : UnaryPrimitive(s), group_size_(group_size), bits_(bits) {}
+  Dequantize(Stream s, int group_size, int bits, bool rows = false)
+      : UnaryPrimitive(s), group_size_(group_size), bits_(bits), rows_(rows) {}
   MLX_DECLARE_UNARY_EVAL
   const char* name() const override {
     return "Dequantize";
   }
   bool is_equivalent(const Primitive& other) const override {
     auto* o = dynamic_cast<const Dequantize*>(&other);
-    return o && o->group_size_ == group_size_ && o->bits_ == bits_;
+    return o && o->group_size_ == group_size_ && o->bits_ == bits_ && o->rows_ == rows_;
   }
   int group_size() const {
     return group_size_;
@@ -816,10 +818,14 @@ class Dequantize : public UnaryPrimitive {
   int bits() const {
     return bits_;
   }
+  bool rows() const {
+    return rows_;
+  }
 
  private:
   int group_size_;
   int bits_;
+  bool rows_;
 };
 
 // quantized_matmul(). inputs: {x (..., M, K), w uint32, scales, biases}; x, scales and

@@ -44,6 +44,15 @@ layout(std430, set = 0, binding = 2) readonly buffer Biases {
 layout(std430, set = 0, binding = 3) writeonly buffer Out {
   OUT_ST outv[];
 };
+#ifndef IDS
+#define IDS 0
+#endif
+#if IDS
+// Output row r is row ids[r] of w, scales and biases (a quantized embedding's lookup).
+layout(std430, set = 0, binding = 4) readonly buffer Ids {
+  int idsv[];
+};
+#endif
 #else
 layout(std430, set = 0, binding = 0) readonly buffer W {
   IN0_ST w[];
@@ -68,6 +77,10 @@ layout(push_constant) uniform Params {
   IDX_T s_offset;
   IDX_T b_offset;
   IDX_T out_offset;  // dequantize: the output's offset
+#if QUANT_OP == 0 && IDS
+  IDX_T src_rows;    // rows of w, scales and biases
+  IDX_T ids_offset;  // the indices' element 0
+#endif
 }
 pc;
 
@@ -85,9 +98,30 @@ void main() {
   IDX_T packs_per_row = pc.k / 32;
   IDX_T row = i / packs_per_row;
   IDX_T p = i - row * packs_per_row;
+  IDX_T src = i;  // the pack read
+#if IDS
+  // As the GPU's take: a negative index counts from the end once; one still out of range
+  // reads zeros, so its values are 0 * q + 0.
+  int raw = idsv[uint(pc.ids_offset + row)];
+#if IDS_UNSIGNED
+  bool inside = uint(raw) < uint(pc.src_rows);
+  IDX_T srow = IDX_T(uint(raw));
+#else
+  IDX_T srow = raw < 0 ? IDX_T(raw) + pc.src_rows : IDX_T(raw);
+  bool inside = srow >= 0 && srow < pc.src_rows;
+#endif
+  if (!inside) {
+    for (uint j = 0; j < 32; ++j) {
+      outv[uint(pc.out_offset + i * 32 + j)] = OUT_STORE(0.0f);
+    }
+    return;
+  }
+  src = srow * packs_per_row + p;
+  row = srow;
+#endif
   uint words[BITS];
   for (uint q = 0; q < BITS; ++q) {
-    words[q] = wq[uint(pc.w_offset + i * BITS + q)];
+    words[q] = wq[uint(pc.w_offset + src * BITS + q)];
   }
   IDX_T g = row * (pc.k / GS) + p * 32 / GS;
   float s = float(IN0_LOAD(scales[uint(pc.s_offset + g)]));

@@ -511,3 +511,76 @@ TEST_CASE("a long-K decode product split into parts keeps its norm, residual and
   CHECK(counts["QuantizedMatmul"] == 0);
   CHECK(counts["Compiled"] == 0);
 }
+
+namespace {
+
+// MLX-LM's QuantizedEmbedding: the rows of a quantized table, dequantized.
+mx::array embed(const std::vector<mx::array>& table, const mx::array& ids, int bits,
+                mx::StreamOrDevice s) {
+  return mx::dequantize(mx::take(table[0], ids, 0, s), mx::take(table[1], ids, 0, s),
+                        mx::take(table[2], ids, 0, s), 64, bits, "affine", std::nullopt,
+                        std::nullopt, s);
+}
+
+bool reads_rows(const mx::array& a) {
+  auto* dq = a.has_primitive() ? dynamic_cast<mx::Dequantize*>(&a.primitive()) : nullptr;
+  return dq != nullptr && dq->rows();
+}
+
+}  // namespace
+
+TEST_CASE("a quantized embedding's lookup is one dequantize through the indices") {
+  if (!gpu_present())
+    return;
+  mx::vulkan::reset_fallback_counts();
+  auto cpu = mx::Device::cpu, gpu = mx::Device::gpu;
+  uint64_t seed = 1200;
+  for (int bits : {3, 4, 8}) {
+    for (auto dt : {mx::bfloat16, mx::float32}) {
+      auto w = uniform({50, 256}, dt, seed++);
+      auto table = mx::quantize(w, 64, bits, "affine", std::nullopt, cpu);
+      mx::eval(table);
+      std::vector<mx::array> gtable;
+      for (auto& t : table) {
+        gtable.push_back(on_device(t, gpu));
+      }
+      // A decode step's one token, a batch with repeats, and a negative index (from the end).
+      for (auto ids : {mx::array({7}, {1, 1}, mx::int32), mx::array({3, 49, 3, 0, -1, 12}, {2, 3}),
+                       mx::array({5u, 44u}, {2}, mx::uint32)}) {
+        auto fused = embed(gtable, ids, bits, gpu);
+        REQUIRE(reads_rows(fused));
+        CHECK(fused.inputs()[3].id() == ids.id());
+        auto want = with_fusion(false, [&] { return embed(table, ids, bits, cpu); });
+        auto got = gpu_eval_checked([&] { return std::vector<mx::array>{embed(gtable, ids, bits, gpu)}; },
+                                    "dequantize(take)")[0];
+        std::string what = "embedding " + std::to_string(bits) + " bits " +
+                           std::string(mx::dtype_to_string(dt)) + " ids " +
+                           mx::shape_to_string(ids.shape());
+        CHECK(all_close(got, want, {0.0, 0.0}, what));
+      }
+    }
+  }
+  // An index out of range reads zeros on the GPU, fused or not (docs/indexing.md); the CPU
+  // raises.
+  auto table = mx::quantize(uniform({8, 64}, mx::float32, 1300), 64, 4, "affine", std::nullopt, cpu);
+  std::vector<mx::array> gtable;
+  for (auto& t : table) {
+    gtable.push_back(on_device(t, gpu));
+  }
+  auto ids = mx::array({1, 9, -9, 2}, {4});
+  auto fused = embed(gtable, ids, 4, gpu);
+  REQUIRE(reads_rows(fused));
+  auto plain = with_fusion(false, [&] { return embed(gtable, ids, 4, gpu); });
+  CHECK_FALSE(reads_rows(plain));
+  CHECK(mx::array_equal(fused, plain, false).item<bool>());
+  CHECK(mx::all(mx::equal(mx::slice(fused, {1, 0}, {3, 64}), mx::array(0.0f))).item<bool>());
+  CHECK_THROWS_AS(embed(table, ids, 4, cpu).eval(), std::invalid_argument);
+  // Not absorbed: two index arrays, a take along another axis, a CPU stream.
+  auto other = mx::array({1, 2, 3, 4}, {4});
+  CHECK_FALSE(reads_rows(mx::dequantize(mx::take(gtable[0], ids, 0, gpu),
+                                        mx::take(gtable[1], other, 0, gpu),
+                                        mx::take(gtable[2], ids, 0, gpu), 64, 4, "affine",
+                                        std::nullopt, std::nullopt, gpu)));
+  CHECK_FALSE(reads_rows(embed(table, mx::array({1}, {1}), 4, cpu)));
+  CHECK(mx::vulkan::fallback_counts()["Dequantize"] == 0);
+}

@@ -299,6 +299,18 @@ void AffineQuantize::eval_cpu(const std::vector<array>& inputs, std::vector<arra
 }
 
 void Dequantize::eval_cpu(const std::vector<array>& inputs, array& out) {
+  if (rows_) {
+    // The rows as take() picks them (its bounds errors included), then dequantized.
+    std::vector<array> taken;
+    for (int i = 0; i < 3; ++i) {
+      Shape shape = inputs[3].shape();
+      shape.push_back(inputs[i].shape(1));
+      taken.emplace_back(shape, inputs[i].dtype(), nullptr, std::vector<array>{});
+      Take(stream(), 0).eval_cpu({inputs[i], inputs[3]}, taken.back());
+    }
+    Dequantize(stream(), group_size_, bits_).eval_cpu(taken, out);
+    return;
+  }
   check_bits(name(), group_size_, bits_);
   const auto& w = inputs[0];
   const auto& scales = inputs[1];

@@ -58,7 +58,10 @@ void record_quant(vulkan::CommandEncoder& enc, const char* op, const char* dtype
                          static_cast<int64_t>(g.w_offset),
                          static_cast<int64_t>(g.scales_offset),
                          static_cast<int64_t>(g.biases_offset),
-                         static_cast<int64_t>(g.out_offset)};
+                         static_cast<int64_t>(g.out_offset),
+                         g.ids.empty() ? 0 : vulkan::family_word(g.ids.c_str()),
+                         g.src_rows,
+                         static_cast<int64_t>(g.ids_offset)};
   const auto& planned = vulkan::memoized(sig, [&] {
     auto key = codegen::quant_key(op, dtype, g);
     const auto& kernel = vulkan::kernel_library().get(key);
@@ -281,8 +284,18 @@ void Dequantize::eval_gpu(const std::vector<array>& inputs, array& out) {
   g.scales_offset = bs.elem_offset;
   g.biases_offset = bbias.elem_offset;
   g.out_offset = by.elem_offset;
-  const vulkan::Binding bindings[] = {bw.binding, bs.binding, bbias.binding, by.binding};
-  record_quant(enc, "dequantize", dtype, g, bindings);
+  vulkan::Binding bindings[] = {bw.binding, bs.binding, bbias.binding, by.binding, by.binding};
+  if (rows_) {
+    // Through the indices (a quantized embedding's lookup): rows of the whole table.
+    const array& ids = inputs[3];
+    g.ids = ids.dtype() == uint32 ? "u32" : "i32";
+    g.src_rows = inputs[0].shape(0);
+    auto bi = bind_run(dev, dense_run(enc, stream, ids, g.ids.c_str()),
+                       static_cast<int64_t>(ids.size()), false);
+    g.ids_offset = bi.elem_offset;
+    bindings[4] = bi.binding;
+  }
+  record_quant(enc, "dequantize", dtype, g, std::span(bindings, rows_ ? 5 : 4));
 }
 
 void AffineQuantize::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
