@@ -194,6 +194,8 @@ TEST_CASE("qmv teams own up to 4 columns (2 of one row) while the launch keeps 1
   CHECK(nc(geometry(4, 1024, 3072)) == "1");    // 4 columns would leave 32 workgroups
   CHECK(nc(geometry(2, 2048, 1024)) == "2");    // 2 columns: 128 workgroups
   CHECK(nc(geometry(8, 151936, 1024)) == "2");  // 8 rows: at most 2 columns
+  CHECK(nc(geometry(1, 151936, 1024)) == "4");  // an lm_head: 4 columns, 4748 workgroups
+  CHECK(nc(geometry(1, 16384, 1024)) == "2");   // 4 columns would leave 512 workgroups
   // Every columns x rows variant renders and compiles, on the shared-memory team sums too.
   for (bool shuffle : {true, false}) {
     auto c = caps;

@@ -228,6 +228,18 @@ TEST_CASE("quantized_matmul of one row with a long K: parts of a column group sp
   CHECK(counts["QuantizedMatmul"] == 0);
 }
 
+TEST_CASE("quantized_matmul of one row with a huge N: 4 columns a team") {
+  if (!gpu_present())
+    return;
+  mx::vulkan::reset_fallback_counts();
+  // An lm_head's shape: short rows and so many columns that qmv gives each team 4 of them
+  // (codegen/matmul.cpp; >= 1024 workgroups of 4 columns: 8 teams a workgroup on NVIDIA,
+  // 64 on lavapipe for K = 128). N = 262150 leaves the last team's columns ragged.
+  check_qmm({4, 64, mx::bfloat16, true, 1, 262150, 2}, 4600);
+  auto counts = mx::vulkan::fallback_counts();
+  CHECK(counts["QuantizedMatmul"] == 0);
+}
+
 TEST_CASE("quantized_matmul with x batch dims and 2-d weights folds rows") {
   if (!gpu_present())
     return;
