@@ -178,7 +178,10 @@ CommandEncoder::Batch& CommandEncoder::open_locked() {
     auto fi = make_info<VkFenceCreateInfo>(VK_STRUCTURE_TYPE_FENCE_CREATE_INFO);
     check(vkCreateFence(dev_.handle(), &fi, nullptr, &b->fence), "vkCreateFence");
   }
-  begin_after_queue(dev_.handle(), pool_, b->cb);
+  {
+    HostTimer open_timer("(batch open: begin command buffer)");
+    begin_after_queue(dev_.handle(), pool_, b->cb);
+  }
   b->bound = nullptr;
   b->profiled = profiling_active(dev_);
   if (b->profiled) {
@@ -738,11 +741,14 @@ void CommandEncoder::finish_batch(std::unique_ptr<Batch> batch) {
   b.pre_open = false;
   // The serial ends first so that frees triggered below go straight back to the cache.
   end_serial(b.serial);
-  release(b.retained);
-  for (auto& t : b.temporaries) {
-    allocator::free(t);
+  {
+    HostTimer release_timer("(retire: release held arrays and temporaries)");
+    release(b.retained);
+    for (auto& t : b.temporaries) {
+      allocator::free(t);
+    }
+    b.temporaries.clear();
   }
-  b.temporaries.clear();
   for (auto p : b.pools) {
     vkResetDescriptorPool(dev_.handle(), p, 0);
     spare_pools_.push_back(p);
@@ -780,6 +786,7 @@ void CommandEncoder::poll_locked(bool wait_all) {
   }
   if (any) {
     if (auto* a = vulkan_allocator()) {
+      HostTimer collect_timer("(retire: allocator collect)");
       a->collect();
     }
   }
