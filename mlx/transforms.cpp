@@ -152,32 +152,43 @@ void eval_impl(std::vector<array> outputs, bool wait) {
         s.inputs().clear();
       }
     }
-    // Inputs computed on another stream's GPU must be complete before the CPU reads them.
-    for (auto& in : arr.inputs()) {
-      if (in.status() == array::Status::evaluated && stream.device == Device::cpu) {
-        in.wait();
+    try {
+      // Inputs computed on another stream's GPU must be complete before the CPU reads them.
+      for (auto& in : arr.inputs()) {
+        if (in.status() == array::Status::evaluated && stream.device == Device::cpu) {
+          in.wait();
+        }
       }
-    }
-    if (stream.device == Device::gpu) {
-      gpu::eval(arr);
-      if (std::find(gpu_streams.begin(), gpu_streams.end(), stream.index) == gpu_streams.end()) {
-        gpu_streams.push_back(stream.index);
+      if (stream.device == Device::gpu) {
+        gpu::eval(arr);
+        if (std::find(gpu_streams.begin(), gpu_streams.end(), stream.index) == gpu_streams.end()) {
+          gpu_streams.push_back(stream.index);
+        }
+        // This array and its siblings (no outputs() list: that allocates per node).
+        auto mark = [&](const array& o) {
+          o.set_pending_stream(stream.index);
+          o.set_status(array::Status::evaluated);
+        };
+        mark(arr);
+        for (auto& o : arr.siblings()) {
+          mark(o);
+        }
+      } else {
+        auto outs = arr.outputs();
+        arr.primitive().eval_cpu(arr.inputs(), outs);
+        for (auto& o : outs) {
+          o.set_status(array::Status::available);
+        }
       }
-      // This array and its siblings (no outputs() list: that allocates per node).
-      auto mark = [&](const array& o) {
-        o.set_pending_stream(stream.index);
-        o.set_status(array::Status::evaluated);
-      };
-      mark(arr);
-      for (auto& o : arr.siblings()) {
-        mark(o);
+    } catch (...) {
+      // The node stays unevaluated: its siblings get the input list back, so evaluating one
+      // of them again (after the caller handled the error) finds the graph as it was.
+      if (!arr.is_tracer()) {
+        for (auto& sib : arr.siblings()) {
+          sib.inputs() = arr.inputs();
+        }
       }
-    } else {
-      auto outs = arr.outputs();
-      arr.primitive().eval_cpu(arr.inputs(), outs);
-      for (auto& o : outs) {
-        o.set_status(array::Status::available);
-      }
+      throw;
     }
     // Dropping the primitive and inputs frees intermediates as soon as nothing needs them.
     if (!arr.is_tracer()) {

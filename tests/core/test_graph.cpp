@@ -77,6 +77,54 @@ TEST_CASE("multi-output primitives produce siblings evaluated together") {
   CHECK(to_doubles(outs[1]) == std::vector<double>{1, 1, -3, 0});
 }
 
+namespace {
+
+// Two outputs, x + 1 and x * 2; its first eval throws (a recoverable failure).
+class FailsOnce : public mx::Primitive {
+ public:
+  explicit FailsOnce(mx::Stream s) : mx::Primitive(s) {}
+  void eval_cpu(const std::vector<mx::array>& inputs, std::vector<mx::array>& outputs) override {
+    if (!failed_) {
+      failed_ = true;
+      throw std::runtime_error("[FailsOnce] first try");
+    }
+    const float* x = inputs[0].data<float>();
+    for (auto& o : outputs) {
+      o.set_data(mx::allocator::malloc(o.nbytes()));
+    }
+    for (size_t i = 0; i < inputs[0].size(); ++i) {
+      outputs[0].data<float>()[i] = x[i] + 1.0f;
+      outputs[1].data<float>()[i] = x[i] * 2.0f;
+    }
+  }
+  void eval_gpu(const std::vector<mx::array>&, std::vector<mx::array>&) override {
+    throw std::runtime_error("[FailsOnce] CPU only");
+  }
+  const char* name() const override {
+    return "FailsOnce";
+  }
+
+ private:
+  bool failed_ = false;
+};
+
+}  // namespace
+
+TEST_CASE("a sibling group whose eval failed keeps its inputs for another try") {
+  // The eval loop drops the siblings' copies of the input list before a multi-output node
+  // runs (so it may donate an input); a failure must give them back.
+  auto x = mx::array({1.0f, 2.0f});
+  auto outs =
+      mx::array::make_arrays({{2}, {2}}, {mx::float32, mx::float32},
+                             std::make_shared<FailsOnce>(mx::default_stream(mx::Device::cpu)), {x});
+  CHECK_THROWS_AS(outs[0].eval(), std::runtime_error);
+  CHECK(outs[1].inputs().size() == 1);
+  CHECK(outs[1].status() == mx::array::Status::unscheduled);
+  outs[1].eval();  // the sibling's own inputs: it runs, and so does outs[0]
+  CHECK(to_doubles(outs[0]) == std::vector<double>{2, 3});
+  CHECK(to_doubles(outs[1]) == std::vector<double>{2, 4});
+}
+
 TEST_CASE("an unevaluated sibling group is freed when its outputs go out of scope") {
   size_t before = mx::get_active_memory();
   {
