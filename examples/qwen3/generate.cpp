@@ -58,7 +58,10 @@ std::vector<int> generate(const Model& model, const std::vector<int>& prompt,
   auto step = [&](const mx::array& tokens) {
     auto logits = model(tokens, cache, true);
     auto last = mx::reshape(logits, {logits.shape(0), logits.shape(-1)});
-    auto token = sample(last, o.sampler, next_key());
+    // Greedy decoding draws nothing: splitting the key anyway would chain one unevaluated
+    // split node per token onto it.
+    auto token = o.sampler.temperature > 0.0f ? sample(last, o.sampler, next_key())
+                                              : sample(last, o.sampler, std::nullopt);
     // The caches go with the token so every node of the step runs in one graph.
     auto outputs = cache_arrays();
     outputs.push_back(token);
