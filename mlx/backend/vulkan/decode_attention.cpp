@@ -104,11 +104,14 @@ void DecodeAttention::eval_gpu(const std::vector<array>& inputs, std::vector<arr
   g.k_sj = g.d, g.k_sh = st.cap * g.d, g.k_sb = g.hkv * st.cap * g.d;
   g.v_sj = g.dv, g.v_sh = st.cap * g.dv, g.v_sb = g.hkv * st.cap * g.dv;
   int64_t max_elems = vulkan::binding_elems(dev, out.itemsize());
-  bool fits = std::all_of(inputs.begin(), inputs.end(),
-                          [&](const array& a) { return reach(a) <= max_elems; }) &&
-              codegen::attention_step_supported(g, st, dev.caps());
-  if (!fits) {
+  if (!std::all_of(inputs.begin(), inputs.end(),
+                   [&](const array& a) { return reach(a) <= max_elems; })) {
     vulkan::cpu_fallback(*this, inputs, outputs, "an operand wider than one storage binding");
+    return;
+  }
+  if (!codegen::attention_step_supported(g, st, dev.caps())) {
+    vulkan::cpu_fallback(*this, inputs, outputs,
+                         "index spans past int32 or more shared memory than the device has");
     return;
   }
   // The caches' inputs by reference: a copy of the handle would make them undonatable.
