@@ -116,6 +116,45 @@ TEST_CASE("profiling times every dispatch of binary and reduce kernels, per kern
   CHECK(vk::gpu_busy_us() == 0.0);
 }
 
+TEST_CASE("batch profiling times each submitted command buffer and no dispatch") {
+  VK_REQUIRE_DEVICE();
+  auto a = iota_f32(4096);
+  a.eval();
+  vk::synchronize_all_streams();
+  vk::set_batch_profiling(true);
+  vk::reset_kernel_times();
+  auto before = vk::encoder_stats();
+  // Two evaluations, each its own submission; the host sleeps between them, so the GPU
+  // waits for the second one: a gap at least most of the sleep long.
+  auto y = mx::add(mx::add(a, a, gpu), a, gpu);
+  y.eval();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  auto z = mx::multiply(y, a, gpu);
+  z.eval();
+  vk::synchronize_all_streams();
+  auto after = vk::encoder_stats();
+  auto times = vk::kernel_times();
+  auto gaps = vk::gpu_gaps();
+  double busy = vk::gpu_busy_us();
+  bool supported = vk::batch_profiling_enabled();
+  vk::set_batch_profiling(false);
+  CHECK(mx::array_equal(z, mx::multiply(mx::multiply(a, mx::array(3.0f), cpu), a, cpu), cpu)
+            .item<bool>());
+  if (!supported) {
+    MESSAGE("the device cannot write timestamps: nothing to check");
+    CHECK(times.empty());
+    return;
+  }
+  REQUIRE(times.size() == 1);  // no per-kernel entries
+  CHECK(times[0].key == "(batch)");
+  CHECK(times[0].calls == after.submissions - before.submissions);
+  CHECK(times[0].calls >= 2);
+  CHECK(busy > 0.0);
+  CHECK(gaps.count + 1 <= times[0].calls);
+  CHECK(gaps.max_us >= 10000.0);
+  CHECK(busy + gaps.total_us == doctest::Approx(gaps.span_us).epsilon(1e-6));
+}
+
 TEST_CASE("one batch of more dispatches than a timestamp pool holds times them all") {
   VK_REQUIRE_DEVICE();
   setenv("MLX_VK_MAX_OPS_PER_BUFFER", "1000", 1);

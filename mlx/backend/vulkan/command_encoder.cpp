@@ -184,8 +184,15 @@ CommandEncoder::Batch& CommandEncoder::open_locked() {
   }
   b->bound = nullptr;
   b->profiled = profiling_active(dev_);
-  if (b->profiled) {
+  b->batch_timed = !b->profiled && batch_profiling_active(dev_);
+  if (b->profiled || b->batch_timed) {
     add_query_pool_locked(*b);
+  }
+  if (b->batch_timed) {
+    b->timed.push_back("(batch)");
+    record_locked(*b, [q = b->query_pools.back()](VkCommandBuffer cb) {
+      vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, q, 0);
+    });
   }
   b->serial = begin_serial();
   read_.clear();
@@ -676,6 +683,9 @@ void CommandEncoder::commit_locked() {
   std::exception_ptr failed = replay_locked(*b);
   try {
     HostTimer submit_timer("(commit: end and submit)");
+    if (b->batch_timed) {
+      vkCmdWriteTimestamp(b->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, b->query_pools.back(), 1);
+    }
     host_barrier(b->cb);
     check(vkEndCommandBuffer(b->cb), "vkEndCommandBuffer");
     bool pre = std::exchange(b->pre_open, false);
@@ -778,7 +788,7 @@ void CommandEncoder::poll_locked(bool wait_all) {
     }
     auto done = std::move(in_flight_.front());
     in_flight_.pop_front();
-    if (done->profiled) {
+    if (done->profiled || done->batch_timed) {
       read_times(*done);
     }
     finish_batch(std::move(done));

@@ -136,6 +136,8 @@ class CommandEncoder {
     // Profiling (profile.h): timestamp pools, two queries per timed dispatch, and the key
     // of each timed dispatch in recording order.
     bool profiled = false;
+    // Batch timing (profile.h): query 0 at the command buffer's start, 1 at its end.
+    bool batch_timed = false;
     std::vector<VkQueryPool> query_pools;
     std::vector<std::string> timed;
   };

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 
@@ -37,8 +38,19 @@ State& state() {
   return *s;
 }
 
+// MLX_VK_PROFILE: 1 (or any true value) times kernels, "batch" times command buffers.
+bool env_batch_mode() {
+  const char* v = std::getenv("MLX_VK_PROFILE");
+  return v != nullptr && std::string(v) == "batch";
+}
+
 std::atomic<bool>& enabled_flag() {
-  static std::atomic<bool> on{env_flag("MLX_VK_PROFILE", false)};
+  static std::atomic<bool> on{!env_batch_mode() && env_flag("MLX_VK_PROFILE", false)};
+  return on;
+}
+
+std::atomic<bool>& batch_flag() {
+  static std::atomic<bool> on{env_batch_mode()};
   return on;
 }
 
@@ -63,7 +75,7 @@ void probe(State& s, Device& d) {
 // Constructed at static initialization, so destroyed after the device (created on first
 // use), whose teardown waits for the last batches and records their times.
 struct ExitReport {
-  bool print = env_flag("MLX_VK_PROFILE", false);
+  bool print = env_batch_mode() || env_flag("MLX_VK_PROFILE", false);
   ~ExitReport() {
     if (print) {
       std::fputs(profile_report().c_str(), stderr);
@@ -83,6 +95,24 @@ void set_profiling(bool on) {
 
 bool profiling_active(Device& d) {
   if (!enabled_flag().load(std::memory_order_relaxed)) {
+    return false;
+  }
+  auto& s = state();
+  std::call_once(s.probed, [&] { probe(s, d); });
+  return !s.unsupported.load();
+}
+
+bool batch_profiling_enabled() {
+  return batch_flag().load(std::memory_order_relaxed) && !state().unsupported.load();
+}
+
+void set_batch_profiling(bool on) {
+  batch_flag().store(on);
+}
+
+bool batch_profiling_active(Device& d) {
+  if (!batch_flag().load(std::memory_order_relaxed) ||
+      enabled_flag().load(std::memory_order_relaxed)) {
     return false;
   }
   auto& s = state();

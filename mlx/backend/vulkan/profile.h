@@ -26,6 +26,15 @@ bool profiling_enabled();
 // Turns profiling on or off for command buffers begun from now on (for tests and tools).
 void set_profiling(bool on);
 
+// Batch timing (MLX_VK_PROFILE=batch, or set_batch_profiling(true)): two timestamps per
+// command buffer, at its start and its end, and none around dispatches. Each batch is then
+// one interval keyed "(batch)", so gpu_busy_us() is the time the GPU spent inside submitted
+// work (barrier drains included) without the per-dispatch timestamps' own cost, and
+// gpu_gaps() the time it waited between submissions: for the host, or for a submission to
+// start. Per-kernel profiling wins where both are on.
+bool batch_profiling_enabled();
+void set_batch_profiling(bool on);
+
 struct KernelTime {
   std::string key;  // Kernel::key.canonical()
   uint64_t calls = 0;
@@ -53,6 +62,7 @@ std::string profile_report();
 // For the command encoder: whether a command buffer begun now gets timestamps (checks the
 // device's support once), and one timed dispatch's raw timestamps.
 bool profiling_active(Device& d);
+bool batch_profiling_active(Device& d);
 void add_kernel_ticks(const std::string& key, uint64_t start, uint64_t end);
 
 }  // namespace mlx::core::vulkan
