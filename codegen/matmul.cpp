@@ -720,8 +720,17 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
   while (tpr > 4 && packs < int64_t{tpr}) {
     tpr /= 2;
   }
-  bool sg = caps.subgroup_shuffle && tpr <= caps.subgroup_size;
   uint32_t mr = gemv_rows(g.m);
+  // One row of a huge output with short rows (an lm_head: N = 151936, K = 1024, which takes
+  // 4 columns a team in qmv_shares): 16-lane teams, each lane 2 packs a column. On an H100
+  // the Qwen3-0.6B lm_head went 58.7-59.2 -> 54.8-55.4 us (8-lane teams in 2 parts:
+  // 56.8-57.8; 8 columns a team: 61.1-61.4 at 32 lanes, 56.2-56.5 at 16).
+  const int64_t wg_lanes = row_workgroup_size(caps);
+  if (mr <= 1 && tpr == 32 && packs >= 32 && packs < 4 * 32 &&
+      ceil_div(g.glu ? g.n / 2 : g.n, wg_lanes / 32 * 4) >= 1024) {
+    tpr = 16;
+  }
+  bool sg = caps.subgroup_shuffle && tpr <= caps.subgroup_size;
   QmvShares shares = qmv_shares(g.glu ? g.n / 2 : g.n, packs, mr, tpr, g.bits, caps);
   // A GLU team owns one column of each half.
   uint32_t nc = g.glu ? 2 : shares.nc;

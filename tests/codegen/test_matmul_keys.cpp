@@ -194,8 +194,14 @@ TEST_CASE("qmv teams own up to 4 columns (2 of one row) while the launch keeps 1
   CHECK(nc(geometry(4, 1024, 3072)) == "1");    // 4 columns would leave 32 workgroups
   CHECK(nc(geometry(2, 2048, 1024)) == "2");    // 2 columns: 128 workgroups
   CHECK(nc(geometry(8, 151936, 1024)) == "2");  // 8 rows: at most 2 columns
-  CHECK(nc(geometry(1, 151936, 1024)) == "4");  // an lm_head: 4 columns, 4748 workgroups
+  CHECK(nc(geometry(1, 151936, 1024)) == "4");  // an lm_head: 4 columns, 2374 workgroups
   CHECK(nc(geometry(1, 16384, 1024)) == "2");   // 4 columns would leave 512 workgroups
+  // The lm_head's short rows take 16-lane teams (2 packs a lane); longer rows, fewer
+  // columns or several rows keep 32.
+  CHECK(param(geometry(1, 151936, 1024), "tpr") == "16");
+  CHECK(param(geometry(1, 151936, 4096), "tpr") == "32");
+  CHECK(param(geometry(1, 16384, 1024), "tpr") == "32");
+  CHECK(param(geometry(2, 151936, 1024), "tpr") == "32");
   // Every columns x rows variant renders and compiles, on the shared-memory team sums too.
   for (bool shuffle : {true, false}) {
     auto c = caps;
