@@ -5,8 +5,10 @@
 // 1. The run's bandwidth peak (our copy and read kernels on 512 MiB int64 arrays).
 // 2. Decode after prompts of 1, 512 and 4096 tokens, through qwen3::generate (greedy; the
 //    host builds step t + 1 while the device runs step t): wall time per token, GPU busy time
-//    per token from timestamps (a separate run), dispatches / barriers / submissions per
-//    token, and the bandwidth floor: (weight bytes + KV bytes read) / peak.
+//    per token from per-dispatch timestamps (a separate run), the GPU's time inside and
+//    between submitted batches from batch timestamps only (another run), dispatches /
+//    barriers / submissions per token, and the bandwidth floor: (weight bytes + KV bytes
+//    read) / peak.
 // 3. Prefill of 512- and 4096-token prompts in one forward pass: tok/s.
 // 4. Host time of a decode step: graph building, recording, waiting.
 // 5. The kernels of one decode step by GPU time (MLX_VK_PROFILE's table).
