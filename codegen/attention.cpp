@@ -255,8 +255,13 @@ int64_t attention_splits(const AttentionGeometry& g) {
   if (base >= kBusyGroups) {
     return 1;
   }
-  // Chunks of at least 256 keys (32 steps of the 8 teams) keep the merge cheap.
+  // Long caches: 2 * kBusyGroups workgroups in chunks of at least 256 keys (32 steps of
+  // the 8 teams) keep the merge cheap. Short ones (up to 128 keys a chunk): at least
+  // kBusyGroups workgroups where the keys allow. On an H200, 32/8 heads at KV 1024 went
+  // from 4 to 8 splits, 17.4 -> 13.8 us, and Qwen3-0.6B decode at context 512 from 1.149
+  // to 1.087 ms of GPU time a token; 128-key chunks for every length cost KV 8192 24 -> 30 us.
   int64_t splits = std::clamp<int64_t>(ceil_div(2 * kBusyGroups, base), 1, ceil_div(g.lkv, 256));
+  splits = std::max(splits, std::min(ceil_div(kBusyGroups, base), ceil_div(g.lkv, 128)));
   int64_t chunk = ceil_div(g.lkv, splits);
   return ceil_div(g.lkv, chunk);
 }

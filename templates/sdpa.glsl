@@ -344,7 +344,10 @@ layout(std430, set = 0, binding = 2) readonly buffer V4 {
 #endif
 
 #if MODE == MODE_MERGE
-// One invocation per output element: the splits' states combined.
+// One invocation per output element: the splits' states combined in one pass with a
+// running max, MU splits at a time whose loads are all issued before any is used (a split
+// per iteration waited a memory round trip each: 16.4 us for 64 splits on an H200).
+#define MU 16
 void main() {
   int idx = int(gl_WorkGroupID.y * gl_NumWorkGroups.x * WGS + gl_GlobalInvocationID.x);
   int rows = pc.hkv * pc.groups * pc.lq * pc.q_sb;  // q_sb carries the batch count here
@@ -356,18 +359,33 @@ void main() {
   int h = (row / pc.lq) % (pc.hkv * pc.groups);
   int base = pc.q_offset + row * pc.splits * (DV + 2);  // q_offset: the scratch
   float m = NEG_INF;
-  for (int s = 0; s < pc.splits; ++s) {
-    m = max(m, part[uint(base + s * (DV + 2))]);
-  }
   float l = 0.0f;
   float o = 0.0f;
-  if (m != NEG_INF) {
-    for (int s = 0; s < pc.splits; ++s) {
-      int at = base + s * (DV + 2);
-      float w = exp(part[uint(at)] - m);
-      l += part[uint(at + 1)] * w;
-      o += part[uint(at + 2 + d)] * w;
+  for (int s0 = 0; s0 < pc.splits; s0 += MU) {
+    float ms[MU], ls[MU], os[MU];
+    [[unroll]] for (int u = 0; u < MU; ++u) {
+      int at = base + (s0 + u) * (DV + 2);
+      bool live = s0 + u < pc.splits;
+      ms[u] = live ? part[uint(at)] : NEG_INF;
+      ls[u] = live ? part[uint(at + 1)] : 0.0f;
+      os[u] = live ? part[uint(at + 2 + d)] : 0.0f;
     }
+    float mc = m;
+    [[unroll]] for (int u = 0; u < MU; ++u) {
+      mc = max(mc, ms[u]);
+    }
+    if (mc == NEG_INF) {
+      continue;  // no split has seen a key yet
+    }
+    float c = exp(m - mc);
+    l *= c;
+    o *= c;
+    [[unroll]] for (int u = 0; u < MU; ++u) {
+      float w = exp(ms[u] - mc);
+      l += ls[u] * w;
+      o += os[u] * w;
+    }
+    m = mc;
   }
   outv[uint(pc.out_offset + idx)] = OUT_STORE(finish(o, m, l, h));
 }
