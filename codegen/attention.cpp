@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <set>
@@ -267,7 +266,6 @@ int64_t attention_splits(const AttentionGeometry& g) {
   return ceil_div(g.lkv, chunk);
 }
 
-thread_local bool scratch_in_step = false;  // SCRATCH
 KernelKey attention_key(const std::string& dtype, const AttentionGeometry& g,
                         const DeviceCaps& caps) {
   KernelKey key{"sdpa",
@@ -277,18 +275,6 @@ KernelKey attention_key(const std::string& dtype, const AttentionGeometry& g,
                  {"mask", g.mask},
                  {"mdtype", g.mask_dtype.empty() ? "-" : g.mask_dtype},
                  {"sdtype", g.sinks_dtype.empty() ? "-" : g.sinks_dtype}}};
-  if (attention_vector(g) && !scratch_in_step && std::getenv("SCRATCH_COOPDEC") && g.mask == "none" &&  // SCRATCH
-      g.sinks_dtype.empty() && rows(g) <= 16 && g.lkv >= kCoopKeys) {
-    if (std::string path = coop_path(dtype, g, caps); !path.empty()) {
-      key.params["mode"] = "coop";
-      key.params["bq"] = "16";
-      key.params["bk"] = std::getenv("SCRATCH_BK16") ? "16" : std::to_string(kCoopKeys);
-      key.params["path"] = path;
-      key.params["dec"] = "1";
-      key.params["split"] = attention_splits(g) > 1 ? "1" : "0";
-      return key;
-    }
-  }
   if (attention_vector(g)) {
     uint32_t tpr = vector_tpr(g, caps);
     key.params["mode"] = "vector";
@@ -339,9 +325,7 @@ bool attention_step_supported(const AttentionGeometry& g, const AttentionStep& s
 
 KernelKey attention_step_key(const std::string& dtype, const AttentionGeometry& g,
                              const AttentionStep& st, const DeviceCaps& caps) {
-  scratch_in_step = true;  // SCRATCH
   KernelKey key = attention_key(dtype, g, caps);
-  scratch_in_step = false;  // SCRATCH
   key.params["step"] = "1";
   key.params["qn"] = st.q_norm ? "1" : "0";
   key.params["kn"] = st.k_norm ? "1" : "0";
@@ -401,8 +385,7 @@ Launch attention_step_launch(const KernelKey& key, const KernelSource& source,
 void set_attention_length(Launch& launch, const KernelKey& key, const AttentionGeometry& g) {
   // No key text is built here: this runs on every decode step's launches.
   auto mode = key.params.find("mode");
-  bool vector = mode != key.params.end() &&
-                (mode->second == "vector" || key.params.count("dec") != 0);
+  bool vector = mode != key.params.end() && mode->second == "vector";
   bool merge = mode != key.params.end() && mode->second == "merge";
   bool step = key.params.count("step") != 0;
   if ((!vector && !merge) || launch.push_constants.size() != 4 * (step ? kStepFields : kFields)) {
@@ -572,18 +555,12 @@ KernelSource render_attention(const KernelKey& key, const DeviceCaps& caps) {
                                                     : std::string(dt.name) == "f16" ? "1"
                                                                                     : "2"));
     } else if (mode == "coop") {
-      bool dec = key.params.count("dec") != 0;
-      if (dec) {
-        check_params(key, {"bk", "bq", "d", "dec", "dtype", "dv", "mask", "mdtype", "mode", "path",
-                           "sdtype", "split"}, where);
-      } else {
-        check_params(
-            key, {"bk", "bq", "d", "dtype", "dv", "mask", "mdtype", "mode", "path", "sdtype"}, where);
-      }
+      check_params(
+          key, {"bk", "bq", "d", "dtype", "dv", "mask", "mdtype", "mode", "path", "sdtype"}, where);
       const std::string& path = key_param(key, "path", where);
       std::string dtype = dt.name;
-      if (key_param(key, "bq", where) != (dec ? "16" : std::to_string(kCoopRows)) ||
-          (key_param(key, "bk", where) != std::to_string(kCoopKeys) && !(dec && key_param(key, "bk", where) == "16")) || d % 16 != 0 || dv % 16 != 0 ||
+      if (key_param(key, "bq", where) != std::to_string(kCoopRows) ||
+          key_param(key, "bk", where) != std::to_string(kCoopKeys) || d % 16 != 0 || dv % 16 != 0 ||
           d > 128 || dv > 128 || (path != "nv" && path != "khr") ||
           (dtype != "f16" && !(dtype == "bf16" && path == "khr"))) {
         throw std::invalid_argument("[render] " + where +
@@ -600,15 +577,8 @@ KernelSource render_attention(const KernelKey& key, const DeviceCaps& caps) {
       }
       wg = 4 * caps.subgroup_size;
       defines.push_back("MODE MODE_COOP");
-      defines.push_back(dec ? "BQ 16" : "BQ " + std::to_string(kCoopRows));
-      if (dec) {
-        defines.push_back("BK " + key_param(key, "bk", where));
-        defines.push_back("DECODE 1");
-        defines.push_back("SPLIT " + key_param(key, "split", where));
-      }
-      if (!dec) {
-        defines.push_back("BK " + std::to_string(kCoopKeys));
-      }
+      defines.push_back("BQ " + std::to_string(kCoopRows));
+      defines.push_back("BK " + std::to_string(kCoopKeys));
       defines.push_back(std::string("COOP_BF16 ") + (dtype == "bf16" ? "1" : "0"));
     } else {
       throw std::invalid_argument("[render] " + where +
@@ -678,9 +648,8 @@ Launch attention_launch(const KernelKey& key, const KernelSource& source,
   if (g.batch * g.hkv > kMaxGroups || gy > kMaxGroups || splits > kMaxGroups) {
     throw std::invalid_argument("[launch] " + where + ": too many workgroups for one launch.");
   }
-  bool dec = key.params.count("dec") != 0;
   launch.groups = {static_cast<uint32_t>(g.batch * g.hkv), static_cast<uint32_t>(gy),
-                   static_cast<uint32_t>(mode == "vector" || dec ? splits : 1)};
+                   static_cast<uint32_t>(mode == "vector" ? splits : 1)};
   return launch;
 }
 

@@ -994,13 +994,6 @@ shared float ss[SGS * 16 * SLD];      // each subgroup's 16 x BK scores; the out
 shared uvec4 ps4[SGS * 16 * PLD];     // each subgroup's 16 x BK probabilities, 16-bit
 shared float rowf[BQ];                // per row: this tile's rescale factor, then 1 / l
 shared float ridx[256];               // the row of each element of a 16 x 16 matrix
-#ifndef DECODE
-#define DECODE 0
-#endif
-#if DECODE
-shared float dec_m[64];  // each subgroup's row states at the end
-shared float dec_l[64];
-#endif
 
 uint pack2(float a, float b) {
 #if COOP_BF16
@@ -1050,11 +1043,7 @@ void main() {
   int b = bk / pc.hkv;
   int kvh = bk - b * pc.hkv;
   int rows = pc.groups * pc.lq;
-#if DECODE
-  int r0 = int(gl_WorkGroupID.y) * BQ;
-#else
   int r0 = first_row_of_block();
-#endif
   float scale = uintBitsToFloat(uint(pc.scale_bits));
   int kbase = pc.k_offset + b * pc.k_sb + kvh * pc.k_sh;
   int vbase = pc.v_offset + b * pc.v_sb + kvh * pc.v_sh;
@@ -1078,7 +1067,7 @@ void main() {
   barrier();
   FA fq[D / 16];
   [[unroll]] for (uint k = 0; k < D / 16; ++k) {
-    coopMatLoadNV(fq[k], tile4, (DECODE == 1 ? 0u : sg * 16u) * KLD + k * 2u, KLD, false);
+    coopMatLoadNV(fq[k], tile4, sg * 16u * KLD + k * 2u, KLD, false);
   }
   FC rowm;
   coopMatLoadNV(rowm, ridx, 0, 16, false);
@@ -1088,163 +1077,21 @@ void main() {
   }
 
   // This lane's row: its state (m shared by the row's two lanes, l in parts), mask row.
-  int rr = r0 + int((DECODE == 1 ? 0u : sg * 16u) + row);
+  int rr = r0 + int(sg * 16u + row);
   bool valid = rr < rows;
   int g_row = rr / pc.lq;
   int qi = rr - g_row * pc.lq;
   int h = kvh * pc.groups + g_row;
   int lim = qi + pc.lkv - pc.lq;
   int mrow = pc.m_offset + b * pc.m_sb + h * pc.m_sh + qi * pc.m_si;
-  float m = SINKS == 1 && DECODE == 0 && valid ? sink_of(h) : NEG_INF;
-  float l = SINKS == 1 && DECODE == 0 && valid && part == 0u ? 1.0f : 0.0f;
+  float m = SINKS == 1 && valid ? sink_of(h) : NEG_INF;
+  float l = SINKS == 1 && valid && part == 0u ? 1.0f : 0.0f;
+
+  int kmax, full;
+  visible_keys(r0, rows, kmax, full);
 
   uint s_at = sg * 16u * SLD;
   uint p_at = sg * 16u * PLD;
-#if DECODE
-  // Decode: every subgroup holds the same 16 rows and takes every 4th tile of the split's
-  // keys [kbeg, kend), reading K and V fragments straight from memory. A tile that would
-  // pass Lkv is read from Lkv - BK (in bounds; the keys before its own start count for
-  // nothing), so Lkv >= BK (codegen checks). The subgroups' states meet at the end.
-  int split = int(gl_WorkGroupID.z);
-  int kbeg = split * pc.kchunk;
-  int kend = min(pc.lkv, kbeg + pc.kchunk);
-  // K of a tile is requested a tile ahead, V before the softmax that precedes its use.
-  FB kf[D / 16][BK / 16];
-  {
-    int ls0 = min(kbeg + int(sg) * BK, pc.lkv - BK);
-    [[unroll]] for (uint k = 0; k < D / 16; ++k) {
-      [[unroll]] for (uint n = 0; n < BK / 16; ++n) {
-        coopMatLoadNV(kf[k][n], kv, uint(kbase + (ls0 + int(n) * 16) * pc.k_sj) / 8u + k * 2u,
-                      uint(pc.k_sj) / 8u, true);
-      }
-    }
-  }
-  for (int k0 = kbeg + int(sg) * BK; k0 < kend; k0 += 4 * BK) {
-    int ls = min(k0, pc.lkv - BK);
-    FC sf[BK / 16];
-    [[unroll]] for (uint n = 0; n < BK / 16; ++n) {
-      sf[n] = FC(0.0);
-    }
-    [[unroll]] for (uint k = 0; k < D / 16; ++k) {
-      [[unroll]] for (uint n = 0; n < BK / 16; ++n) {
-        sf[n] = coopMatMulAddNV(fq[k], kf[k][n], sf[n]);
-      }
-    }
-    FB vf[BK / 16][DV / 16];
-    [[unroll]] for (uint k = 0; k < BK / 16; ++k) {
-      [[unroll]] for (uint n = 0; n < DV / 16; ++n) {
-        coopMatLoadNV(vf[k][n], vv, uint(vbase + (ls + int(k) * 16) * pc.v_sj) / 8u + n * 2u,
-                      uint(pc.v_sj) / 8u, false);
-      }
-    }
-    int ln = min(k0 + 4 * BK, pc.lkv - BK);
-    if (k0 + 4 * BK < kend) {
-      [[unroll]] for (uint k = 0; k < D / 16; ++k) {
-        [[unroll]] for (uint n = 0; n < BK / 16; ++n) {
-          coopMatLoadNV(kf[k][n], kv, uint(kbase + (ln + int(n) * 16) * pc.k_sj) / 8u + k * 2u,
-                        uint(pc.k_sj) / 8u, true);
-        }
-      }
-    }
-    [[unroll]] for (uint n = 0; n < BK / 16; ++n) {
-      coopMatStoreNV(sf[n], ss, s_at + n * 16u, SLD, false);
-    }
-    subgroupMemoryBarrierShared();
-    subgroupBarrier();
-    float x[KPL];
-    float mt = NEG_INF;
-    [[unroll]] for (uint u = 0; u < KPL; ++u) {
-      uint j = part * KPL + u;
-      int kj = ls + int(j);
-      float v = kj >= k0 && kj < kend ? ss[s_at + row * SLD + j] * scale : NEG_INF;
-      x[u] = v;
-      mt = max(mt, v);
-    }
-    mt = max(mt, subgroupShuffleXor(mt, 1u));
-    float m_new = max(m, mt);
-    float base = m_new == NEG_INF ? 0.0f : m_new;
-    float sum = 0.0f;
-    [[unroll]] for (uint u = 0; u < KPL; u += 8u) {
-      float p[8];
-      [[unroll]] for (uint w = 0; w < 8u; ++w) {
-        p[w] = exp(x[u + w] - base);
-        sum += p[w];
-      }
-      ps4[p_at + row * PLD + (part * KPL + u) / 8u] =
-          uvec4(pack2(p[0], p[1]), pack2(p[2], p[3]), pack2(p[4], p[5]), pack2(p[6], p[7]));
-    }
-    float c = exp(m - base);
-    m = m_new;
-    l = l * c + sum;
-    if (part == 0u) {
-      rowf[sg * 16u + row] = c;
-    }
-    subgroupMemoryBarrierShared();
-    subgroupBarrier();
-    [[unroll]] for (uint n = 0; n < DV / 16; ++n) {
-      for (int i = 0; i < o[n].length(); ++i) {
-        o[n][i] *= rowf[sg * 16u + uint(rowm[i])];
-      }
-    }
-    [[unroll]] for (uint k = 0; k < BK / 16; ++k) {
-      FA fp;
-      coopMatLoadNV(fp, ps4, p_at + k * 2u, PLD, false);
-      [[unroll]] for (uint n = 0; n < DV / 16; ++n) {
-        o[n] = coopMatMulAddNV(fp, vf[k][n], o[n]);
-      }
-    }
-    subgroupMemoryBarrierShared();
-    subgroupBarrier();  // ss, ps4 and rowf are the next tile's
-  }
-
-  // The subgroups' states: each row's m and l (summed over its two lanes), then each output
-  // accumulator through the subgroup's scores area, combined over the subgroups.
-  l += subgroupShuffleXor(l, 1u);
-  if (part == 0u) {
-    dec_m[sg * 16u + row] = m;
-    dec_l[sg * 16u + row] = l;
-  }
-  [[unroll]] for (uint n = 0; n < DV / 16; ++n) {
-    coopMatStoreNV(o[n], ss, s_at, SLD, false);
-    barrier();
-    for (uint e = gl_LocalInvocationID.x; e < 256u; e += gl_WorkGroupSize.x) {
-      uint r = e / 16u, cc = e % 16u;
-      int orow = r0 + int(r);
-      if (orow < rows) {
-        float mm = NEG_INF;
-        for (uint q = 0; q < 4u; ++q) {
-          mm = max(mm, dec_m[q * 16u + r]);
-        }
-        float ll = 0.0f, oo = 0.0f;
-        if (mm != NEG_INF) {
-          for (uint q = 0; q < 4u; ++q) {
-            float w = exp(dec_m[q * 16u + r] - mm);
-            ll += dec_l[q * 16u + r] * w;
-            oo += ss[q * 16u * SLD + r * SLD + cc] * w;
-          }
-        }
-        int g = orow / pc.lq;
-        int i = orow - g * pc.lq;
-        int hh = kvh * pc.groups + g;
-        int out_row = (b * pc.hkv * pc.groups + hh) * pc.lq + i;
-#if SPLIT
-        int at = pc.out_offset + (out_row * pc.splits + split) * (DV + 2);
-        if (n == 0u && cc == 0u) {
-          outp[uint(at)] = mm;
-          outp[uint(at + 1)] = ll;
-        }
-        outp[uint(at + 2 + int(n * 16u + cc))] = oo;
-#else
-        outv[uint(pc.out_offset + out_row * DV + int(n * 16u + cc))] = OUT_STORE(finish(oo, mm, ll, hh));
-#endif
-      }
-    }
-    barrier();
-  }
-}
-#else
-  int kmax, full;
-  visible_keys(r0, rows, kmax, full);
   fetch_kv(kbase, vbase, 0);
   for (int k0 = 0; k0 < kmax; k0 += BK) {
     barrier();  // the tile is free: Q loaded into registers, or the last K and V read
@@ -1362,6 +1209,4 @@ void main() {
     subgroupBarrier();
   }
 }
-#endif  // DECODE
-
 #endif
