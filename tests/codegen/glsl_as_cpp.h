@@ -29,6 +29,14 @@ inline uint floatBitsToUint(float x) {
 inline float uintBitsToFloat(uint x) {
   return std::bit_cast<float>(x);
 }
+inline int floatBitsToInt(float x) {
+  return std::bit_cast<int>(x);
+}
+// GLSL's clamp is min(max(x, lo), hi); with NaN either result is allowed, and the callers
+// handle NaN themselves.
+inline float clamp(float x, float lo, float hi) {
+  return std::fmin(std::fmax(x, lo), hi);
+}
 inline float abs(float x) {
   return std::fabs(x);
 }
