@@ -8,7 +8,10 @@
 // 3. GEMM rows: TFLOPS from the GPU time (2 * M * N * K per product), including the
 //    quantized M = 512 product (qmm) against the f16 GEMM.
 //
-// Usage: matmul_bench   (MATMUL_BENCH_ONLY=gemv,qmv,gemm runs a subset)
+// 4. Qwen3 lm_head products (huge N, short K), and a dependent chain of decode-sized
+//    quantized products (GPU time per link, with L2-resident and with cold weights).
+//
+// Usage: matmul_bench   (MATMUL_BENCH_ONLY=gemv,qmv,lmhead,chain,gemm runs a subset)
 #include <cstdlib>
 
 #include "bench_util.h"
@@ -78,8 +81,8 @@ int main() {
       double bytes = 4.0 * q[0].size() + 2.0 * q[1].size() + 2.0 * q[2].size();
       for (int m : {1, 4, 8}) {
         auto x = mx::slice(x14_rows, {0, 0}, {m, 14336});
-        std::string name =
-            "q" + std::to_string(bits) + " g64 [" + std::to_string(m) + ",14336] x [4096,14336]^T";
+        char name[64];
+        std::snprintf(name, sizeof(name), "q%d g64 [%d,14336] x [4096,14336]^T", bits, m);
         rows.push_back(
             {name, bytes,
              measure_op([&] { return mx::quantized_matmul(x, q[0], q[1], q[2], true, 64, bits); },
@@ -99,6 +102,23 @@ int main() {
            measure_op([&] { return mx::quantized_matmul(x, q[0], q[1], q[2], true, 64, 4); }, batch,
                       reps)});
     }
+  }
+  if (qmv || bench::wanted("MATMUL_BENCH_ONLY", "lmhead")) {
+    // Qwen3 lm_heads (tied embeddings, 4-bit, bf16): huge N, short K.
+    for (int k : {1024, 4096}) {
+      auto q = mx::quantize(bench::gpu_uniform({151936, k}, 14, mx::bfloat16), 64, 4);
+      auto x = bench::gpu_uniform({1, k}, 15, mx::bfloat16);
+      mx::eval(q);
+      double bytes = 4.0 * q[0].size() + 2.0 * q[1].size() + 2.0 * q[2].size();
+      char name[80];
+      std::snprintf(name, sizeof(name), "q4 g64 bf16 [1,%d] x [151936,%d]^T (lm_head)", k, k);
+      rows.push_back(
+          {name, bytes,
+           measure_op([&] { return mx::quantized_matmul(x, q[0], q[1], q[2], true, 64, 4); }, batch,
+                      reps)});
+    }
+  }
+  if (qmv) {
     // The same 4-bit product in bf16, the dtype of MLX's community LLM weights.
     auto wq_bf = bench::gpu_uniform({4096, 14336}, 11, mx::bfloat16);
     auto qb = mx::quantize(wq_bf, 64, 4);
@@ -110,6 +130,52 @@ int main() {
   }
   if (!rows.empty()) {
     bench::print_timed_table(rows, peak);
+  }
+
+  if (bench::wanted("MATMUL_BENCH_ONLY", "chain")) {
+    // A dependent chain of decode-sized 4-bit products, each reading the previous output (a
+    // decode step's shape of work): the same weights every link (resident in L2) against
+    // distinct weights per link (more than L2 holds). GPU time per link: what a dependent
+    // launch costs, and how much of it reading cold weights adds (docs/performance.md).
+    std::printf("\n| chain | distinct weights | GPU us per link |\n|---|---|---|\n");
+    // 128 x 0.56 MiB and 64 x 2.25 MiB of cold weights: more than an H200's 50 MB of L2.
+    struct Chain {
+      int k, distinct;
+    };
+    for (Chain c : {Chain{1024, 1}, Chain{1024, 128}, Chain{2048, 1}, Chain{2048, 64}}) {
+      const int k = c.k;
+      std::vector<std::vector<mx::array>> ws;
+      for (int i = 0; i < c.distinct; ++i) {
+        auto u = bench::gpu_uniform({k, k}, 100 + i, mx::bfloat16);
+        auto w = mx::multiply(mx::subtract(u, mx::array(0.5f, mx::bfloat16)),
+                              mx::array(0.1f, mx::bfloat16));
+        auto q = mx::quantize(w, 64, 4);
+        mx::eval(q);
+        ws.push_back(q);
+      }
+      auto x = bench::gpu_uniform({1, k}, 99, mx::bfloat16);
+      const int links = 64;
+      auto run = [&] {
+        auto y = x;
+        for (int i = 0; i < links; ++i) {
+          auto& q = ws[i % ws.size()];
+          y = mx::quantized_matmul(y, q[0], q[1], q[2], true, 64, 4);
+        }
+        return y;
+      };
+      for (int w = 0; w < 20; ++w) {
+        mx::eval(run());
+      }
+      mx::synchronize();
+      mx::vulkan::reset_kernel_times();
+      for (int r = 0; r < 5; ++r) {
+        mx::eval(run());
+        mx::synchronize();
+      }
+      double us = mx::vulkan::gpu_busy_us() / (5.0 * links);
+      std::printf("| [1,%d] x [%d,%d]^T q4 | %d | %.2f |\n", k, k, k, static_cast<int>(ws.size()),
+                  us);
+    }
   }
 
   if (gemm) {
