@@ -200,11 +200,10 @@ vec2 m_two_sum(float a, float b) {
 // ---- exp ------------------------------------------------------------------------------
 
 #if MLX_MATH_EXP
-// e^r for |r| <= 0.35: Taylor series to r^8 (the first omitted term is below 1e-9).
+// e^r for |r| <= ln2 / 2 as 1 + r + r^2 q(r), q a degree-4 Chebyshev fit of
+// (e^r - 1 - r) / r^2 (mpmath.chebyfit; its error times r^2 is under 1e-8): seven
+// operations where the degree-9 Taylor series it replaced took nine multiply-adds.
 float m_exp_poly(float r) {
-  // e^r = 1 + r + r^2 q(r) on |r| <= ln2 / 2, q a degree-4 Chebyshev fit of
-  // (e^r - 1 - r) / r^2 (mpmath.chebyfit; its error times r^2 is under 1e-8): seven
-  // operations where the degree-9 Taylor series took nine multiply-adds.
   float q = 1.39261836e-3f;
   q = q * r + 8.36317905e-3f;
   q = q * r + 4.16665546e-2f;
@@ -218,8 +217,8 @@ float m_exp(float x) {
   // clamped ends (e^-104 rounds to 0, e^89 overflows): no branches for the range.
   float xc = clamp(x, -104.0f, 89.0f);
   // k = round(x / ln 2) by the 1.5 * 2^23 shifter, whose low mantissa bits then hold k as
-  // an integer: no floor, no float-to-int conversion and no range branches (f32 exp of
-  // 256M elements on an H200: 537-542 -> 521-530 us, docs/performance.md).
+  // an integer: no floor and no float-to-int conversion (with the clamp, f32 exp of 256M
+  // elements on an H200: 537-542 -> 521-530 us, docs/performance.md).
   precise float t = fma(xc, MLX_LOG2E, 12582912.0f);
   precise float k = t - 12582912.0f;  // precise: not simplified to x / ln 2
   int n = floatBitsToInt(t) - 0x4B400000;
