@@ -76,3 +76,19 @@ TEST_CASE("a device index other than 0 names no device and is rejected where it 
   auto b = mx::add(a, a, mx::Device(mx::Device::cpu, 0));
   CHECK(b.primitive().device() == mx::Device::cpu);
 }
+
+TEST_CASE("set_default_stream changes what default_stream and new ops use, and back") {
+  // default_stream answers from a cache without a lock; set_default_stream must update it.
+  auto before = mx::default_stream(mx::Device::cpu);
+  CHECK(mx::default_stream(mx::Device::cpu).index == before.index);  // the cached answer
+  auto s = mx::new_stream(mx::Device::cpu);
+  CHECK(s.index != before.index);
+  mx::set_default_stream(s);
+  CHECK(mx::default_stream(mx::Device::cpu).index == s.index);
+  CHECK(mx::default_stream(mx::Device::cpu).device == mx::Device::cpu);
+  auto a = mx::array({1.0f, 2.0f});
+  CHECK(mx::add(a, a, mx::Device::cpu).primitive().stream().index == s.index);
+  mx::set_default_stream(before);
+  CHECK(mx::default_stream(mx::Device::cpu).index == before.index);
+  CHECK(mx::add(a, a, mx::Device::cpu).primitive().stream().index == before.index);
+}
