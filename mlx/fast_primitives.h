@@ -9,7 +9,7 @@
 namespace mlx::core::fast {
 
 // inputs: {x, weight}; weight is 1-d of x.shape(-1), or a scalar 1 when the op had none.
-class RMSNorm : public UnaryPrimitive {
+class RMSNorm final : public UnaryPrimitive {
  public:
   RMSNorm(Stream s, float eps) : UnaryPrimitive(s), eps_(eps) {}
   MLX_DECLARE_UNARY_EVAL
@@ -47,7 +47,7 @@ class LayerNorm : public UnaryPrimitive {
 // source array and an int32 start: the output is the source with x's rotated rows written
 // at that start along axis -2 (mlx/fusion.h: the rope of an rms_norm's output reads the
 // norm's input; a slice_update of a rope's output at an array start is one op).
-class RoPE : public UnaryPrimitive {
+class RoPE final : public UnaryPrimitive {
  public:
   RoPE(Stream s, int dims, bool traditional, float base, float scale,
        std::optional<float> norm_eps = std::nullopt, bool into = false)

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <type_traits>
+#include <typeinfo>
 
 #include "mlx/fast_primitives.h"
 #include "mlx/primitives.h"
@@ -24,6 +26,19 @@ void set_fusion(bool enabled) {
   fusion_flag().store(enabled);
 }
 
+namespace {
+
+// The primitive `p` as a P, or nullptr: one type comparison where a dynamic_cast walked the
+// class hierarchy (~3% of building a decode step's graph, which asks this of most nodes).
+// P is final, so the two agree.
+template <typename P>
+const P* primitive_as(const Primitive& p) {
+  static_assert(std::is_final_v<P>, "primitive_as needs a final primitive class");
+  return typeid(p) == typeid(P) ? static_cast<const P*>(&p) : nullptr;
+}
+
+}  // namespace
+
 bool fusion_enabled() {
   return fusion_flag().load(std::memory_order_relaxed);
 }
@@ -33,7 +48,7 @@ std::optional<NormPrologue> absorbable_rms_norm(const array& a, const Stream& s)
       a.status() != array::Status::unscheduled || !a.siblings().empty()) {
     return std::nullopt;
   }
-  auto* norm = dynamic_cast<const fast::RMSNorm*>(&a.primitive());
+  auto* norm = primitive_as<fast::RMSNorm>(a.primitive());
   if (norm == nullptr || norm->stream() != s) {
     return std::nullopt;
   }
@@ -55,7 +70,7 @@ const QuantizedMatmul* absorbable_product(const array& p, const Stream& s) {
   if (!p.has_primitive() || p.status() != array::Status::unscheduled || !p.siblings().empty()) {
     return nullptr;
   }
-  auto* qmm = dynamic_cast<const QuantizedMatmul*>(&p.primitive());
+  auto* qmm = primitive_as<QuantizedMatmul>(p.primitive());
   if (qmm == nullptr || qmm->stream() != s || qmm->residual() || qmm->glu() || !qmm->transpose()) {
     return nullptr;
   }
@@ -68,11 +83,11 @@ bool is_node(const array& a, const array& node) {
 
 // A unary `op` node of `in`, or a binary `op` node of {a, b} in either order.
 bool unary_of(const array& n, UnaryOp op, const array& in) {
-  auto* u = n.has_primitive() ? dynamic_cast<const Unary*>(&n.primitive()) : nullptr;
+  auto* u = n.has_primitive() ? primitive_as<Unary>(n.primitive()) : nullptr;
   return u && u->op() == op && n.inputs().size() == 1 && is_node(n.inputs()[0], in);
 }
 bool binary_of(const array& n, BinaryOp op, const array& a, const array& b) {
-  auto* bin = n.has_primitive() ? dynamic_cast<const Binary*>(&n.primitive()) : nullptr;
+  auto* bin = n.has_primitive() ? primitive_as<Binary>(n.primitive()) : nullptr;
   if (!bin || bin->op() != op || n.inputs().size() != 2) {
     return false;
   }
@@ -104,7 +119,7 @@ bool last_axis_slice(const array& a, const array& p, int lo, int width) {
       !is_node(a.inputs()[0], p)) {
     return false;
   }
-  auto* sl = dynamic_cast<const Slice*>(&a.primitive());
+  auto* sl = primitive_as<Slice>(a.primitive());
   if (sl == nullptr) {
     return false;
   }
@@ -126,7 +141,7 @@ std::optional<array> glu_of_product(const array& h, const Stream& s) {
       h.status() != array::Status::unscheduled || !h.siblings().empty() || h.inputs().size() != 2) {
     return std::nullopt;
   }
-  auto* comp = dynamic_cast<const Compiled*>(&h.primitive());
+  auto* comp = primitive_as<Compiled>(h.primitive());
   if (comp == nullptr || comp->stream() != s || !is_swiglu(*comp)) {
     return std::nullopt;
   }
@@ -140,7 +155,7 @@ std::optional<array> glu_of_product(const array& h, const Stream& s) {
       p.ndim() < 1 || p.shape(-1) % 2 != 0 || p.dtype() != h.dtype()) {
     return std::nullopt;
   }
-  auto* qmm = dynamic_cast<const QuantizedMatmul*>(&p.primitive());
+  auto* qmm = primitive_as<QuantizedMatmul>(p.primitive());
   int half = p.shape(-1) / 2;
   if (qmm == nullptr || qmm->stream() != s || qmm->residual() || qmm->glu() || !qmm->transpose() ||
       p.inputs()[1].ndim() != 2 || !last_axis_slice(g, p, 0, half) ||
@@ -165,7 +180,7 @@ std::optional<array> rope_into_slice(const array& src, const array& update, cons
       axes[0] != nd - 2 || start.dtype() != int32 || start.size() != 1) {
     return std::nullopt;
   }
-  auto* rope = dynamic_cast<const fast::RoPE*>(&update.primitive());
+  auto* rope = primitive_as<fast::RoPE>(update.primitive());
   if (rope == nullptr || rope->stream() != s || rope->into()) {
     return std::nullopt;
   }
@@ -211,7 +226,7 @@ const P* pending_node(const array& a, const Stream& s) {
   if (!a.has_primitive() || a.status() != array::Status::unscheduled || !a.siblings().empty()) {
     return nullptr;
   }
-  auto* p = dynamic_cast<const P*>(&a.primitive());
+  auto* p = primitive_as<P>(a.primitive());
   return p != nullptr && p->stream() == s ? p : nullptr;
 }
 

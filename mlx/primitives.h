@@ -144,7 +144,7 @@ const char* binary_op_name(BinaryOp op);
 // Comparison and logical ops produce bool.
 bool binary_op_is_predicate(BinaryOp op);
 
-class Unary : public UnaryPrimitive {
+class Unary final : public UnaryPrimitive {
  public:
   Unary(Stream s, UnaryOp op) : UnaryPrimitive(s), op_(op) {}
   MLX_DECLARE_UNARY_EVAL
@@ -163,7 +163,7 @@ class Unary : public UnaryPrimitive {
 
 // Inputs are broadcast to the output shape and share the output's compute dtype
 // (the op casts them first); predicates output bool.
-class Binary : public UnaryPrimitive {
+class Binary final : public UnaryPrimitive {
  public:
   Binary(Stream s, BinaryOp op) : UnaryPrimitive(s), op_(op) {}
   MLX_DECLARE_UNARY_EVAL
@@ -185,7 +185,7 @@ class Binary : public UnaryPrimitive {
 // shape. `tape` holds the group's nodes as traced (each after its inputs; their inputs are
 // other tape nodes or entries of `inner_inputs`, the traced arrays standing for this
 // primitive's inputs in order); `inner_outputs` are the tape nodes behind its outputs.
-class Compiled : public Primitive {
+class Compiled final : public Primitive {
  public:
   // `constants`: per inner input, when it is a scalar constant known at trace time, its
   // value's bits as stored (zero-extended; a backend may write it into the kernel), else
@@ -426,7 +426,7 @@ class Broadcast : public UnaryPrimitive {
 
 // start/stop/strides are normalized by the op: 0 <= start, and stop is exclusive; a
 // negative stride walks backwards from start.
-class Slice : public UnaryPrimitive {
+class Slice final : public UnaryPrimitive {
  public:
   Slice(Stream s, Shape start, Shape stop, Shape strides)
       : UnaryPrimitive(s),
@@ -495,7 +495,7 @@ class Concatenate : public UnaryPrimitive {
 // inputs: {a, indices}; out = a.shape[:axis] + indices.shape + a.shape[axis+1:].
 // Negative indices count from the end; indices out of range raise at eval on the CPU and
 // read zeros on the GPU (docs/indexing.md).
-class Take : public UnaryPrimitive {
+class Take final : public UnaryPrimitive {
  public:
   Take(Stream s, int axis) : UnaryPrimitive(s), axis_(axis) {}
   MLX_DECLARE_UNARY_EVAL
@@ -843,7 +843,7 @@ bool reinterprets_bits(Dtype from, Dtype to);
 // kernel cannot (mlx/backend/vulkan/quantized.cpp).
 std::vector<array> glu_halves(const array& product, Stream s, bool gpu);
 
-class QuantizedMatmul : public UnaryPrimitive {
+class QuantizedMatmul final : public UnaryPrimitive {
  public:
   // inputs: {x, w, scales, biases}, then with norm_eps the weight of an rms_norm applied to
   // x's rows first, then with residual an array of the output's shape and dtype added to
@@ -1022,7 +1022,7 @@ class DynamicSlice : public UnaryPrimitive {
 // slice_update(src, update, start, axes). inputs: {src, update (src's rank and dtype, no
 // larger), start}. out = src with update written at start[k] on axes[k] (clamped to
 // [0, shape - update extent]) and 0 on the other axes; in place when src is donated.
-class DynamicSliceUpdate : public UnaryPrimitive {
+class DynamicSliceUpdate final : public UnaryPrimitive {
  public:
   DynamicSliceUpdate(Stream s, std::vector<int> axes) : UnaryPrimitive(s), axes_(std::move(axes)) {}
   MLX_DECLARE_UNARY_EVAL
