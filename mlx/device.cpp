@@ -116,8 +116,7 @@ void set_default_stream(Stream s) {
   auto& r = registry();
   std::lock_guard lk(r.mtx);
   r.default_index[s.device.type] = s.index;
-  r.cached_default[s.device.type == Device::cpu ? 0 : 1].store(s.index,
-                                                                 std::memory_order_release);
+  r.cached_default[s.device.type == Device::cpu ? 0 : 1].store(s.index, std::memory_order_release);
 }
 
 Stream new_stream(Device d) {
