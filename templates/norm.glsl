@@ -120,7 +120,15 @@ layout(push_constant) uniform Params {
 }
 pc;
 
+#if SUBGROUP
+// One partial sum per subgroup, in two buffers that consecutive reductions alternate: the
+// barrier of reduction k + 1 orders reduction k's reads before reduction k + 2 writes the
+// same buffer, so no reduction waits for the previous one's readers first.
+shared float red[2][gl_WorkGroupSize.x];
+uint red_turn = 0u;  // the buffer the next reduction uses (uniform: every call is)
+#else
 shared float red[gl_WorkGroupSize.x];
+#endif
 
 // Where this invocation sits: the row within the workgroup and the lane within the row.
 // With subgroups, rows follow subgroup IDs (a row owns tpr / size whole subgroups, or
@@ -166,16 +174,17 @@ float row_reduce(float v, bool take_max) {
   if (tpr <= sgs) {
     return v;
   }
-  barrier();  // the previous call's readers are done with red
+  uint buf = red_turn;
+  red_turn ^= 1u;
   if (gl_SubgroupInvocationID == 0u) {
-    red[gl_SubgroupID] = v;
+    red[buf][gl_SubgroupID] = v;
   }
   barrier();
   uint per = tpr / sgs;
   uint first = (gl_SubgroupID / per) * per;
-  float r = red[first];
+  float r = red[buf][first];
   for (uint k = 1u; k < per; ++k) {
-    r = combine(r, red[first + k], take_max);
+    r = combine(r, red[buf][first + k], take_max);
   }
   return r;
 #else
