@@ -1,6 +1,7 @@
 // Unary, binary and ternary elementwise ops: validation, type promotion, broadcasting.
 #include <cmath>
 #include <sstream>
+#include <utility>
 
 #include "mlx/fusion.h"
 #include "mlx/ops.h"
@@ -60,11 +61,26 @@ array same_type_unary(const array& a, UnaryOp op, StreamOrDevice s) {
   return make_unary(a, op, a.dtype(), s);
 }
 
+// An op's operands, moved into a vector (a braced list copies each array twice, and every
+// copy is an atomic count up and down) and broadcast to one shape when they differ.
+template <typename... Arrays>
+std::vector<array> broadcast_operands(const Stream& stream, Arrays&&... operands) {
+  std::vector<array> in;
+  in.reserve(sizeof...(operands));
+  (in.push_back(std::forward<Arrays>(operands)), ...);
+  for (const auto& x : in) {
+    if (x.shape() != in[0].shape()) {
+      return broadcast_arrays(in, stream);
+    }
+  }
+  return in;
+}
+
 // Broadcasts a and b to one shape, casts both to `compute`, and builds the node.
 array make_binary(const array& a, const array& b, BinaryOp op, Dtype compute, Dtype out,
                   StreamOrDevice s) {
   auto stream = to_stream(s);
-  auto inputs = broadcast_arrays({astype(a, compute, stream), astype(b, compute, stream)}, stream);
+  auto inputs = broadcast_operands(stream, astype(a, compute, stream), astype(b, compute, stream));
   auto shape = inputs[0].shape();
   return array(std::move(shape), out, std::make_shared<Binary>(stream, op), std::move(inputs));
 }
@@ -275,7 +291,7 @@ std::vector<array> divmod(const array& a, const array& b, StreamOrDevice s) {
   require_not_complex(b, "divmod");
   auto stream = to_stream(s);
   auto dt = promote_types(a.dtype(), b.dtype());
-  auto inputs = broadcast_arrays({astype(a, dt, stream), astype(b, dt, stream)}, stream);
+  auto inputs = broadcast_operands(stream, astype(a, dt, stream), astype(b, dt, stream));
   auto shape = inputs[0].shape();
   return array::make_arrays({shape, shape}, {dt, dt}, std::make_shared<DivMod>(stream), inputs);
 }
@@ -415,8 +431,8 @@ array operator>>(const array& a, const array& b) {
 array where(const array& condition, const array& x, const array& y, StreamOrDevice s) {
   auto stream = to_stream(s);
   auto dt = promote_types(x.dtype(), y.dtype());
-  auto inputs = broadcast_arrays(
-      {astype(condition, bool_, stream), astype(x, dt, stream), astype(y, dt, stream)}, stream);
+  auto inputs = broadcast_operands(stream, astype(condition, bool_, stream), astype(x, dt, stream),
+                                   astype(y, dt, stream));
   auto shape = inputs[0].shape();
   return array(std::move(shape), dt, std::make_shared<Select>(stream), std::move(inputs));
 }

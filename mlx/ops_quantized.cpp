@@ -271,11 +271,18 @@ array quantized_matmul(array x, array w, array scales, std::optional<array> bias
   }
   Shape out_shape = x.shape();
   out_shape.back() = w_outer;
-  std::vector<array> inputs{x, w, scales, b};
+  bool plain_w = w.ndim() == 2;
+  // Moved, not listed in braces: a braced list copies each array twice.
+  std::vector<array> inputs;
+  inputs.reserve(5);
+  inputs.push_back(std::move(x));
+  inputs.push_back(std::move(w));
+  inputs.push_back(std::move(scales));
+  inputs.push_back(std::move(b));
   std::optional<float> norm_eps;
   // The product of an rms_norm's rows reads the norm's input (mlx/fusion.h).
-  if (w.ndim() == 2) {
-    if (auto norm = absorbable_rms_norm(x, stream)) {
+  if (plain_w) {
+    if (auto norm = absorbable_rms_norm(inputs[0], stream)) {
       inputs[0] = norm->x;
       inputs.push_back(norm->weight);
       norm_eps = norm->eps;
