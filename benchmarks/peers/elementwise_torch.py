@@ -14,15 +14,12 @@ import os
 import sys
 import time
 
+from cuda_torch import cuda_torch
+
 
 def main():
-    try:
-        import torch
-    except ImportError:
-        print("elementwise_torch: torch is not installed; nothing to measure")
-        return 0
-    if not torch.cuda.is_available():
-        print("elementwise_torch: no CUDA device; nothing to measure")
+    torch = cuda_torch("elementwise_torch")
+    if torch is None:
         return 0
     size_mb = float(sys.argv[1]) if len(sys.argv) > 1 else 256.0
     rows = 4096

@@ -10,17 +10,14 @@ Usage: python3 benchmarks/peers/reduce_torch.py
 """
 import sys
 
+from cuda_torch import cuda_torch
+
 
 def main():
-    try:
-        import torch
-        import torch.nn.functional as F
-    except ImportError:
-        print("reduce_torch: torch is not installed; nothing to measure")
+    torch = cuda_torch("reduce_torch")
+    if torch is None:
         return 0
-    if not torch.cuda.is_available():
-        print("reduce_torch: no CUDA device; nothing to measure")
-        return 0
+    import torch.nn.functional as F
     dev = torch.device("cuda")
     g = torch.Generator(device=dev).manual_seed(1)
     print(f"device: {torch.cuda.get_device_name()} (torch {torch.__version__})")

@@ -15,15 +15,12 @@ Usage: python3 benchmarks/peers/sampling_torch.py
 """
 import time
 
+from cuda_torch import cuda_torch
+
 
 def main():
-    try:
-        import torch
-    except ImportError:
-        print("sampling_torch: torch is not installed; nothing to measure")
-        return 0
-    if not torch.cuda.is_available():
-        print("sampling_torch: no CUDA device; nothing to measure")
+    torch = cuda_torch("sampling_torch")
+    if torch is None:
         return 0
     dev = torch.device("cuda")
     g = torch.Generator(device=dev).manual_seed(1)
