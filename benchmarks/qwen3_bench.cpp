@@ -10,7 +10,8 @@
 //    barriers / submissions per token, and the bandwidth floor: (weight bytes + KV bytes
 //    read) / peak.
 // 3. Prefill of 512- and 4096-token prompts in one forward pass: tok/s.
-// 4. Host time of a decode step: graph building, recording, waiting.
+// 4. Host time of a decode step: graph building, recording, waiting, with the eval thread
+//    (mlx/eval_worker.h) off and on.
 // 5. The kernels of one decode step by GPU time (MLX_VK_PROFILE's table).
 //
 // Usage: qwen3_bench [config name, default qwen3-0.6b] [decode steps, default 64]
@@ -23,9 +24,10 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "generate.h"
 #include "mlx/backend/vulkan/command_encoder.h"
 #include "mlx/backend/vulkan/host_profile.h"
-#include "generate.h"
+#include "mlx/eval_worker.h"
 #include "random_model.h"
 
 namespace {
@@ -85,7 +87,8 @@ DecodeRun run_decode(const qwen3::Model& model, int context, int steps) {
   qwen3::generate(model, prompt, o);
   mx::synchronize();
   double n = count - 1;
-  return {(t_last - t_first) / n, mx::vulkan::gpu_busy_us() / 1000.0 / n,
+  return {(t_last - t_first) / n,
+          mx::vulkan::gpu_busy_us() / 1000.0 / n,
           mx::vulkan::gpu_gaps().total_us / 1000.0 / n,
           {static_cast<size_t>((c_last.dispatches - c_first.dispatches) / n),
            static_cast<size_t>((c_last.barriers - c_first.barriers) / n),
@@ -127,8 +130,7 @@ int main(int argc, char** argv) {
   auto weights = qwen3::random_weights(config, ro);
   qwen3::Model model(config, weights, "random " + name);
   const double wbytes = weight_bytes(weights);
-  std::printf("weights: %.1f MiB, made on the GPU in %.0f ms\n", wbytes / (1 << 20),
-              now_ms() - t0);
+  std::printf("weights: %.1f MiB, made on the GPU in %.0f ms\n", wbytes / (1 << 20), now_ms() - t0);
 
   mx::vulkan::set_profiling(true);
   double peak = 0;
@@ -141,9 +143,8 @@ int main(int argc, char** argv) {
     bench::warm_gpu(a, 300);
     peak = bench::measure_peak(a, b, 10, 5);
   }
-  const double kv_bytes_per_position = 2.0 * config.num_hidden_layers *
-                                       config.num_key_value_heads * config.head_dim *
-                                       mx::size_of(model.dtype());
+  const double kv_bytes_per_position = 2.0 * config.num_hidden_layers * config.num_key_value_heads *
+                                       config.head_dim * mx::size_of(model.dtype());
 
   if (bench::wanted("QWEN3_BENCH_ONLY", "decode")) {
     // Two profiled runs besides the timed one: per-kernel timestamps (GPU busy, inflated
@@ -153,11 +154,18 @@ int main(int argc, char** argv) {
         "\n| decode at context | tok/s (wall) | ms/token (wall) | GPU busy ms/token | floor ms "
         "(bytes/peak) | GPU busy / floor | dispatches/token | barriers/token | "
         "submissions/token | in batches ms/token | between batches ms/token | wall with batch "
-        "timing ms/token |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        "timing ms/token | tok/s eval thread off "
+        "|\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "\n");
     for (int context : {0, 512, 4096}) {
       mx::vulkan::set_profiling(false);
       run_decode(model, context, 8);  // kernels for this context class, clocks up
       auto timed = run_decode(model, context, steps);
+      // The same with async_eval recording on this thread (mlx/eval_worker.h), for scale.
+      const bool thread_was = mx::detail::eval_thread_enabled();
+      mx::detail::set_eval_thread(false);
+      auto inline_run = run_decode(model, context, steps);
+      mx::detail::set_eval_thread(thread_was);
       mx::vulkan::set_batch_profiling(true);
       auto batches = run_decode(model, context, steps);
       mx::vulkan::set_batch_profiling(false);
@@ -166,11 +174,12 @@ int main(int argc, char** argv) {
       double mid_context = context + steps / 2.0;
       double floor = (wbytes + kv_bytes_per_position * mid_context) / (peak * 1e9) * 1e3;
       std::printf(
-          "| %d | %.1f | %.3f | %.3f | %.3f | %.2f | %zu | %zu | %zu | %.3f | %.3f | %.3f |\n",
+          "| %d | %.1f | %.3f | %.3f | %.3f | %.2f | %zu | %zu | %zu | %.3f | %.3f | %.3f | %.1f "
+          "|\n",
           context, 1e3 / timed.ms_per_token, timed.ms_per_token, profiled.gpu_busy_ms_per_token,
           floor, profiled.gpu_busy_ms_per_token / floor, timed.per_token.dispatches,
           timed.per_token.barriers, timed.per_token.submissions, batches.gpu_busy_ms_per_token,
-          batches.gpu_idle_ms_per_token, batches.ms_per_token);
+          batches.gpu_idle_ms_per_token, batches.ms_per_token, 1e3 / inline_run.ms_per_token);
     }
   }
 
@@ -197,55 +206,65 @@ int main(int argc, char** argv) {
 
   if (bench::wanted("QWEN3_BENCH_ONLY", "host")) {
     // Where a pipelined decode step's wall time goes on the host: building the graph
-    // (model + argmax), recording and submitting it (async_eval), and waiting for the
-    // previous token (item), as generate() interleaves them.
+    // (model + argmax), async_eval, and waiting for the previous token (item), as generate()
+    // interleaves them. First with the eval thread off, so that async_eval is the recording
+    // and submission (and the per-primitive table below is theirs); then with it on, where
+    // async_eval only queues the graph (mlx/eval_worker.h) and the recording overlaps the
+    // next step's building.
     mx::vulkan::set_profiling(false);
-    auto cache = model.make_cache(256);
-    auto step = [&](const mx::array& tokens, double& build, double& record) {
-      double t0 = now_ms();
-      auto logits = model(tokens, cache, true);
-      auto token = mx::astype(mx::argmax(mx::reshape(logits, {1, -1}), -1), mx::int32);
-      std::vector<mx::array> outputs{token};
-      for (auto& c : cache) {
-        outputs.push_back(c.keys);
-        outputs.push_back(c.values);
-      }
-      double t1 = now_ms();
-      mx::async_eval(outputs);
-      build += t1 - t0;
-      record += now_ms() - t1;
-      return token;
-    };
-    double build = 0, record = 0, wait = 0;
-    auto y = step(mx::array({1}, {1, 1}, mx::int32), build, record);
-    bool host_profile_was = mx::vulkan::host_profiling_enabled();
+    const bool thread_was = mx::detail::eval_thread_enabled();
     const char* steps_env = std::getenv("QWEN3_BENCH_HOST_STEPS");  // for profiling the host
     const int n = steps_env ? std::max(1, std::atoi(steps_env)) : 64;
-    double start = 0;
-    for (int i = 0; i < n + 8; ++i) {
-      if (i == 8) {  // the first steps build kernels
-        build = record = wait = 0;
-        start = now_ms();
-        mx::vulkan::reset_host_times();
-        mx::vulkan::set_host_profiling(true);
+    for (bool threaded : {false, true}) {
+      mx::detail::set_eval_thread(threaded);
+      auto cache = model.make_cache(256);
+      auto step = [&](const mx::array& tokens, double& build, double& record) {
+        double t0 = now_ms();
+        auto logits = model(tokens, cache, true);
+        auto token = mx::astype(mx::argmax(mx::reshape(logits, {1, -1}), -1), mx::int32);
+        std::vector<mx::array> outputs{token};
+        for (auto& c : cache) {
+          outputs.push_back(c.keys);
+          outputs.push_back(c.values);
+        }
+        double t1 = now_ms();
+        mx::async_eval(outputs);
+        build += t1 - t0;
+        record += now_ms() - t1;
+        return token;
+      };
+      double build = 0, record = 0, wait = 0;
+      auto y = step(mx::array({1}, {1, 1}, mx::int32), build, record);
+      bool host_profile_was = mx::vulkan::host_profiling_enabled();
+      double start = 0;
+      for (int i = 0; i < n + 8; ++i) {
+        if (i == 8) {  // the first steps build kernels
+          build = record = wait = 0;
+          start = now_ms();
+          mx::vulkan::reset_host_times();
+          mx::vulkan::set_host_profiling(!threaded);
+        }
+        auto next = step(mx::reshape(y, {1, 1}), build, record);
+        double t0 = now_ms();
+        y.item<int>();
+        wait += now_ms() - t0;
+        y = next;
       }
-      auto next = step(mx::reshape(y, {1, 1}), build, record);
-      double t0 = now_ms();
-      y.item<int>();
-      wait += now_ms() - t0;
-      y = next;
+      double total = now_ms() - start;
+      mx::vulkan::set_host_profiling(host_profile_was);
+      y.eval();
+      std::printf(
+          "\nHost time per decode step at context ~8-72, eval thread %s (ms): total %.3f = "
+          "build graph %.3f + async_eval %.3f + wait for the previous token %.3f\n",
+          threaded ? "on" : "off", total / n, build / n, record / n, wait / n);
+      if (!threaded) {
+        // Where "async_eval" goes (mlx/backend/vulkan/host_profile.h): per primitive, for
+        // all n steps; the rest of it is the graph walk.
+        std::printf("\nHost time of the eval loop per primitive, %d steps (us):\n%s", n,
+                    mx::vulkan::host_profile_report().c_str());
+      }
     }
-    double total = now_ms() - start;
-    mx::vulkan::set_host_profiling(host_profile_was);
-    y.eval();
-    std::printf(
-        "\nHost time per decode step at context ~8-72 (ms): total %.3f = build graph %.3f + "
-        "record and submit %.3f + wait for the previous token %.3f\n",
-        total / n, build / n, record / n, wait / n);
-    // Where "record and submit" goes (mlx/backend/vulkan/host_profile.h): per primitive,
-    // for all n steps; the rest of it is the graph walk.
-    std::printf("\nHost time of the eval loop per primitive, %d steps (us):\n%s", n,
-                mx::vulkan::host_profile_report().c_str());
+    mx::detail::set_eval_thread(thread_was);
   }
 
   if (bench::wanted("QWEN3_BENCH_ONLY", "profile")) {

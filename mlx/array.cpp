@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "mlx/backend/gpu/eval.h"
+#include "mlx/eval_worker.h"
 #include "mlx/primitives.h"
 #include "mlx/transforms.h"
 #include "mlx/transforms_impl.h"
@@ -200,8 +201,12 @@ std::vector<array> array::outputs() const {
 }
 
 void array::eval() {
-  if (status() != Status::available) {
+  // As MLX: a node already scheduled (async_eval) is waited for, not evaluated again, so
+  // reading token t waits for its own graph, not for step t + 1 queued after it.
+  if (status() == Status::unscheduled) {
     mlx::core::eval({*this});
+  } else {
+    wait();
   }
 }
 
@@ -223,6 +228,8 @@ bool array::is_tracer() const {
 }
 
 void array::wait() {
+  // A node async_eval handed to the eval thread: its job first (eval_worker.h).
+  detail::wait_eval_job(desc_->eval_job);
   if (status() == Status::evaluated) {
     if (desc_->pending_stream >= 0) {
       // The work that wrote the data, not the stream's later work (as MLX waits on the

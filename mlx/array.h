@@ -240,14 +240,23 @@ class array {
 
   enum class Status {
     unscheduled,  // a graph node waiting for eval
+    scheduled,    // handed to the eval thread by async_eval, not recorded yet (eval_worker.h)
     evaluated,    // recorded on its stream, may still be running on a device
     available     // its data can be read
   };
+  // Acquire / release: a status another thread set comes with the data it set before.
   Status status() const {
-    return desc_->status;
+    return desc_->status.load(std::memory_order_acquire);
   }
   void set_status(Status s) const {
-    desc_->status = s;
+    desc_->status.store(s, std::memory_order_release);
+  }
+  // The async_eval job that scheduled this node (0: none); array::wait waits for it.
+  uint64_t eval_job() const {
+    return desc_->eval_job;
+  }
+  void set_eval_job(uint64_t n) const {
+    desc_->eval_job = n;
   }
   bool is_available() const;
   // Waits until the data is readable (after async_eval on a GPU stream).
@@ -288,8 +297,9 @@ class array {
     size_t size;
     Dtype dtype;
     std::shared_ptr<Primitive> primitive;
-    Status status;
+    std::atomic<Status> status;
     int pending_stream = -1;
+    uint64_t eval_job = 0;
     bool is_tracer = false;
     std::shared_ptr<Data> data;
     size_t offset = 0;

@@ -9,6 +9,7 @@
 
 #include "mlx/backend/gpu/available.h"
 #include "mlx/backend/gpu/eval.h"
+#include "mlx/eval_worker.h"
 #include "mlx/stream.h"
 
 namespace mlx::core {
@@ -133,6 +134,8 @@ Stream new_stream(Device d) {
 }
 
 void synchronize(Stream s) {
+  // Graphs still queued for the eval thread are part of every stream's work.
+  detail::drain_eval_jobs();
   if (s.device == Device::gpu) {
     gpu::synchronize(s);
   }

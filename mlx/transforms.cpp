@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "mlx/backend/gpu/eval.h"
+#include "mlx/eval_worker.h"
 #include "mlx/primitives.h"
 #include "mlx/transforms_impl.h"
 
@@ -122,26 +123,42 @@ std::vector<array> build_tape(const std::vector<array>& outputs) {
   return tape;
 }
 
-void eval_impl(std::vector<array> outputs, bool wait) {
-  // Each entry is moved out of the tape when it runs, so the tape never keeps a finished
-  // node (and the memory behind it) alive.
-  auto tape = build_tape(outputs);
+// Throws, before anything is marked, for a node eval cannot run.
+void check_runnable(const array& arr) {
+  if (arr.has_primitive()) {
+    return;
+  }
+  // A compile placeholder (or an array built without a graph) has nothing to run.
+  if (arr.is_tracer()) {
+    throw std::invalid_argument(
+        "[eval] Attempting to eval an array during function transformations like compile "
+        "or vmap is not allowed.");
+  }
+  throw std::runtime_error(
+      "[eval] Attempting to eval an array without a primitive. If you are compiling a "
+      "function, make sure all the inputs and outputs are captured.");
+}
+
+// Runs the tape's nodes that still have status `expected` (unscheduled inline, scheduled
+// on the eval thread), then submits each GPU stream's open batch. On a failure, `failed`
+// is the index of the node that threw (the tape holds it again, and it and every later
+// node are as they were).
+void run_tape(std::vector<array>& tape, const std::vector<array>& outputs, array::Status expected,
+              size_t& failed) {
   std::vector<int> gpu_streams;
-  for (auto& slot : tape) {
-    array arr = std::move(slot);
-    if (arr.status() != array::Status::unscheduled) {
+  for (size_t i = 0; i < tape.size(); ++i) {
+    // Each entry is moved out of the tape when it runs, so the tape never keeps a finished
+    // node (and the memory behind it) alive.
+    array arr = std::move(tape[i]);
+    if (arr.status() != expected) {
       continue;  // evaluated as a sibling of an earlier node
     }
-    if (!arr.has_primitive()) {
-      // A compile placeholder (or an array built without a graph) has nothing to run.
-      if (arr.is_tracer()) {
-        throw std::invalid_argument(
-            "[eval] Attempting to eval an array during function transformations like compile "
-            "or vmap is not allowed.");
-      }
-      throw std::runtime_error(
-          "[eval] Attempting to eval an array without a primitive. If you are compiling a "
-          "function, make sure all the inputs and outputs are captured.");
+    try {
+      check_runnable(arr);
+    } catch (...) {
+      tape[i] = std::move(arr);
+      failed = i;
+      throw;
     }
     auto stream = arr.primitive().stream();
     // Siblings hold copies of this node's inputs, and only this node's list reaches the
@@ -188,6 +205,8 @@ void eval_impl(std::vector<array> outputs, bool wait) {
           sib.inputs() = arr.inputs();
         }
       }
+      tape[i] = std::move(arr);
+      failed = i;
       throw;
     }
     // Dropping the primitive and inputs frees intermediates as soon as nothing needs them.
@@ -208,6 +227,72 @@ void eval_impl(std::vector<array> outputs, bool wait) {
   for (int s : gpu_streams) {
     gpu::finalize(Stream(s, Device::gpu));
   }
+}
+
+// Sets every node of tape[from..] that has status `from_status` (and its siblings) to `to`.
+void remark(std::vector<array>& tape, size_t from, array::Status from_status, array::Status to) {
+  for (size_t i = from; i < tape.size(); ++i) {
+    const array& a = tape[i];
+    if (a.status() != from_status) {
+      continue;
+    }
+    const uint64_t job = to == array::Status::unscheduled ? 0 : a.eval_job();
+    a.set_eval_job(job);
+    a.set_status(to);
+    for (auto& s : a.siblings()) {
+      s.set_eval_job(job);
+      s.set_status(to);
+    }
+  }
+}
+
+// async_eval on the eval thread (eval_worker.h): the graph's nodes are marked scheduled here,
+// so that the caller's next graph treats them as inputs, and recorded there.
+void queue_on_eval_thread(std::vector<array> tape, std::vector<array> outputs) {
+  for (auto& a : tape) {
+    check_runnable(a);
+  }
+  const uint64_t job = detail::next_eval_job();
+  for (auto& a : tape) {
+    a.set_eval_job(job);
+    for (auto& s : a.siblings()) {
+      s.set_eval_job(job);
+      s.set_status(array::Status::scheduled);
+    }
+    a.set_status(array::Status::scheduled);
+  }
+  // Cancelled (never run, or after it threw): what did not run goes back to unscheduled, as
+  // if never asked for. `from` is where that starts (the tape's earlier slots are empty).
+  auto run = [tape = std::move(tape), outputs = std::move(outputs),
+              from = size_t{0}](bool go) mutable {
+    if (!go) {
+      remark(tape, from, array::Status::scheduled, array::Status::unscheduled);
+      return;
+    }
+    run_tape(tape, outputs, array::Status::scheduled, from);
+  };
+  // Moved, never copied: a second reference to a node would make its buffer undonatable.
+  if (auto failure = detail::queue_eval_job(std::move(run))) {
+    std::rethrow_exception(failure);
+  }
+}
+
+void eval_impl(std::vector<array> outputs, bool wait) {
+  const bool threaded =
+      !wait && detail::eval_thread_enabled() && !detail::in_tracing() && !detail::on_eval_thread();
+  if (!threaded) {
+    // Graphs queued earlier are this one's inputs, and one thread records at a time.
+    detail::drain_eval_jobs();
+  }
+  auto tape = build_tape(outputs);
+  if (threaded) {
+    if (!tape.empty()) {
+      queue_on_eval_thread(std::move(tape), std::move(outputs));
+    }
+    return;
+  }
+  size_t failed = 0;
+  run_tape(tape, outputs, array::Status::unscheduled, failed);
   if (wait) {
     for (auto& out : outputs) {
       out.wait();

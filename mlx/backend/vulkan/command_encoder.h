@@ -103,6 +103,13 @@ class CommandEncoder {
   // that recorded commands counts toward the batch limits. Commits when a limit is reached.
   void end_op(const std::vector<array>& inputs, const std::vector<array>& outputs);
 
+  // Held by the eval loop around one op (its eval_gpu and end_op), so that another thread's
+  // commit or wait (a host read while the eval thread records, eval_worker.h) never submits
+  // a batch between an op's commands and the retains that keep its inputs alive.
+  std::unique_lock<std::recursive_mutex> lock_for_op() {
+    return std::unique_lock<std::recursive_mutex>(mtx_);
+  }
+
   // Submits the open batch (no wait).
   void commit();
   // Submits and waits for everything this stream has submitted.

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <string>
 #include <stdexcept>
+#include <string>
 
 #include "mlx/backend/gpu/available.h"
 #include "mlx/backend/gpu/device_info.h"
@@ -15,6 +15,7 @@
 #include "mlx/backend/vulkan/host_profile.h"
 #include "mlx/backend/vulkan/kernel_library.h"
 #include "mlx/backend/vulkan/serials.h"
+#include "mlx/eval_worker.h"
 #include "mlx/primitives.h"
 
 namespace mlx::core::gpu {
@@ -57,6 +58,7 @@ void eval_op(array& arr) {
     }
   }
   auto outputs = arr.outputs();
+  auto op_lock = enc.lock_for_op();
   try {
     // Pipelines this op needs for the first time are created on worker threads while the
     // loop goes on (kernel_library.h): a cold graph's kernels build together.
@@ -168,6 +170,8 @@ void wait_ready(const array& a) {
     vulkan::encoder(w).wait_for(alloc->write_serial.load());
   }
   if (!is_ready(a)) {
+    // Every stream's open batch is submitted: none may be half-recorded by the eval thread.
+    detail::drain_eval_jobs();
     vulkan::synchronize_all_streams();
   }
   after_wait("wait");
