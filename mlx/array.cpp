@@ -295,4 +295,40 @@ void array::detach() {
   desc_->inputs.clear();
 }
 
+void array::release_into(array&& a, Remains& r) {
+  if (!a.desc_) {
+    return;
+  }
+  if (a.desc_.use_count() == 1) {
+    a.desc_->data.reset();  // buffers go back now, as detach would free them
+    r.arrays.push_back(std::move(a));
+  } else {
+    a.desc_.reset();
+  }
+}
+
+void array::detach_into(Remains& r) {
+  auto strip = [&r](ArrayDesc& d) {
+    for (auto& in : d.inputs) {
+      release_into(std::move(in), r);
+    }
+    d.inputs.clear();
+    if (d.primitive && d.primitive.use_count() == 1) {
+      r.primitives.push_back(std::move(d.primitive));
+    }
+    d.primitive = nullptr;
+  };
+  // As detach: the list is moved out before the siblings' lists are cleared.
+  std::vector<array> siblings = std::move(desc_->siblings);
+  desc_->siblings.clear();
+  for (auto& s : siblings) {
+    strip(*s.desc_);
+    s.desc_->siblings.clear();
+  }
+  strip(*desc_);
+  for (auto& s : siblings) {
+    release_into(std::move(s), r);
+  }
+}
+
 }  // namespace mlx::core

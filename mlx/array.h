@@ -284,6 +284,19 @@ class array {
   // Drops the primitive and inputs once evaluated, so the graph can be freed.
   void detach();
 
+  // References a thread that did not build the graph (the eval thread, mlx/eval_worker.h)
+  // held last, handed back so that the builder frees its own allocations: glibc's malloc
+  // serializes frees of another thread's memory with that thread's allocations (measured:
+  // the builder's graph building took twice as long). Data is dropped where it dies.
+  struct Remains {
+    std::vector<array> arrays;
+    std::vector<std::shared_ptr<Primitive>> primitives;
+  };
+  // As detach, but a reference that is the last one moves into `r` (its data dropped).
+  void detach_into(Remains& r);
+  // Drops `a`, or moves it into `r` (its data dropped) when it is the last reference.
+  static void release_into(array&& a, Remains& r);
+
  private:
   template <typename It>
   void init(It src);

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "mlx/backend/gpu/available.h"
 
@@ -46,6 +47,7 @@ class Worker {
   }
 
   std::exception_ptr queue(std::function<void(bool)> fn) {
+    free_returned();
     std::unique_lock lk(mtx_);
     if (failure_) {
       auto failure = take_failure_locked();
@@ -61,6 +63,7 @@ class Worker {
   }
 
   void wait(uint64_t n) {
+    free_returned();
     std::unique_lock lk(mtx_);
     done_cv_.wait(lk, [&] { return completed_ >= n; });
     if (failure_ && failed_job_ <= n) {
@@ -69,6 +72,7 @@ class Worker {
   }
 
   void drain() {
+    free_returned();
     std::unique_lock lk(mtx_);
     done_cv_.wait(lk, [&] { return completed_ >= submitted_.load(std::memory_order_relaxed); });
     if (failure_) {
@@ -92,9 +96,20 @@ class Worker {
     return std::exchange(failure_, nullptr);
   }
 
-  void finish(uint64_t n) {
+  // Jobs are destroyed by the thread that queued them, which allocated their graphs
+  // (array::Remains says why).
+  void free_returned() {
+    std::vector<std::function<void(bool)>> done;
     {
       std::lock_guard lk(mtx_);
+      done.swap(returned_);
+    }
+  }
+
+  void finish(uint64_t n, std::function<void(bool)> fn) {
+    {
+      std::lock_guard lk(mtx_);
+      returned_.push_back(std::move(fn));
       completed_ = std::max(completed_, n);
       completed_atomic_.store(completed_, std::memory_order_release);
     }
@@ -116,8 +131,7 @@ class Worker {
       }
       try {
         job.fn(true);
-        job.fn = nullptr;  // the graph's last references go here, not under the lock
-        finish(job.n);
+        finish(job.n, std::move(job.fn));
       } catch (...) {
         // Later jobs read this one's results: they are cancelled, and the failure goes to
         // whoever waits, evaluates or queues next. It is recorded before any node goes back
@@ -132,15 +146,16 @@ class Worker {
           }
           cancelled.swap(jobs_);
         }
+        // Every node of this job and the cancelled ones is unscheduled again before any of
+        // them counts as finished.
         job.fn(false);
-        job.fn = nullptr;
-        uint64_t last = job.n;
         for (auto& c : cancelled) {
           c.fn(false);
-          c.fn = nullptr;
-          last = c.n;
         }
-        finish(last);
+        finish(job.n, std::move(job.fn));
+        for (auto& c : cancelled) {
+          finish(c.n, std::move(c.fn));
+        }
       }
     }
     std::deque<Job> left;
@@ -156,6 +171,7 @@ class Worker {
   std::mutex mtx_;
   std::condition_variable work_cv_, done_cv_;
   std::deque<Job> jobs_;
+  std::vector<std::function<void(bool)>> returned_;  // finished, for the queuing thread
   bool stop_ = false;
   std::atomic<uint64_t> submitted_{0};  // written by the queuing thread under mtx_
   uint64_t completed_ = 0;

@@ -143,14 +143,19 @@ void check_runnable(const array& arr) {
 // on the eval thread), then submits each GPU stream's open batch. On a failure, `failed`
 // is the index of the node that threw (the tape holds it again, and it and every later
 // node are as they were).
+// `remains` (the eval thread): the last references to finished nodes go there instead of
+// being dropped (array::Remains).
 void run_tape(std::vector<array>& tape, const std::vector<array>& outputs, array::Status expected,
-              size_t& failed) {
+              size_t& failed, array::Remains* remains) {
   std::vector<int> gpu_streams;
   for (size_t i = 0; i < tape.size(); ++i) {
     // Each entry is moved out of the tape when it runs, so the tape never keeps a finished
     // node (and the memory behind it) alive.
     array arr = std::move(tape[i]);
     if (arr.status() != expected) {
+      if (remains) {
+        array::release_into(std::move(arr), *remains);
+      }
       continue;  // evaluated as a sibling of an earlier node
     }
     try {
@@ -210,7 +215,10 @@ void run_tape(std::vector<array>& tape, const std::vector<array>& outputs, array
       throw;
     }
     // Dropping the primitive and inputs frees intermediates as soon as nothing needs them.
-    if (!arr.is_tracer()) {
+    if (remains) {
+      arr.detach_into(*remains);
+      array::release_into(std::move(arr), *remains);
+    } else if (!arr.is_tracer()) {
       arr.detach();
     }
   }
@@ -263,13 +271,14 @@ void queue_on_eval_thread(std::vector<array> tape, std::vector<array> outputs) {
   }
   // Cancelled (never run, or after it threw): what did not run goes back to unscheduled, as
   // if never asked for. `from` is where that starts (the tape's earlier slots are empty).
-  auto run = [tape = std::move(tape), outputs = std::move(outputs),
-              from = size_t{0}](bool go) mutable {
+  // The job comes back to this thread to be destroyed (eval_worker.h), with the remains.
+  auto run = [tape = std::move(tape), outputs = std::move(outputs), from = size_t{0},
+              remains = array::Remains{}](bool go) mutable {
     if (!go) {
       remark(tape, from, array::Status::scheduled, array::Status::unscheduled);
       return;
     }
-    run_tape(tape, outputs, array::Status::scheduled, from);
+    run_tape(tape, outputs, array::Status::scheduled, from, &remains);
   };
   // Moved, never copied: a second reference to a node would make its buffer undonatable.
   if (auto failure = detail::queue_eval_job(std::move(run))) {
@@ -292,7 +301,7 @@ void eval_impl(std::vector<array> outputs, bool wait) {
     return;
   }
   size_t failed = 0;
-  run_tape(tape, outputs, array::Status::unscheduled, failed);
+  run_tape(tape, outputs, array::Status::unscheduled, failed, nullptr);
   if (wait) {
     for (auto& out : outputs) {
       out.wait();

@@ -803,8 +803,12 @@ void CommandEncoder::poll_locked(bool wait_all) {
 }
 
 void CommandEncoder::poll() {
-  std::lock_guard lk(mtx_);
-  poll_locked(false);
+  // Never waits for the lock either: its holder (the eval thread recording an op) retires
+  // finished batches itself at its next commit.
+  std::unique_lock lk(mtx_, std::try_to_lock);
+  if (lk.owns_lock()) {
+    poll_locked(false);
+  }
 }
 
 void CommandEncoder::synchronize() {

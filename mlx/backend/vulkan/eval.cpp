@@ -166,8 +166,11 @@ void wait_ready(const array& a) {
   // that was not enough.
   auto* alloc = vulkan::allocation(a.buffer());
   int w = alloc->writer_stream.load();
-  if (w >= 0) {
-    vulkan::encoder(w).wait_for(alloc->write_serial.load());
+  uint64_t serial = alloc->write_serial.load();
+  // A submitted batch is waited for without the stream's lock, which the eval thread holds
+  // while it records an op (a decode loop reads token t while step t + 1 is recorded).
+  if (w >= 0 && !vulkan::wait_serial_unlocked(serial, 20000)) {
+    vulkan::encoder(w).wait_for(serial);
   }
   if (!is_ready(a)) {
     // Every stream's open batch is submitted: none may be half-recorded by the eval thread.

@@ -1,7 +1,9 @@
 #include "mlx/backend/vulkan/serials.h"
 
+#include <chrono>
 #include <map>
 #include <mutex>
+#include <thread>
 
 namespace mlx::core::vulkan {
 
@@ -62,6 +64,20 @@ bool serial_completed(uint64_t serial) {
     return false;
   }
   s.outstanding.erase(it);
+  return true;
+}
+
+bool wait_serial_unlocked(uint64_t serial, uint64_t spin_us) {
+  if (!serial_submitted(serial)) {
+    return false;
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us);
+  while (!serial_completed(serial)) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return false;
+    }
+    std::this_thread::yield();
+  }
   return true;
 }
 
