@@ -11,11 +11,26 @@
 #include <vector>
 
 #include "mlx/backend/vulkan/profile.h"
+#include "mlx/eval_worker.h"
 #include "mlx/mlx.h"
 
 namespace bench {
 
 namespace mx = mlx::core;
+
+// Turns the eval thread (mlx/eval_worker.h) off for a scope: host-cost timings record on the
+// timing thread, as they did before the thread existed.
+struct EvalThreadOff {
+  EvalThreadOff() : was(mx::detail::eval_thread_enabled()) {
+    mx::detail::set_eval_thread(false);
+  }
+  ~EvalThreadOff() {
+    mx::detail::set_eval_thread(was);
+  }
+  EvalThreadOff(const EvalThreadOff&) = delete;
+  EvalThreadOff& operator=(const EvalThreadOff&) = delete;
+  bool was;
+};
 
 inline double now_ms() {
   using namespace std::chrono;

@@ -55,6 +55,9 @@ double time_driver_copy(const mx::array& src, const mx::array& dst, int batch, i
 // Best of several repetitions, like every other timing here: one short sample is at the
 // mercy of the host CPU's frequency ramp.
 double dispatch_cost_us(int count, int reps) {
+  // Recorded on this thread: with the eval thread (docs/eval.md) async_eval would return
+  // after queuing, and the same recording would happen out of sight.
+  bench::EvalThreadOff inline_recording;
   auto a = mx::ones({1024});
   auto warm = mx::add(a, a);
   mx::eval(warm);

@@ -24,6 +24,9 @@ struct ChainCost {
 
 ChainCost chain_cost_us(const std::function<mx::array(const mx::array&)>& step, const mx::array& x0,
                         int count, int reps) {
+  // Recorded on this thread: with the eval thread (docs/eval.md) async_eval would return
+  // after queuing, and the same recording would happen out of sight.
+  bench::EvalThreadOff inline_recording;
   mx::eval(step(x0));  // kernels compiled, allocator warm
   ChainCost best{1e30, 1e30};
   for (int r = 0; r < reps; ++r) {

@@ -279,6 +279,11 @@ void queue_on_eval_thread(std::vector<array> tape, std::vector<array> outputs) {
       return;
     }
     run_tape(tape, outputs, array::Status::scheduled, from, &remains);
+    // Not kept until this job is destroyed: the next job may donate an output's buffer (a
+    // KV cache updated in place) only if nothing else holds it.
+    for (auto& out : outputs) {
+      array::release_into(std::move(out), remains);
+    }
   };
   // Moved, never copied: a second reference to a node would make its buffer undonatable.
   if (auto failure = detail::queue_eval_job(std::move(run))) {

@@ -16,8 +16,9 @@ void eval(Arrays&&... outputs) {
   eval(std::vector<array>{std::forward<Arrays>(outputs)...});
 }
 
-// Schedules evaluation and returns without waiting for GPU work to finish; reading an
-// output (item, data, a later eval) waits for it. CPU work runs before this returns.
+// Schedules evaluation and returns without waiting for it; reading an output (item, data,
+// a later eval) waits for it. The graph is recorded on the eval thread while the caller
+// goes on (mlx/eval_worker.h, docs/eval.md; MLX_EVAL_THREAD=0: on the caller's thread).
 void async_eval(std::vector<array> outputs);
 
 template <typename... Arrays>

@@ -158,3 +158,26 @@ TEST_CASE("with the eval thread off, async_eval records on the caller's thread")
     CHECK(to_doubles(a) == std::vector<double>(16, 1.0));
   }
 }
+
+TEST_CASE("an update queued behind the job that made its input still takes the input's buffer") {
+  // Each step's cache is the output of the step before; a finished job must not keep it
+  // (it would make the update copy the whole cache every step, as a KV cache in decode).
+  EvalThreadSwitch on(true);
+  for (auto d : mlx_test::test_devices()) {
+    CAPTURE(d.type == mx::Device::gpu ? "gpu" : "cpu");
+    auto cache = mx::add(mx::zeros({4, 64}, mx::float32, d), mx::array(0.0f), d);
+    cache.eval();
+    const auto* first = cache.data_shared_ptr().get();
+    for (int t = 0; t < 16; ++t) {
+      cache = mx::slice_update(cache, mx::full({4, 1}, float(t + 1), d), mx::array(t), {1}, d);
+      mx::async_eval(cache);
+    }
+    cache.eval();
+    CHECK(cache.data_shared_ptr().get() == first);
+    auto got = to_doubles(cache);
+    CHECK(got[0] == 1.0);
+    CHECK(got[15] == 16.0);
+    CHECK(got[64 + 15] == 16.0);
+    CHECK(got[16] == 0.0);
+  }
+}
