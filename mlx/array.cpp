@@ -94,13 +94,30 @@ array::ArrayDesc::ArrayDesc(Shape shape_, Dtype dtype_, std::shared_ptr<Primitiv
       inputs(std::move(inputs_)),
       serial(next_serial()) {}
 
+namespace {
+
+// Whether `p` holds the only reference, with what other threads did with the object before
+// dropping theirs visible here: use_count() is a relaxed read, so a copy made and dropped
+// (two acquire-release updates of the count) orders this thread after those drops (the eval
+// thread and the graph's builder both drop nodes, mlx/eval_worker.h).
+template <class T>
+bool sole_owner(const std::shared_ptr<T>& p) {
+  if (p.use_count() != 1) {
+    return false;
+  }
+  std::shared_ptr<T>(p).reset();
+  return true;
+}
+
+}  // namespace
+
 array::ArrayDesc::~ArrayDesc() {
   // Move inputs that only we hold onto an explicit stack and release them one by one;
   // the default recursive destruction would use one stack frame per graph node.
   std::vector<std::shared_ptr<ArrayDesc>> pending;
   auto take_inputs = [&pending](std::vector<array>& in) {
     for (auto& a : in) {
-      if (a.desc_ && a.desc_.use_count() == 1) {
+      if (a.desc_ && sole_owner(a.desc_)) {
         pending.push_back(std::move(a.desc_));
       }
     }
@@ -148,6 +165,12 @@ array::~array() {
   }
   // Siblings form a reference cycle. When the only references left to a sibling group are
   // the ones the siblings hold on each other (and ours), break the cycle.
+  // Only an unscheduled group can be such a cycle (eval detaches what it runs), and only an
+  // unscheduled node's lists belong to this thread: the eval thread may be detaching a
+  // scheduled one (mlx/eval_worker.h).
+  if (desc_->status.load(std::memory_order_acquire) != Status::unscheduled) {
+    return;
+  }
   auto n = desc_->siblings.size();
   if (n == 0 || static_cast<size_t>(desc_.use_count()) != n + 1) {
     return;
@@ -229,7 +252,7 @@ bool array::is_tracer() const {
 
 void array::wait() {
   // A node async_eval handed to the eval thread: its job first (eval_worker.h).
-  detail::wait_eval_job(desc_->eval_job);
+  detail::wait_eval_job(eval_job());
   if (status() == Status::evaluated) {
     if (desc_->pending_stream >= 0) {
       // The work that wrote the data, not the stream's later work (as MLX waits on the
@@ -299,7 +322,7 @@ void array::release_into(array&& a, Remains& r) {
   if (!a.desc_) {
     return;
   }
-  if (a.desc_.use_count() == 1) {
+  if (sole_owner(a.desc_)) {
     a.desc_->data.reset();  // buffers go back now, as detach would free them
     r.arrays.push_back(std::move(a));
   } else {

@@ -160,7 +160,8 @@ class array {
   // True when nothing but the graph holds this array and its data, so an op may write
   // its output into this array's buffer.
   bool is_donatable() const {
-    return desc_.use_count() == 1 && desc_->data && desc_->data.use_count() == 1;
+    return desc_.use_count() == 1 && desc_->data && desc_->data.use_count() == 1 &&
+           after_other_holders();
   }
   // As is_donatable, for an op that runs in the order of GPU stream `stream`: the holds of
   // that stream's command batches do not count (vulkan::gpu_donatable says why). The holds
@@ -173,7 +174,7 @@ class array {
     const auto& d = desc_->data;
     int32_t holds = d->batch_holds.load();
     int32_t by = d->hold_stream.load();
-    return d.use_count() == 1 + holds && (holds == 0 || by == stream);
+    return d.use_count() == 1 + holds && (holds == 0 || by == stream) && after_other_holders();
   }
 
   const std::vector<array>& siblings() const {
@@ -253,10 +254,10 @@ class array {
   }
   // The async_eval job that scheduled this node (0: none); array::wait waits for it.
   uint64_t eval_job() const {
-    return desc_->eval_job;
+    return desc_->eval_job.load(std::memory_order_relaxed);
   }
   void set_eval_job(uint64_t n) const {
-    desc_->eval_job = n;
+    desc_->eval_job.store(n, std::memory_order_relaxed);
   }
   bool is_available() const;
   // Waits until the data is readable (after async_eval on a GPU stream).
@@ -298,6 +299,16 @@ class array {
   static void release_into(array&& a, Remains& r);
 
  private:
+  // The counts above are relaxed reads: a copy made and dropped of each (acquire-release
+  // updates) orders what this thread does with the buffer next after what the threads that
+  // dropped their references did with it before (the eval thread, mlx/eval_worker.h).
+  // Returns true.
+  bool after_other_holders() const {
+    std::shared_ptr<ArrayDesc>(desc_).reset();
+    std::shared_ptr<Data>(desc_->data).reset();
+    return true;
+  }
+
   template <typename It>
   void init(It src);
   // The first element converted to T.
@@ -312,7 +323,7 @@ class array {
     std::shared_ptr<Primitive> primitive;
     std::atomic<Status> status;
     int pending_stream = -1;
-    uint64_t eval_job = 0;
+    std::atomic<uint64_t> eval_job{0};
     bool is_tracer = false;
     std::shared_ptr<Data> data;
     size_t offset = 0;
