@@ -253,6 +253,9 @@ bool array::is_tracer() const {
 void array::wait() {
   // A node async_eval handed to the eval thread: its job first (eval_worker.h).
   detail::wait_eval_job(eval_job());
+  if (status() == Status::scheduled) {
+    detail::drain_eval_jobs();  // its job number was not its own (async_eval on two threads)
+  }
   if (status() == Status::evaluated) {
     if (desc_->pending_stream >= 0) {
       // The work that wrote the data, not the stream's later work (as MLX waits on the

@@ -577,6 +577,12 @@ std::vector<array> replay(const Trace& t, const std::vector<array>& inputs) {
     if (map.count(node.id())) {
       continue;  // made with a sibling
     }
+    if (node.status() != array::Status::unscheduled) {
+      // A node from outside the function that it captured, evaluated (or queued on the
+      // eval thread, which then owns its graph) since the trace: its value, not its graph.
+      map.emplace(node.id(), node);
+      continue;
+    }
     std::vector<array> ins;
     ins.reserve(node.inputs().size());
     for (auto& in : node.inputs()) {

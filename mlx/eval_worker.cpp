@@ -50,6 +50,9 @@ class Worker {
     free_returned();
     std::unique_lock lk(mtx_);
     if (failure_) {
+      // Not before the failed and cancelled jobs' nodes are unscheduled again: the caller
+      // may retry at once, and must then find them unscheduled, not scheduled.
+      done_cv_.wait(lk, [&] { return completed_ >= submitted_.load(std::memory_order_relaxed); });
       auto failure = take_failure_locked();
       lk.unlock();
       fn(false);

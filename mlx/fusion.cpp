@@ -44,8 +44,8 @@ bool fusion_enabled() {
 }
 
 std::optional<NormPrologue> absorbable_rms_norm(const array& a, const Stream& s) {
-  if (!fusion_enabled() || detail::in_tracing() || !a.has_primitive() ||
-      a.status() != array::Status::unscheduled || !a.siblings().empty()) {
+  if (!fusion_enabled() || detail::in_tracing() || a.status() != array::Status::unscheduled ||
+      !a.has_primitive() || !a.siblings().empty()) {
     return std::nullopt;
   }
   auto* norm = primitive_as<fast::RMSNorm>(a.primitive());
@@ -67,7 +67,7 @@ bool decode_sized(const array& p) {
 
 // The decode-sized quantized product that `p` will be, when an add may take it over.
 const QuantizedMatmul* absorbable_product(const array& p, const Stream& s) {
-  if (!p.has_primitive() || p.status() != array::Status::unscheduled || !p.siblings().empty()) {
+  if (p.status() != array::Status::unscheduled || !p.has_primitive() || !p.siblings().empty()) {
     return nullptr;
   }
   auto* qmm = primitive_as<QuantizedMatmul>(p.primitive());
@@ -115,7 +115,7 @@ bool is_swiglu(const Compiled& c) {
 
 // Whether `a` is the slice [lo, lo + width) of p's last axis (everything of the others).
 bool last_axis_slice(const array& a, const array& p, int lo, int width) {
-  if (!a.has_primitive() || a.status() != array::Status::unscheduled || a.inputs().size() != 1 ||
+  if (a.status() != array::Status::unscheduled || !a.has_primitive() || a.inputs().size() != 1 ||
       !is_node(a.inputs()[0], p)) {
     return false;
   }
@@ -137,8 +137,8 @@ bool last_axis_slice(const array& a, const array& p, int lo, int width) {
 }  // namespace
 
 std::optional<array> glu_of_product(const array& h, const Stream& s) {
-  if (!fusion_enabled() || detail::in_tracing() || !h.has_primitive() ||
-      h.status() != array::Status::unscheduled || !h.siblings().empty() || h.inputs().size() != 2) {
+  if (!fusion_enabled() || detail::in_tracing() || h.status() != array::Status::unscheduled ||
+      !h.has_primitive() || !h.siblings().empty() || h.inputs().size() != 2) {
     return std::nullopt;
   }
   auto* comp = primitive_as<Compiled>(h.primitive());
@@ -147,11 +147,11 @@ std::optional<array> glu_of_product(const array& h, const Stream& s) {
   }
   const array& g = h.inputs()[0];
   const array& u = h.inputs()[1];
-  if (g.inputs().size() != 1) {
+  if (g.status() != array::Status::unscheduled || g.inputs().size() != 1) {
     return std::nullopt;
   }
   const array& p = g.inputs()[0];
-  if (!p.has_primitive() || p.status() != array::Status::unscheduled || !p.siblings().empty() ||
+  if (p.status() != array::Status::unscheduled || !p.has_primitive() || !p.siblings().empty() ||
       p.ndim() < 1 || p.shape(-1) % 2 != 0 || p.dtype() != h.dtype()) {
     return std::nullopt;
   }
@@ -174,10 +174,10 @@ std::optional<array> glu_of_product(const array& h, const Stream& s) {
 std::optional<array> rope_into_slice(const array& src, const array& update, const array& start,
                                      const std::vector<int>& axes, const Stream& s) {
   int nd = static_cast<int>(src.ndim());
-  if (!fusion_enabled() || detail::in_tracing() || !update.has_primitive() ||
-      update.status() != array::Status::unscheduled || !update.siblings().empty() ||
-      update.dtype() != src.dtype() || update.ndim() != src.ndim() || nd < 3 || axes.size() != 1 ||
-      axes[0] != nd - 2 || start.dtype() != int32 || start.size() != 1) {
+  if (!fusion_enabled() || detail::in_tracing() || update.status() != array::Status::unscheduled ||
+      !update.has_primitive() || !update.siblings().empty() || update.dtype() != src.dtype() ||
+      update.ndim() != src.ndim() || nd < 3 || axes.size() != 1 || axes[0] != nd - 2 ||
+      start.dtype() != int32 || start.size() != 1) {
     return std::nullopt;
   }
   auto* rope = primitive_as<fast::RoPE>(update.primitive());
@@ -223,7 +223,7 @@ namespace {
 // The node `a` when it is a pending P on stream s with a single output, else nullptr.
 template <typename P>
 const P* pending_node(const array& a, const Stream& s) {
-  if (!a.has_primitive() || a.status() != array::Status::unscheduled || !a.siblings().empty()) {
+  if (a.status() != array::Status::unscheduled || !a.has_primitive() || !a.siblings().empty()) {
     return nullptr;
   }
   auto* p = primitive_as<P>(a.primitive());

@@ -223,6 +223,7 @@ void run_tape(std::vector<array>& tape, const std::vector<array>& outputs, array
     }
   }
 
+  failed = tape.size();  // every slot is empty now: nothing left to unschedule
   // The arrays asked for are the ones a caller reads next (a decode loop's token): a
   // backend may fetch them in the batch that wrote them.
   if (!gpu_streams.empty()) {
@@ -241,16 +242,17 @@ void run_tape(std::vector<array>& tape, const std::vector<array>& outputs, array
 void remark(std::vector<array>& tape, size_t from, array::Status from_status, array::Status to) {
   for (size_t i = from; i < tape.size(); ++i) {
     const array& a = tape[i];
-    if (a.status() != from_status) {
-      continue;
+    if (a.id() == 0 || a.status() != from_status) {
+      continue;  // an empty slot: the node ran
     }
     const uint64_t job = to == array::Status::unscheduled ? 0 : a.eval_job();
-    a.set_eval_job(job);
-    a.set_status(to);
+    // The siblings first: once the node reads unscheduled, its lists are the builder's.
     for (auto& s : a.siblings()) {
       s.set_eval_job(job);
       s.set_status(to);
     }
+    a.set_eval_job(job);
+    a.set_status(to);
   }
 }
 

@@ -94,3 +94,25 @@ TEST_CASE("a pipeline the driver fails to create fails the eval, naming it; a re
     CHECK(same(sum, ok));
   }
 }
+
+TEST_CASE("on the eval thread, a pipeline that fails at submission reaches the reader") {
+  VK_REQUIRE_DEVICE();
+  // async_eval records on the eval thread (docs/eval.md); a pipeline still in creation when
+  // its dispatch is recorded fails at the batch's submission, after the tape ran.
+  auto a = ramp(29, mx::int16, 3);
+  vk::fail_pipelines_for_testing("unary:", 300);
+  auto bad = mx::negative(a, gpu);
+  mx::async_eval(bad);
+  std::string what;
+  try {
+    bad.eval();
+  } catch (const std::runtime_error& e) {
+    what = e.what();
+  }
+  vk::fail_pipelines_for_testing("");
+  CHECK(what.find("creating the pipeline of kernel unary:") != std::string::npos);
+  // Reported once; the thread takes new work and the key builds again.
+  auto retry = mx::negative(a, gpu);
+  mx::async_eval(retry);
+  CHECK(same(retry, mx::negative(a, cpu)));
+}
