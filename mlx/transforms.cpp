@@ -142,9 +142,9 @@ void check_runnable(const array& arr) {
 // Runs the tape's nodes that still have status `expected` (unscheduled inline, scheduled
 // on the eval thread), then submits each GPU stream's open batch. On a failure, `failed`
 // is the index of the node that threw (the tape holds it again, and it and every later
-// node are as they were).
-// `remains` (the eval thread): the last references to finished nodes go there instead of
-// being dropped (array::Remains).
+// node are as they were), or tape.size() when the submission threw. `remains` (the eval
+// thread): the last references to finished nodes go there instead of being dropped
+// (array::Remains).
 void run_tape(std::vector<array>& tape, const std::vector<array>& outputs, array::Status expected,
               size_t& failed, array::Remains* remains) {
   std::vector<int> gpu_streams;
@@ -238,21 +238,23 @@ void run_tape(std::vector<array>& tape, const std::vector<array>& outputs, array
   }
 }
 
-// Sets every node of tape[from..] that has status `from_status` (and its siblings) to `to`.
-void remark(std::vector<array>& tape, size_t from, array::Status from_status, array::Status to) {
+// Gives a node and its siblings a status and a job number; the siblings first: once the
+// node reads unscheduled, its lists are the builder's.
+void set_scheduling(const array& a, array::Status status, uint64_t job) {
+  for (auto& s : a.siblings()) {
+    s.set_eval_job(job);
+    s.set_status(status);
+  }
+  a.set_eval_job(job);
+  a.set_status(status);
+}
+
+// Sets every scheduled node of tape[from..] back to unscheduled (empty slots ran).
+void unschedule(std::vector<array>& tape, size_t from) {
   for (size_t i = from; i < tape.size(); ++i) {
-    const array& a = tape[i];
-    if (a.id() == 0 || a.status() != from_status) {
-      continue;  // an empty slot: the node ran
+    if (tape[i].id() != 0 && tape[i].status() == array::Status::scheduled) {
+      set_scheduling(tape[i], array::Status::unscheduled, 0);
     }
-    const uint64_t job = to == array::Status::unscheduled ? 0 : a.eval_job();
-    // The siblings first: once the node reads unscheduled, its lists are the builder's.
-    for (auto& s : a.siblings()) {
-      s.set_eval_job(job);
-      s.set_status(to);
-    }
-    a.set_eval_job(job);
-    a.set_status(to);
   }
 }
 
@@ -264,12 +266,7 @@ void queue_on_eval_thread(std::vector<array> tape, std::vector<array> outputs) {
   }
   const uint64_t job = detail::next_eval_job();
   for (auto& a : tape) {
-    a.set_eval_job(job);
-    for (auto& s : a.siblings()) {
-      s.set_eval_job(job);
-      s.set_status(array::Status::scheduled);
-    }
-    a.set_status(array::Status::scheduled);
+    set_scheduling(a, array::Status::scheduled, job);
   }
   // Cancelled (never run, or after it threw): what did not run goes back to unscheduled, as
   // if never asked for. `from` is where that starts (the tape's earlier slots are empty).
@@ -277,7 +274,7 @@ void queue_on_eval_thread(std::vector<array> tape, std::vector<array> outputs) {
   auto run = [tape = std::move(tape), outputs = std::move(outputs), from = size_t{0},
               remains = array::Remains{}](bool go) mutable {
     if (!go) {
-      remark(tape, from, array::Status::scheduled, array::Status::unscheduled);
+      unschedule(tape, from);
       return;
     }
     run_tape(tape, outputs, array::Status::scheduled, from, &remains);
