@@ -242,7 +242,7 @@ int main(int argc, char** argv) {
           build = record = wait = 0;
           start = now_ms();
           mx::vulkan::reset_host_times();
-          mx::vulkan::set_host_profiling(!threaded);
+          mx::vulkan::set_host_profiling(true);
         }
         auto next = step(mx::reshape(y, {1, 1}), build, record);
         double t0 = now_ms();
@@ -262,6 +262,13 @@ int main(int argc, char** argv) {
         // all n steps; the rest of it is the graph walk.
         std::printf("\nHost time of the eval loop per primitive, %d steps (us):\n%s", n,
                     mx::vulkan::host_profile_report().c_str());
+      } else {
+        // The eval thread's own ops (the primitives' rows; "(...)" rows are parts of them).
+        double us = 0;
+        for (const auto& t : mx::vulkan::host_times()) {
+          us += t.primitive.rfind('(', 0) == 0 ? 0.0 : t.total_us;
+        }
+        std::printf("Eval thread's ops per decode step: %.3f ms\n", us / 1e3 / n);
       }
     }
     mx::detail::set_eval_thread(thread_was);
