@@ -431,8 +431,8 @@ TEST_CASE("scaled_dot_product_attention dtypes and the primitive's inputs follow
   auto im =
       mx::fast::scaled_dot_product_attention(q, k, v, 0.5f, "array", mx::zeros({5}, mx::int32));
   CHECK(im.inputs()[3].dtype() == mx::float16);
-  auto& pc = dynamic_cast<mx::fast::ScaledDotProductAttention&>(
-      mx::fast::scaled_dot_product_attention(q, k, v, 0.5f, "causal").primitive());
+  auto causal_out = mx::fast::scaled_dot_product_attention(q, k, v, 0.5f, "causal");
+  auto& pc = dynamic_cast<mx::fast::ScaledDotProductAttention&>(causal_out.primitive());
   CHECK(pc.causal());
   CHECK_FALSE(pc.has_mask());
   CHECK_FALSE(pc.has_sinks());
