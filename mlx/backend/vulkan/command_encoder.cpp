@@ -803,8 +803,7 @@ void CommandEncoder::poll_locked(bool wait_all) {
 }
 
 void CommandEncoder::poll() {
-  // Never waits for the lock either: its holder (the eval thread recording an op) retires
-  // finished batches itself at its next commit.
+  // Nor for the lock: its holder (the eval thread, recording) retires them at its commit.
   std::unique_lock lk(mtx_, std::try_to_lock);
   if (lk.owns_lock()) {
     poll_locked(false);
