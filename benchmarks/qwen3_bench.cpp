@@ -162,10 +162,11 @@ int main(int argc, char** argv) {
       run_decode(model, context, 8);  // kernels for this context class, clocks up
       auto timed = run_decode(model, context, steps);
       // The same with async_eval recording on this thread (mlx/eval_worker.h), for scale.
-      const bool thread_was = mx::detail::eval_thread_enabled();
-      mx::detail::set_eval_thread(false);
-      auto inline_run = run_decode(model, context, steps);
-      mx::detail::set_eval_thread(thread_was);
+      DecodeRun inline_run;
+      {
+        bench::EvalThreadOff off;
+        inline_run = run_decode(model, context, steps);
+      }
       mx::vulkan::set_batch_profiling(true);
       auto batches = run_decode(model, context, steps);
       mx::vulkan::set_batch_profiling(false);

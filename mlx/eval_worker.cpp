@@ -85,7 +85,7 @@ class Worker {
 
   // Lock-free check for the common case of nothing queued and nothing to report.
   bool idle(uint64_t n) const {
-    return completed_atomic_.load(std::memory_order_acquire) >= n && !has_failure_.load();
+    return completed_.load(std::memory_order_acquire) >= n && !has_failure_.load();
   }
 
  private:
@@ -113,8 +113,7 @@ class Worker {
     {
       std::lock_guard lk(mtx_);
       returned_.push_back(std::move(fn));
-      completed_ = std::max(completed_, n);
-      completed_atomic_.store(completed_, std::memory_order_release);
+      completed_.store(std::max(completed_.load(), n), std::memory_order_release);
     }
     done_cv_.notify_all();
   }
@@ -177,8 +176,7 @@ class Worker {
   std::vector<std::function<void(bool)>> returned_;  // finished, for the queuing thread
   bool stop_ = false;
   std::atomic<uint64_t> submitted_{0};  // written by the queuing thread under mtx_
-  uint64_t completed_ = 0;
-  std::atomic<uint64_t> completed_atomic_{0};
+  std::atomic<uint64_t> completed_{0};  // written under mtx_; read without it by idle()
   std::exception_ptr failure_;
   uint64_t failed_job_ = 0;
   std::atomic<bool> has_failure_{false};

@@ -169,7 +169,7 @@ void wait_ready(const array& a) {
   uint64_t serial = alloc->write_serial.load();
   // A submitted batch is waited for without the stream's lock, which the eval thread holds
   // while it records an op (a decode loop reads token t while step t + 1 is recorded).
-  if (w >= 0 && !vulkan::wait_serial_unlocked(serial, 20000)) {
+  if (w >= 0 && !vulkan::wait_serial_unlocked(vulkan::device("wait"), serial)) {
     vulkan::encoder(w).wait_for(serial);
   }
   if (!is_ready(a)) {

@@ -1,9 +1,9 @@
 #include "mlx/backend/vulkan/serials.h"
 
-#include <chrono>
 #include <map>
 #include <mutex>
-#include <thread>
+
+#include "mlx/backend/vulkan/fence_wait.h"
 
 namespace mlx::core::vulkan {
 
@@ -67,17 +67,23 @@ bool serial_completed(uint64_t serial) {
   return true;
 }
 
-bool wait_serial_unlocked(uint64_t serial, uint64_t spin_us) {
-  if (!serial_submitted(serial)) {
-    return false;
-  }
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us);
-  while (!serial_completed(serial)) {
-    if (std::chrono::steady_clock::now() >= deadline) {
+bool wait_serial_unlocked(const Device& d, uint64_t serial) {
+  VkFence fence;
+  {
+    auto& s = serials();
+    std::lock_guard lk(s.mtx);
+    auto it = s.outstanding.find(serial);
+    if (it == s.outstanding.end()) {
+      return true;  // ended: completed (or never submitted, which nobody waits for)
+    }
+    if (!it->second.fence) {
       return false;
     }
-    std::this_thread::yield();
+    fence = it->second.fence;
   }
+  // Once the batch completes, its stream may reuse the fence for a later batch (after
+  // end_serial); waiting on that one then only waits longer, never wrongly.
+  wait_fence(d, fence);
   return true;
 }
 

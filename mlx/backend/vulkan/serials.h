@@ -13,6 +13,8 @@
 
 namespace mlx::core::vulkan {
 
+class Device;
+
 // Registers a new outstanding serial and returns it (serials start at 1).
 uint64_t begin_serial();
 // The serial's batch was submitted with `fence`: its signal completes the serial.
@@ -24,11 +26,11 @@ void end_serial(uint64_t serial);
 bool serial_submitted(uint64_t serial);
 // True once this one serial's batch has completed (queries its fence; never blocks).
 bool serial_completed(uint64_t serial);
-// Waits up to `spin_us` for a submitted serial's batch to complete, polling its fence
-// without any stream's lock (a host read while the eval thread records the next graph,
-// mlx/eval_worker.h). False when the batch is not submitted yet or has not completed in
-// that time: the caller then waits through its stream (CommandEncoder::wait_for).
-bool wait_serial_unlocked(uint64_t serial, uint64_t spin_us);
+// Waits for a submitted serial's batch to complete on its fence (wait_fence: polling, then
+// blocking), without any stream's lock (a host read while the eval thread records the next
+// graph, mlx/eval_worker.h). False, at once, when the batch is not submitted yet: the
+// caller then waits through its stream (CommandEncoder::wait_for).
+bool wait_serial_unlocked(const Device& d, uint64_t serial);
 // Every serial <= the watermark has completed (checks the fences of the oldest ones).
 uint64_t completed_watermark();
 
