@@ -387,11 +387,13 @@ TEST_CASE("host operands and launch metadata reach the GPU without barriers betw
   }
 }
 
-TEST_CASE("a stream commits its batch every MLX_VK_MAX_OPS_PER_BUFFER ops") {
+TEST_CASE("a stream commits its batch every MLX_VK_BUSY_OPS_PER_BUFFER ops even while busy") {
   VK_REQUIRE_DEVICE();
   setenv("MLX_VK_MAX_OPS_PER_BUFFER", "2", 1);
-  auto s = mx::new_stream(gpu);  // the limit is read when the stream is created
+  setenv("MLX_VK_BUSY_OPS_PER_BUFFER", "2", 1);
+  auto s = mx::new_stream(gpu);  // the limits are read when the stream is created
   unsetenv("MLX_VK_MAX_OPS_PER_BUFFER");
+  unsetenv("MLX_VK_BUSY_OPS_PER_BUFFER");
   auto a = iota_f32({64});
   a.eval();
   auto before = vk::encoder_stats();
@@ -406,15 +408,48 @@ TEST_CASE("a stream commits its batch every MLX_VK_MAX_OPS_PER_BUFFER ops") {
   check_same(y, mx::multiply(a, mx::array(7.0f), cpu), "batched");
 }
 
+TEST_CASE("a batch past MLX_VK_MAX_OPS_PER_BUFFER ops grows while its stream is busy") {
+  VK_REQUIRE_DEVICE();
+  setenv("MLX_VK_MAX_OPS_PER_BUFFER", "2", 1);
+  auto s = mx::new_stream(gpu);  // the limits are read when the stream is created
+  unsetenv("MLX_VK_MAX_OPS_PER_BUFFER");
+  auto big = iota_f32({1 << 24});
+  auto small = iota_f32({64});
+  mx::eval({big, small});
+  auto run = [&] {
+    // Two 64 MiB adds fill the first batch of 2 ops, found idle: it is submitted and keeps
+    // the device busy for milliseconds (tens on lavapipe) while six small adds record in
+    // microseconds. They find the stream busy, so they stay in the open batch until the
+    // eval's end, where a fixed limit of 2 would have made 3 more submissions.
+    auto before = vk::encoder_stats();
+    auto b = mx::add(mx::add(big, big, s), big, s);
+    auto y = small;
+    for (int i = 0; i < 6; ++i) {
+      y = mx::add(y, small, s);
+    }
+    mx::eval({b, y});
+    auto after = vk::encoder_stats();
+    check_same(y, mx::multiply(small, mx::array(7.0f), cpu), "small chain");
+    check_same(b, mx::multiply(big, mx::array(3.0f), cpu), "big chain");
+    return after.submissions - before.submissions;
+  };
+  run();  // builds the kernels
+  size_t n = run();
+  CHECK(n >= 2);
+  CHECK(n <= 3);
+}
+
 TEST_CASE(
     "a batch past MLX_VK_MAX_MB_PER_BUFFER is submitted early only while its stream is idle") {
-  vk::BatchLimits l{50, size_t{1} << 20, size_t{8} << 20};
+  vk::BatchLimits l{50, size_t{1} << 20, size_t{8} << 20, 256};
   CHECK(vk::batch_action(1, 0, l) == vk::BatchAction::keep);
   CHECK(vk::batch_action(49, (size_t{1} << 20) - 1, l) == vk::BatchAction::keep);
   CHECK(vk::batch_action(2, size_t{1} << 20, l) == vk::BatchAction::commit_if_idle);
   CHECK(vk::batch_action(2, (size_t{8} << 20) - 1, l) == vk::BatchAction::commit_if_idle);
   CHECK(vk::batch_action(2, size_t{8} << 20, l) == vk::BatchAction::commit);
-  CHECK(vk::batch_action(50, 0, l) == vk::BatchAction::commit);
+  CHECK(vk::batch_action(50, 0, l) == vk::BatchAction::commit_if_idle);
+  CHECK(vk::batch_action(255, 0, l) == vk::BatchAction::commit_if_idle);
+  CHECK(vk::batch_action(256, 0, l) == vk::BatchAction::commit);
 
   VK_REQUIRE_DEVICE();
   // 2 MiB outputs against a 1 MiB limit. With the busy limit at 1 MiB too, every op is a

@@ -121,9 +121,10 @@ CommandEncoder::CommandEncoder(Device& d, int stream_index)
     : dev_(d),
       index_(stream_index),
       limits_{std::max<size_t>(1, env_size("MLX_VK_MAX_OPS_PER_BUFFER", 50)),
-              std::max<size_t>(1, env_size("MLX_VK_MAX_MB_PER_BUFFER", 64)) << 20, 0},
+              std::max<size_t>(1, env_size("MLX_VK_MAX_MB_PER_BUFFER", 64)) << 20, 0, 0},
       max_in_flight_(std::max<size_t>(1, env_size("MLX_VK_MAX_INFLIGHT", 16))) {
   limits_.busy_bytes = std::max(limits_.bytes, busy_bytes_limit(d));
+  limits_.busy_ops = std::max(limits_.ops, env_size("MLX_VK_BUSY_OPS_PER_BUFFER", 256));
   auto ci = make_info<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
   ci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
   ci.queueFamilyIndex = d.queue_family();
@@ -655,10 +656,11 @@ void CommandEncoder::end_op(const std::vector<array>& inputs, const std::vector<
 }
 
 BatchAction batch_action(size_t ops, size_t bytes, const BatchLimits& limits) {
-  if (ops >= limits.ops || bytes >= limits.busy_bytes) {
+  if (ops >= limits.busy_ops || bytes >= limits.busy_bytes) {
     return BatchAction::commit;
   }
-  return bytes >= limits.bytes ? BatchAction::commit_if_idle : BatchAction::keep;
+  return ops >= limits.ops || bytes >= limits.bytes ? BatchAction::commit_if_idle
+                                                    : BatchAction::keep;
 }
 
 bool CommandEncoder::has_open_work() {

@@ -1,8 +1,8 @@
 // Per-stream command recording and submission.
 //
 // Each GPU stream records into one open command buffer. It is submitted ("committed") when
-// the batch reaches MLX_VK_MAX_OPS_PER_BUFFER ops, or MLX_VK_MAX_MB_PER_BUFFER megabytes
-// written while no earlier batch of the stream runs (else a larger size, batch_action), at
+// the batch reaches MLX_VK_MAX_OPS_PER_BUFFER ops or MLX_VK_MAX_MB_PER_BUFFER megabytes
+// written while no earlier batch of the stream runs (else larger bounds, batch_action), at
 // gpu::finalize, or when the host needs results. A pipeline barrier goes between two
 // commands only when the later one reads a buffer the batch wrote, or writes a buffer the
 // batch used; every command buffer starts with one full barrier, which orders it after all
@@ -40,14 +40,16 @@ namespace mlx::core::vulkan {
 
 struct Kernel;
 
-// When an open batch is submitted (CommandEncoder::end_op). `bytes` early, so that an idle
-// device starts on it; `busy_bytes` when an earlier batch of the stream still runs, since
-// each submission costs the GPU ~15 us between command buffers (NVIDIA H100) and a busy
-// device gains nothing from an early one.
+// When an open batch is submitted (CommandEncoder::end_op). At `ops` or `bytes` early, if
+// no earlier batch of the stream still runs, so that an idle device starts on it; at
+// `busy_ops` or `busy_bytes` whatever the device does. Each submission costs the GPU ~15 us
+// between command buffers (NVIDIA H100) and a busy device gains nothing from an early one;
+// the busy bounds remain because a batch holds its ops' inputs until it completes.
 struct BatchLimits {
   size_t ops = 50;                      // MLX_VK_MAX_OPS_PER_BUFFER
   size_t bytes = size_t{64} << 20;      // MLX_VK_MAX_MB_PER_BUFFER
   size_t busy_bytes = size_t{1} << 30;  // MLX_VK_BUSY_MB_PER_BUFFER, or by device memory
+  size_t busy_ops = 256;                // MLX_VK_BUSY_OPS_PER_BUFFER
 };
 enum class BatchAction { keep, commit, commit_if_idle };
 // What a batch of `ops` recorded ops writing `bytes` of outputs does next.
