@@ -127,6 +127,17 @@ int main() {
     double qb_bytes = 4.0 * qb[0].size() + 2.0 * qb[1].size() + 2.0 * qb[2].size();
     add("q4 g64 bf16 [1,14336] x [4096,14336]^T", qb_bytes,
         [&] { return mx::quantized_matmul(xb, qb[0], qb[1], qb[2], true, 64, 4); });
+    // Several rows (batched decode) in bf16, whose x lanes need no conversion instruction.
+    auto xb_rows = bench::gpu_uniform({8, 14336}, 16, mx::bfloat16);
+    for (int m : {4, 8}) {
+      auto x = mx::slice(xb_rows, {0, 0}, {m, 14336});
+      char name[64];
+      std::snprintf(name, sizeof(name), "q4 g64 bf16 [%d,14336] x [4096,14336]^T", m);
+      rows.push_back(
+          {name, qb_bytes,
+           measure_op([&] { return mx::quantized_matmul(x, qb[0], qb[1], qb[2], true, 64, 4); },
+                      batch, reps)});
+    }
   }
   if (!rows.empty()) {
     bench::print_timed_table(rows, peak);

@@ -599,6 +599,9 @@ KernelSource render_gemv(const KernelKey& key, const DeviceCaps& caps) {
   defines.push_back(std::string("SPLIT ") + bit(split));
   if (vec != "1") {
     add_vector_operand_defines("IN0_", dt, lanes, false, defines);
+    if (std::string(dt.name) == "f16") {
+      defines.push_back("X_F16_PAIRS 1");
+    }
   }
   return row_kernel_source("gemv.glsl", defines, 3, kFields, idx64, caps);
 }
@@ -830,6 +833,9 @@ KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
   }
   if (vec != "1") {
     add_vector_operand_defines("IN0_", dt, lanes, false, defines);
+    if (std::string(dt.name) == "f16") {
+      defines.push_back("X_F16_PAIRS 1");
+    }
   }
   uint32_t buffers = 5 + (norm ? 1 : 0) + (res ? 1 : 0);
   uint32_t fields = kFields + (norm ? 2 : 0) + (res ? 1 : 0);
