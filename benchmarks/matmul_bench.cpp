@@ -46,7 +46,7 @@ int main() {
   auto w_kn = gemv ? bench::gpu_uniform({14336, 4096}, 3, mx::float16) : mx::array(0.0f);
   auto w_nk = gemv ? bench::gpu_uniform({14336, 4096}, 4, mx::float16) : mx::array(0.0f);
   auto x14 = bench::gpu_uniform({1, 14336}, 5, mx::float16);
-  auto x14_rows = bench::gpu_uniform({8, 14336}, 10, mx::float16);
+  auto x14_rows = bench::gpu_uniform({16, 14336}, 10, mx::float16);
   auto x4 = bench::gpu_uniform({8, 4096}, 6, mx::float16);
   auto emb = gemv ? bench::gpu_uniform({151936, 1024}, 7, mx::bfloat16) : mx::array(0.0f);
   auto h1 = bench::gpu_uniform({1, 1024}, 8, mx::bfloat16);
@@ -79,7 +79,7 @@ int main() {
       auto q = mx::quantize(wq_src, 64, bits);
       mx::eval(q);
       double bytes = 4.0 * q[0].size() + 2.0 * q[1].size() + 2.0 * q[2].size();
-      for (int m : {1, 4, 8}) {
+      for (int m : {1, 4, 8, 16}) {
         auto x = mx::slice(x14_rows, {0, 0}, {m, 14336});
         char name[64];
         std::snprintf(name, sizeof(name), "q%d g64 [%d,14336] x [4096,14336]^T", bits, m);
@@ -137,6 +137,26 @@ int main() {
           {name, qb_bytes,
            measure_op([&] { return mx::quantized_matmul(x, qb[0], qb[1], qb[2], true, 64, 4); },
                       batch, reps)});
+    }
+  }
+  if (bench::wanted("MATMUL_BENCH_ONLY", "qrows")) {
+    // The 4-bit down projection of an 8B-class model by rows, f16 and bf16: where qmvc
+    // (MLX_VK_QMV_COOP=on) and qmv (off) cross.
+    for (auto dt : {mx::float16, mx::bfloat16}) {
+      auto q = mx::quantize(bench::gpu_uniform({4096, 14336}, 17, dt), 64, 4);
+      auto xr = bench::gpu_uniform({16, 14336}, 18, dt);
+      mx::eval(q);
+      double bytes = 4.0 * q[0].size() + 2.0 * q[1].size() + 2.0 * q[2].size();
+      for (int m : {2, 3, 4, 5, 6, 7, 8, 12, 16}) {
+        auto x = mx::slice(xr, {0, 0}, {m, 14336});
+        char name[64];
+        std::snprintf(name, sizeof(name), "q4 g64 %s [%d,14336] x [4096,14336]^T",
+                      dt == mx::float16 ? "f16" : "bf16", m);
+        rows.push_back(
+            {name, bytes,
+             measure_op([&] { return mx::quantized_matmul(x, q[0], q[1], q[2], true, 64, 4); },
+                        batch, reps)});
+      }
     }
   }
   if (!rows.empty()) {

@@ -38,6 +38,7 @@ const std::vector<Family>& families() {
       {"gemv", render_gemv, 0},
       {"qmm", render_qmm, 0},
       {"qmv", render_qmv, 0},
+      {"qmvc", render_qmvc, 0},
       {"quant", render_quant, 0},
       {"sdpa", render_attention, 0},
       {"sort", render_sort, 0},

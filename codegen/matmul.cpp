@@ -12,13 +12,12 @@
 #include "codegen/dtypes.h"
 #include "codegen/elementwise_ops.h"
 #include "codegen/internal.h"
+#include "codegen/matmul_internal.h"
 
 namespace mlx::core::vulkan::codegen {
 
 namespace {
 
-// Both templates pack these 15 fields, each IDX_T.
-constexpr uint32_t kFields = 15;
 // Workgroups that keep a large GPU busy (an H200 has 132 multiprocessors); below this a
 // smaller tile (gemm) or a split along k (gemv) pays.
 constexpr int64_t kBusyGroups = 256;
@@ -32,39 +31,6 @@ int64_t float_bits(float v) {
   uint32_t b;
   std::memcpy(&b, &v, 4);
   return static_cast<int64_t>(b);
-}
-
-// The largest element index any invocation computes, with m, n and k rounded up to whole
-// tiles (out-of-range indices are formed before their bounds check).
-bool geometry_idx64(const MatmulGeometry& g, int64_t bm, int64_t bn, int64_t bk) {
-  int64_t m = ceil_div(std::max<int64_t>(g.m, 1), bm) * bm;
-  int64_t n = ceil_div(std::max<int64_t>(g.n, 1), bn) * bn;
-  int64_t k = ceil_div(std::max<int64_t>(g.k, 1), bk) * bk;
-  int64_t outer = ceil_div(g.batches, g.nb1);
-  auto batch_span = [&](int64_t bs0, int64_t bs1) { return outer * bs0 + g.nb1 * bs1; };
-  uint64_t a = g.a_offset + static_cast<uint64_t>((g.a_t ? k : m) * g.lda + (g.a_t ? m : k) +
-                                                  batch_span(g.a_bs0, g.a_bs1));
-  uint64_t b = g.b_offset + static_cast<uint64_t>((g.b_t ? n : k) * g.ldb + (g.b_t ? k : n) +
-                                                  batch_span(g.b_bs0, g.b_bs1));
-  uint64_t out = g.out_offset + static_cast<uint64_t>(g.batches * m * n);
-  // Scales and biases (quantized B) hold fewer elements than B has values.
-  uint64_t s = std::max(g.scales_offset, g.biases_offset) + (b - g.b_offset);
-  return reach_needs_64(std::max({a, b, out, s}));
-}
-
-void check_geometry(const MatmulGeometry& g, const std::string& where) {
-  if (g.m < 0 || g.n < 0 || g.k < 0 || g.batches < 1 || g.nb1 < 1 || g.lda < 0 || g.ldb < 0 ||
-      g.a_bs0 < 0 || g.a_bs1 < 0 || g.b_bs0 < 0 || g.b_bs1 < 0) {
-    throw std::invalid_argument("[launch] " + where + ": inconsistent matmul geometry.");
-  }
-}
-
-const DtypeInfo& float_dtype(const KernelKey& key, const std::string& where) {
-  const DtypeInfo& dt = dtype_info(key_param(key, "dtype", where), where);
-  if (dt.kind != Kind::Float) {
-    throw std::invalid_argument("[render] " + where + ": needs a float dtype.");
-  }
-  return dt;
 }
 
 bool flag(const KernelKey& key, const char* name, const std::string& where) {
@@ -208,6 +174,52 @@ uint32_t gemv_tpr(const MatmulGeometry& g, uint32_t vec, const DeviceCaps& caps)
 
 }  // namespace
 
+// The largest element index any invocation computes, with m, n and k rounded up to whole
+// tiles (out-of-range indices are formed before their bounds check).
+bool geometry_idx64(const MatmulGeometry& g, int64_t bm, int64_t bn, int64_t bk) {
+  int64_t m = ceil_div(std::max<int64_t>(g.m, 1), bm) * bm;
+  int64_t n = ceil_div(std::max<int64_t>(g.n, 1), bn) * bn;
+  int64_t k = ceil_div(std::max<int64_t>(g.k, 1), bk) * bk;
+  int64_t outer = ceil_div(g.batches, g.nb1);
+  auto batch_span = [&](int64_t bs0, int64_t bs1) { return outer * bs0 + g.nb1 * bs1; };
+  uint64_t a = g.a_offset + static_cast<uint64_t>((g.a_t ? k : m) * g.lda + (g.a_t ? m : k) +
+                                                  batch_span(g.a_bs0, g.a_bs1));
+  uint64_t b = g.b_offset + static_cast<uint64_t>((g.b_t ? n : k) * g.ldb + (g.b_t ? k : n) +
+                                                  batch_span(g.b_bs0, g.b_bs1));
+  uint64_t out = g.out_offset + static_cast<uint64_t>(g.batches * m * n);
+  // Scales and biases (quantized B) hold fewer elements than B has values.
+  uint64_t s = std::max(g.scales_offset, g.biases_offset) + (b - g.b_offset);
+  return reach_needs_64(std::max({a, b, out, s}));
+}
+
+void check_geometry(const MatmulGeometry& g, const std::string& where) {
+  if (g.m < 0 || g.n < 0 || g.k < 0 || g.batches < 1 || g.nb1 < 1 || g.lda < 0 || g.ldb < 0 ||
+      g.a_bs0 < 0 || g.a_bs1 < 0 || g.b_bs0 < 0 || g.b_bs1 < 0) {
+    throw std::invalid_argument("[launch] " + where + ": inconsistent matmul geometry.");
+  }
+}
+
+const DtypeInfo& float_dtype(const KernelKey& key, const std::string& where) {
+  const DtypeInfo& dt = dtype_info(key_param(key, "dtype", where), where);
+  if (dt.kind != Kind::Float) {
+    throw std::invalid_argument("[render] " + where + ": needs a float dtype.");
+  }
+  return dt;
+}
+
+// Quantization parameters of a qmm/qmv key: bits in {2, 3, 4, 5, 6, 8}, gs in {32, 64, 128}.
+void parse_quant(const KernelKey& key, const std::string& where, int& bits, int& gs) {
+  bits = std::atoi(key_param(key, "bits", where).c_str());
+  gs = std::atoi(key_param(key, "gs", where).c_str());
+  bool bits_ok = bits == 2 || bits == 3 || bits == 4 || bits == 5 || bits == 6 || bits == 8;
+  if (!bits_ok || (gs != 32 && gs != 64 && gs != 128) ||
+      key_param(key, "bits", where) != std::to_string(bits) ||
+      key_param(key, "gs", where) != std::to_string(gs)) {
+    throw std::invalid_argument("[render] " + where +
+                                ": bits must be 2, 3, 4, 5, 6 or 8 and gs 32, 64 or 128.");
+  }
+}
+
 bool reach_needs_64(uint64_t reach) {
   return 2 * reach + (uint64_t{1} << 17) >
          static_cast<uint64_t>(std::numeric_limits<int32_t>::max());
@@ -344,19 +356,6 @@ KernelKey gemm_key(const std::string& dtype, const MatmulGeometry& g, const Gemm
 }
 
 namespace {
-
-// Quantization parameters of a qmm/qmv key: bits in {2, 3, 4, 5, 6, 8}, gs in {32, 64, 128}.
-void parse_quant(const KernelKey& key, const std::string& where, int& bits, int& gs) {
-  bits = std::atoi(key_param(key, "bits", where).c_str());
-  gs = std::atoi(key_param(key, "gs", where).c_str());
-  bool bits_ok = bits == 2 || bits == 3 || bits == 4 || bits == 5 || bits == 6 || bits == 8;
-  if (!bits_ok || (gs != 32 && gs != 64 && gs != 128) ||
-      key_param(key, "bits", where) != std::to_string(bits) ||
-      key_param(key, "gs", where) != std::to_string(gs)) {
-    throw std::invalid_argument("[render] " + where +
-                                ": bits must be 2, 3, 4, 5, 6 or 8 and gs 32, 64 or 128.");
-  }
-}
 
 // gemm.glsl for a gemm key (quant false) or a qmm key (quant true).
 KernelSource gemm_source(const KernelKey& key, const DeviceCaps& caps, bool quant) {

@@ -107,6 +107,18 @@ KernelKey qmm_key(const std::string& dtype, const MatmulGeometry& g, const GemmT
 KernelSource render_qmm(const KernelKey& key, const DeviceCaps& caps);
 Launch qmm_launch(const KernelKey& key, const KernelSource& source, const MatmulGeometry& g);
 
+// Whether the qmvc family (templates/qmv_coop.glsl: 2 to 16 rows on cooperative matrices)
+// can run the quantized product: transpose=true, k a multiple of 64, x's rows on 16 bytes,
+// f16 (NV or KHR) or bf16 (KHR) on 32-lane subgroups, no absorbed ops. Preferred to qmv
+// where it applies (docs/matmul.md).
+bool qmvc_applies(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps);
+// Whether qmvc is the faster choice where it applies (by rows: qmv wins for few).
+bool qmvc_preferred(const std::string& dtype, const MatmulGeometry& g);
+// "qmvc:bits,dtype=f16|bf16,gs,idx=32|64,kc=64,path=nv|khr,sg=8,wvec=0|1".
+KernelKey qmvc_key(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps);
+KernelSource render_qmvc(const KernelKey& key, const DeviceCaps& caps);
+Launch qmvc_launch(const KernelKey& key, const KernelSource& source, const MatmulGeometry& g);
+
 // Whether the qmv family can run the quantized product: m <= 8, transpose=true (b_t).
 bool qmv_applies(const MatmulGeometry& g);
 // Whether qmv can also apply g's rms_norm (g.prenorm) and residual (g.residual): qmv

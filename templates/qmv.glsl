@@ -165,30 +165,7 @@ layout(std430, set = 0, binding = RESIDUAL_BINDING) readonly buffer Residual {
 shared float ks_part[WGS / TPR][MR * NC + MR];
 #endif
 
-// Value j of a pack (a compile-time j after unrolling: the shifts are constants).
-uint pack_value(uint words[BITS], uint j) {
-#if BITS == 2 || BITS == 4
-  // Split into bytes first: value k of a word is byte k / R of (word >> (k % R) * BITS)
-  // masked to BITS per byte, R = 8 / BITS values a byte. The masks are shared by the
-  // word's values, and a byte converts to float with the byte chosen in the conversion.
-  const uint R = 8u / BITS;
-  uint word = words[j * BITS / 32u];
-  uint k = j % (32u / BITS);
-  uint t = (word >> ((k % R) * BITS)) & (MASK * 0x01010101u);
-  return (t >> (8u * (k / R))) & 0xFFu;
-#else
-  uint bit = j * BITS;
-  uint w = bit >> 5;
-  uint sh = bit & 31u;
-  uint v = words[w] >> sh;
-#if (32 % BITS) != 0
-  if (sh + BITS > 32u) {
-    v |= words[w + 1] << (32u - sh);
-  }
-#endif
-  return v & MASK;
-#endif
-}
+#include "include/quant_pack.glsl"
 
 // x[uint(row, 32 * p + j)] for j < 32, as f32.
 void load_x(IDX_T row, IDX_T p, out float xs[32]) {

@@ -13,6 +13,8 @@
 // roundoff), since the cooperative-matrix qmm multiplies weights rounded to the dtype.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include <algorithm>
 
 #include "harness.h"
@@ -238,6 +240,55 @@ TEST_CASE("quantized_matmul of one row with a huge N: 4 columns a team") {
   check_qmm({4, 64, mx::bfloat16, true, 1, 262150, 2}, 4600);
   auto counts = mx::vulkan::fallback_counts();
   CHECK(counts["QuantizedMatmul"] == 0);
+}
+
+TEST_CASE("quantized_matmul keeps a NaN or infinite scale: qmv, and qmvc on a GPU with it") {
+  if (!gpu_present())
+    return;
+  // 1 row takes qmv; 8 and 16 take qmvc where the device has cooperative matrices, whose
+  // bf16 rounding skips the NaN test for packs of finite scales and biases.
+  auto cpu = mx::Device::cpu, gpu = mx::Device::gpu;
+  uint64_t seed = 6000;
+  for (auto dt : {mx::bfloat16, mx::float16}) {
+    for (int m : {1, 8, 16}) {
+      auto x = uniform({m, 256}, dt, seed += 2);
+      auto q = mx::quantize(uniform({32, 256}, dt, seed + 1), 64, 4, "affine", std::nullopt, cpu);
+      mx::eval(q);
+      // Column 3's first group gets a NaN scale, column 5's an infinite one.
+      auto scales = mlx_test::to_doubles(q[1]);
+      scales[3 * 4] = std::nan("");
+      scales[5 * 4] = INFINITY;
+      std::vector<float> sf(scales.begin(), scales.end());
+      auto s = mx::astype(mx::array(sf.data(), q[1].shape(), mx::float32), dt, cpu);
+      auto want = mx::quantized_matmul(x, q[0], s, q[2], true, 64, 4, "affine", cpu);
+      auto got = mx::quantized_matmul(on_device(x, gpu), on_device(q[0], gpu), on_device(s, gpu),
+                                      on_device(q[2], gpu), true, 64, 4, "affine", gpu);
+      auto gv = mlx_test::to_doubles(got), wv = mlx_test::to_doubles(want);
+      std::string what = mx::dtype_to_string(dt) + " rows " + std::to_string(m);
+      CAPTURE(what);
+      for (int r = 0; r < m; ++r) {
+        CHECK(std::isnan(gv[r * 32 + 3]));
+        CHECK(!std::isfinite(gv[r * 32 + 5]));
+        CHECK(std::isfinite(gv[r * 32 + 4]));
+      }
+      // The other columns as check_qmm bounds them: one rounding of the output plus the
+      // weights' rounding to the dtype (qmvc multiplies them in it).
+      auto wd = mx::dequantize(q[0], q[1], q[2], 64, 4, "affine", std::nullopt, mx::float32, cpu);
+      auto av = mlx_test::to_doubles(mx::matmul(mx::abs(mx::astype(x, mx::float32, cpu), cpu),
+                                                mx::transpose(mx::abs(wd, cpu), cpu), cpu));
+      Tolerance tol = default_tolerance(dt);
+      double u = dt == mx::float16 ? 0x1p-11 : 0x1p-8;
+      for (size_t i = 0; i < gv.size(); ++i) {
+        if (i % 32 == 3 || i % 32 == 5) {
+          continue;  // checked above (inf * 0 makes column 5 NaN or infinite by sum order)
+        }
+        if (!mlx_test::close(gv[i], wv[i], tol.rtol, tol.atol + u * av[i])) {
+          FAIL_CHECK(what << ": element " << i << " GPU " << gv[i] << " CPU " << wv[i]);
+          break;
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("quantized_matmul with x batch dims and 2-d weights folds rows") {

@@ -1,8 +1,9 @@
 // eval_gpu of AddMM, QuantizedMatmul, Dequantize and AffineQuantize.
 //   AddMM: C copied into the output, then the gemm family with its addmm epilogue.
-//   QuantizedMatmul: "qmv" (transpose=true, M <= 8: a decode step) or "qmm" (the gemm
-//     template reading B from the packed format), on dense operands; with 2-d weights
-//     every batch row of x folds into M.
+//   QuantizedMatmul: "qmvc" (transpose=true, 5 to 16 rows on cooperative matrices), "qmv"
+//     (transpose=true, M <= 8: a decode step) or "qmm" (the gemm template reading B from
+//     the packed format), on dense operands; with 2-d weights every batch row of x folds
+//     into M.
 //   Dequantize / AffineQuantize: the "quant" family, one invocation per pack or group.
 // docs/matmul.md and docs/quantization.md.
 #include "codegen/matmul.h"
@@ -15,6 +16,7 @@
 #include "mlx/backend/vulkan/launch_memo.h"
 #include "mlx/backend/vulkan/matmul.h"
 #include "mlx/backend/vulkan/reduce_plan.h"
+#include "mlx/backend/vulkan/utils.h"
 #include "mlx/fast_primitives.h"
 #include "mlx/primitives.h"
 
@@ -234,23 +236,36 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
     g.residual_offset = br.elem_offset;
     bindings[n_bindings++] = br.binding;
   }
+  // A few rows on cooperative matrices where the device has them and they win (qmvc), else
+  // qmv up to 8 rows, else the gemm template (qmm). MLX_VK_QMV_COOP=on takes qmvc wherever
+  // it applies, off never (for measuring).
+  static const std::string qmvc_mode = vulkan::env_string("MLX_VK_QMV_COOP", "auto");
+  bool coop_rows = qmvc_mode != "off" && codegen::qmvc_applies(dtype, g, dev.caps()) &&
+                   (qmvc_mode == "on" || codegen::qmvc_preferred(dtype, g));
   bool qmv = codegen::qmv_applies(g);
-  const auto& planned =
-      vulkan::memoized(vulkan::matmul_signature(qmv ? "qmv" : "qmm", dtype, g), [&] {
-        if (qmv) {
-          auto key = codegen::qmv_key(dtype, g, dev.caps());
-          const auto& kernel = vulkan::kernel_library().get(key);
-          return vulkan::MemoEntry{&kernel, codegen::qmv_launch(key, kernel.source, g)};
-        }
-        auto tile = vulkan::planned_gemm_tile(g, dtype, true);
-        auto key = codegen::qmm_key(dtype, g, tile);
-        const vulkan::Kernel* kernel = vulkan::get_kernel_or_drop_coop(key, tile.coop);
-        if (kernel == nullptr) {
-          key = codegen::qmm_key(dtype, g, codegen::gemm_tile(g, dev.caps(), dtype));
-          kernel = &vulkan::kernel_library().get(key);
-        }
-        return vulkan::MemoEntry{kernel, codegen::qmm_launch(key, kernel->source, g)};
-      });
+  const char* family = coop_rows ? "qmvc" : qmv ? "qmv" : "qmm";
+  const auto& planned = vulkan::memoized(vulkan::matmul_signature(family, dtype, g), [&] {
+    if (coop_rows) {
+      auto key = codegen::qmvc_key(dtype, g, dev.caps());
+      if (const auto* kernel = vulkan::get_kernel_or_drop_coop(key, true)) {
+        return vulkan::MemoEntry{kernel, codegen::qmvc_launch(key, kernel->source, g)};
+      }
+      // The driver could not build cooperative matrices: they are off now, plan again.
+    }
+    if (qmv) {
+      auto key = codegen::qmv_key(dtype, g, dev.caps());
+      const auto& kernel = vulkan::kernel_library().get(key);
+      return vulkan::MemoEntry{&kernel, codegen::qmv_launch(key, kernel.source, g)};
+    }
+    auto tile = vulkan::planned_gemm_tile(g, dtype, true);
+    auto key = codegen::qmm_key(dtype, g, tile);
+    const vulkan::Kernel* kernel = vulkan::get_kernel_or_drop_coop(key, tile.coop);
+    if (kernel == nullptr) {
+      key = codegen::qmm_key(dtype, g, codegen::gemm_tile(g, dev.caps(), dtype));
+      kernel = &vulkan::kernel_library().get(key);
+    }
+    return vulkan::MemoEntry{kernel, codegen::qmm_launch(key, kernel->source, g)};
+  });
   vulkan::record_launch(enc, *planned.kernel, planned.launch, std::span(bindings, n_bindings));
 }
 

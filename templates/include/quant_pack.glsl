@@ -1,0 +1,33 @@
+// One value of a pack of MLX's packed format (docs/quantization.md): a pack is 32
+// consecutive values of a row of W, BITS words inside one group. Shared by the qmv family's
+// kernels (qmv.glsl, qmv_coop.glsl). The including template defines BITS and
+// MASK ((1u << BITS) - 1u).
+#ifndef MLX_QUANT_PACK_GLSL
+#define MLX_QUANT_PACK_GLSL
+
+// Value j of a pack (a compile-time j after unrolling: the shifts are constants).
+uint pack_value(uint words[BITS], uint j) {
+#if BITS == 2 || BITS == 4
+  // Split into bytes first: value k of a word is byte k / R of (word >> (k % R) * BITS)
+  // masked to BITS per byte, R = 8 / BITS values a byte. The masks are shared by the
+  // word's values, and a byte converts to float with the byte chosen in the conversion.
+  const uint R = 8u / BITS;
+  uint word = words[j * BITS / 32u];
+  uint k = j % (32u / BITS);
+  uint t = (word >> ((k % R) * BITS)) & (MASK * 0x01010101u);
+  return (t >> (8u * (k / R))) & 0xFFu;
+#else
+  uint bit = j * BITS;
+  uint w = bit >> 5;
+  uint sh = bit & 31u;
+  uint v = words[w] >> sh;
+#if (32 % BITS) != 0
+  if (sh + BITS > 32u) {
+    v |= words[w + 1] << (32u - sh);
+  }
+#endif
+  return v & MASK;
+#endif
+}
+
+#endif

@@ -1,0 +1,282 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#extension GL_NV_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require
+#extension GL_EXT_control_flow_attributes : require
+// Quantized products of a few rows on cooperative matrices (the "qmvc" family:
+// quantized_matmul with transpose=true and 2 to 16 rows: batched decode, a speculative
+// step's draft tokens, a short prompt). qmv.glsl multiplies each row on the FMA units, so
+// its time grows with the rows (8 rows: 8 multiply-adds per weight value, 4.5x the time of
+// one row on an H100); here the rows, padded to 16, cost one fragment multiply whatever
+// their number, and the time is that of reading and dequantizing W once.
+//
+//   out[z, m, n] = sum_k x[z, m, k] * (scale[n, k / GS] * q[n, k] + bias[n, k / GS])
+//
+// A workgroup owns 16 adjacent columns n (rows of W) and all of k; its SG subgroups split
+// k into chunks of KC values, subgroup s taking chunks s, s + SG, ... Per chunk a subgroup
+// dequantizes its 16 x KC values of W to f16 (bf16) in its own shared stage (each lane a
+// whole pack of 32 values: one scale and bias), copies the x rows of the chunk next to it
+// (rows >= M stay zero), and adds KC / 16 fragment products to its 16 x 16 f32
+// accumulator. The words of the next chunk are loaded before the current one is multiplied
+// (two register sets), so each load has a chunk of work to arrive in. At the end the
+// subgroups' accumulators meet in shared memory in a fixed order and the output is rounded
+// once. Stages are private to a subgroup: the chunk loop has no workgroup barrier.
+//
+// W's values become scale * q + bias in f32, then f16 (bf16) for the multiply-adds, as
+// gemm_coop.glsl's qmm does (a step coarser than qmv.glsl's f32 sums: docs/matmul.md).
+//
+// The engine defines BITS, GS, SG, KC (a multiple of 32 dividing k), WVEC (1: packs read as
+// uvec4s), COOP_BF16, IN0_* and OUT_* (f16 or bf16), and the workgroup size (SG subgroups
+// of 32 lanes) as spec constant 0. codegen/matmul.cpp (qmvc_applies) picks it only where
+// x's rows start on 16 bytes. The KHR path is this module rewritten (codegen/coop_rewrite.h).
+#ifndef BITS
+#define BITS 4
+#define GS 64
+#endif
+#ifndef SG
+#define SG 8
+#endif
+#ifndef KC
+#define KC 64
+#endif
+#ifndef WVEC
+#define WVEC 0
+#endif
+#ifndef COOP_BF16
+#define COOP_BF16 0
+#endif
+#ifndef IN0_ST
+#define MLX_STORAGE_16BIT 1
+#define IN0_ST uint16_t
+#define IN0_LOAD(x) f16_bits_to_f32(uint(x))
+#define OUT_ST uint16_t
+#define OUT_CT float
+#define OUT_STORE(v) uint16_t(f32_to_f16_bits(v))
+#endif
+
+#include "include/operands.glsl"
+
+#define MASK ((1u << BITS) - 1u)
+#include "include/quant_pack.glsl"
+
+layout(local_size_x_id = 0) in;
+#define WGS gl_WorkGroupSize.x
+
+layout(std430, set = 0, binding = 0) readonly buffer X {
+  uvec4 x4[];
+};
+layout(std430, set = 0, binding = 1) readonly buffer W {
+  uint wq[];
+};
+#if WVEC
+layout(std430, set = 0, binding = 1) readonly buffer WV {
+  uvec4 wq4[];
+};
+#endif
+layout(std430, set = 0, binding = 2) readonly buffer Scales {
+  IN0_ST scales[];
+};
+layout(std430, set = 0, binding = 3) readonly buffer Biases {
+  IN0_ST qbiases[];
+};
+layout(std430, set = 0, binding = 4) writeonly buffer Out {
+  OUT_ST outv[];
+};
+
+#include "include/matmul_params.glsl"
+// b_* are in words; extra0 / extra1: the scales' and biases' offsets.
+
+// B's fragments give their row count as a specialization constant (always 16), so that
+// their type differs from A's: the KHR path (codegen/coop_rewrite.h) needs one use per type.
+layout(constant_id = 1) const uint COOP_K = 16;
+
+#define PACKS (KC / 32)                  // packs of a row in a chunk
+#define LANE_PACKS (16 * PACKS / 32)     // packs a lane dequantizes per chunk
+#define LD (KC / 8 + 1)                  // a stage row in uvec4s (8 values), 1 of padding
+#define STAGE (16 * LD)                  // one subgroup's stage, in uvec4s
+#define X_CHUNKS (16 * (KC / 8) / 32)    // uvec4s of x per lane and chunk (rows < M only)
+
+shared uvec4 ws4[SG * STAGE];  // dequantized W, [n][k]: B (k x n) read column-major
+shared uvec4 xs4[SG * STAGE];  // x rows, [m][k]: A
+
+#if COOP_BF16
+// pack_bf16x2 (types.glsl) for values that are not NaN: round to nearest-even in integers.
+uint pack_bf16x2_finite(float lo, float hi) {
+  uint a = floatBitsToUint(lo), b = floatBitsToUint(hi);
+  a += 0x7fffu + ((a >> 16) & 1u);
+  b += 0x7fffu + ((b >> 16) & 1u);
+  return (a >> 16) | (b & 0xffff0000u);
+}
+#endif
+
+// One chunk's loads: W's words with their scales and biases, and this lane's x vectors.
+struct ChunkRegs {
+  uint words[LANE_PACKS][BITS];
+  float s[LANE_PACKS];
+  float b[LANE_PACKS];
+  uvec4 xv[X_CHUNKS];
+};
+
+void main() {
+  uint sg = gl_SubgroupID;
+  uint lane = gl_SubgroupInvocationID;
+  IDX_T z = IDX_T(gl_WorkGroupID.z);
+  IDX_T outer = z / pc.nb1;
+  IDX_T inner = z - outer * pc.nb1;
+  IDX_T a_base = pc.a_offset + outer * pc.a_bs0 + inner * pc.a_bs1;
+  IDX_T w_batch = outer * pc.b_bs0 + inner * pc.b_bs1;
+  IDX_T col0 = IDX_T(gl_WorkGroupID.x) * 16;
+  uint stage = sg * STAGE;
+  IDX_T groups_per_row = pc.k / GS;
+
+  // This lane's packs: pack j = lane + 32 t of the chunk's 16 rows x PACKS packs. Rows past
+  // N repeat the last one (reads stay in bounds; their outputs are never stored).
+  IDX_T w_row[LANE_PACKS];
+  IDX_T s_row[LANE_PACKS];
+  uint w_pack[LANE_PACKS];
+  uint w_stage[LANE_PACKS];
+  [[unroll]] for (uint t = 0; t < LANE_PACKS; ++t) {
+    uint j = lane + 32u * t;
+    uint r = j / PACKS;
+    IDX_T n = min(col0 + IDX_T(r), pc.n - 1);
+    w_row[t] = pc.b_offset + w_batch + n * pc.ldb;
+    s_row[t] = w_batch * 32 / BITS / GS + n * groups_per_row;
+    w_pack[t] = j % PACKS;
+    w_stage[t] = stage + r * LD + (j % PACKS) * 4u;
+  }
+  // x rows >= M are zeros for the whole loop.
+  for (uint i = lane; i < STAGE; i += 32u) {
+    if (IDX_T(i / LD) >= pc.m) {
+      xs4[stage + i] = uvec4(0);
+    }
+  }
+
+#define LOAD_CHUNK(R, c)                                                                 \
+  {                                                                                      \
+    IDX_T p0 = IDX_T(c) * PACKS;                                                         \
+    [[unroll]] for (uint t = 0; t < LANE_PACKS; ++t) {                                   \
+      IDX_T p = p0 + IDX_T(w_pack[t]);                                                   \
+      LOAD_WORDS(R, t, w_row[t] + p * BITS);                                             \
+      IDX_T g = s_row[t] + p * 32 / GS;                                                  \
+      R.s[t] = float(IN0_LOAD(scales[uint(pc.extra0 + g)]));                             \
+      R.b[t] = float(IN0_LOAD(qbiases[uint(pc.extra1 + g)]));                            \
+    }                                                                                    \
+    [[unroll]] for (uint t = 0; t < X_CHUNKS; ++t) {                                     \
+      uint e = lane + 32u * t;                                                           \
+      IDX_T row = IDX_T(e / (KC / 8));                                                   \
+      if (row < pc.m) {                                                                  \
+        R.xv[t] = x4[uint((a_base + row * pc.lda + IDX_T(c) * KC) / 8 + e % (KC / 8))];  \
+      }                                                                                  \
+    }                                                                                    \
+  }
+#if WVEC
+#define LOAD_WORDS(R, t, at)                                 \
+  [[unroll]] for (uint q = 0; q < BITS / 4; ++q) {           \
+    uvec4 v = wq4[uint((at) / 4 + q)];                       \
+    R.words[t][4 * q] = v.x;                                 \
+    R.words[t][4 * q + 1] = v.y;                             \
+    R.words[t][4 * q + 2] = v.z;                             \
+    R.words[t][4 * q + 3] = v.w;                             \
+  }
+#else
+#define LOAD_WORDS(R, t, at)                       \
+  [[unroll]] for (uint q = 0; q < BITS; ++q) {     \
+    R.words[t][q] = wq[uint((at) + q)];            \
+  }
+#endif
+
+  // The chunk's values into this subgroup's stages, then its fragment products.
+#if COOP_BF16
+  // scale * q + bias is NaN only when the scale or the bias is not finite (q is a small
+  // integer; a finite product that overflows is an infinity, which the rounding below keeps).
+  // So a pack of finite ones rounds to bf16 without pack_bf16x2's NaN test per value.
+#define PACK_PAIR(lo, hi) (finite ? pack_bf16x2_finite(lo, hi) : pack_bf16x2(lo, hi))
+#define PACK_FINITE(R, t) bool finite = !(isnan(R.s[t]) || isinf(R.s[t]) || isnan(R.b[t]) || isinf(R.b[t]));
+#else
+#define PACK_PAIR(lo, hi) packHalf2x16(vec2(lo, hi))
+#define PACK_FINITE(R, t)
+#endif
+#define STAGE_CHUNK(R)                                                                   \
+  {                                                                                      \
+    [[unroll]] for (uint t = 0; t < LANE_PACKS; ++t) {                                   \
+      PACK_FINITE(R, t)                                                                  \
+      uint pairs[16];                                                                    \
+      [[unroll]] for (uint i = 0; i < 16u; ++i) {                                        \
+        float lo = R.s[t] * float(pack_value(R.words[t], 2u * i)) + R.b[t];              \
+        float hi = R.s[t] * float(pack_value(R.words[t], 2u * i + 1u)) + R.b[t];         \
+        pairs[i] = PACK_PAIR(lo, hi);                                                    \
+      }                                                                                  \
+      [[unroll]] for (uint q = 0; q < 4u; ++q) {                                         \
+        ws4[w_stage[t] + q] =                                                            \
+            uvec4(pairs[4 * q], pairs[4 * q + 1], pairs[4 * q + 2], pairs[4 * q + 3]);   \
+      }                                                                                  \
+    }                                                                                    \
+    [[unroll]] for (uint t = 0; t < X_CHUNKS; ++t) {                                     \
+      uint e = lane + 32u * t;                                                           \
+      uint row = e / (KC / 8);                                                           \
+      if (IDX_T(row) < pc.m) {                                                           \
+        xs4[stage + row * LD + e % (KC / 8)] = R.xv[t];                                  \
+      }                                                                                  \
+    }                                                                                    \
+    subgroupMemoryBarrierShared();                                                       \
+    subgroupBarrier();                                                                   \
+  }
+#define MULTIPLY_CHUNK()                                                                 \
+  {                                                                                      \
+    [[unroll]] for (uint kk = 0; kk < KC; kk += 16) {                                    \
+      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa;                                       \
+      fcoopmatNV<16, gl_ScopeSubgroup, COOP_K, 16> fb;                                   \
+      coopMatLoadNV(fa, xs4, stage + kk / 8u, LD, false);                                \
+      coopMatLoadNV(fb, ws4, stage + kk / 8u, LD, true);                                 \
+      acc = coopMatMulAddNV(fa, fb, acc);                                                \
+    }                                                                                    \
+    subgroupBarrier();                                                                   \
+  }
+
+  fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+  IDX_T chunks = pc.k / KC;
+  ChunkRegs r0, r1;
+  IDX_T c = IDX_T(sg);
+  if (c < chunks) {
+    LOAD_CHUNK(r0, c);
+  }
+  if (c + SG < chunks) {
+    LOAD_CHUNK(r1, c + SG);
+  }
+  for (; c < chunks; c += 2 * SG) {
+    STAGE_CHUNK(r0);
+    if (c + 2 * SG < chunks) {
+      LOAD_CHUNK(r0, c + 2 * SG);
+    }
+    MULTIPLY_CHUNK();
+    if (c + SG >= chunks) {
+      break;
+    }
+    STAGE_CHUNK(r1);
+    if (c + 3 * SG < chunks) {
+      LOAD_CHUNK(r1, c + 3 * SG);
+    }
+    MULTIPLY_CHUNK();
+  }
+
+  // The subgroups' sums meet in their W stages (each 16 x 16 f32 fits in 64 uvec4s of
+  // one), added in subgroup order, rounded once.
+  barrier();
+  coopMatStoreNV(acc, ws4, stage, 4u, false);
+  barrier();
+  IDX_T out_base = pc.out_offset + z * pc.m * pc.n;
+  for (uint e = gl_LocalInvocationID.x; e < 256u; e += WGS) {
+    IDX_T row = IDX_T(e / 16u);
+    IDX_T n = col0 + IDX_T(e % 16u);
+    if (row < pc.m && n < pc.n) {
+      float v = 0.0f;
+      [[unroll]] for (uint s = 0; s < SG; ++s) {
+        v += uintBitsToFloat(ws4[s * STAGE + e / 4u][e % 4u]);
+      }
+      outv[uint(out_base + row * pc.n + n)] = OUT_STORE(v);
+    }
+  }
+}

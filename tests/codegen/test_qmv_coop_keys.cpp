@@ -1,0 +1,122 @@
+// The qmvc family (codegen/qmv_coop.cpp, templates/qmv_coop.glsl): when a quantized product
+// of a few rows takes cooperative matrices, its key, and that every variant renders and
+// compiles on both paths (the KHR one through the SPIR-V rewrite). The kernels themselves
+// run only where a device has cooperative matrices (tests/gpu_diff/test_quantized.cpp on
+// the GPU machine); lavapipe has none.
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "codegen/codegen.h"
+#include "codegen/matmul.h"
+
+namespace cg = mlx::core::vulkan::codegen;
+
+namespace {
+
+cg::DeviceCaps coop_caps(bool nv, bool khr, bool bf16) {
+  cg::DeviceCaps caps;
+  caps.subgroup_size = 32;
+  caps.subgroup_shuffle = true;
+  caps.shader_float16 = true;
+  caps.shader_int16 = true;
+  caps.shader_int64 = true;
+  caps.storage_16bit = true;
+  caps.cooperative_matrix = nv;
+  caps.cooperative_matrix_khr = khr;
+  caps.cooperative_matrix_bf16 = bf16;
+  caps.max_workgroup_invocations = 1024;
+  caps.max_shared_memory = 49152;
+  return caps;
+}
+
+cg::MatmulGeometry rows(int64_t m, int64_t n, int64_t k, int bits = 4, int gs = 64) {
+  cg::MatmulGeometry g;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.lda = k;
+  g.b_t = true;
+  g.ldb = k * bits / 32;
+  g.bits = bits;
+  g.group_size = gs;
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("qmvc takes 2 to 16 rows of an aligned f16 or bf16 product on cooperative matrices") {
+  auto all = coop_caps(true, true, true);
+  CHECK_FALSE(cg::qmvc_applies("f16", rows(1, 4096, 4096), all));  // one row: qmv
+  CHECK(cg::qmvc_applies("f16", rows(2, 4096, 4096), all));
+  CHECK(cg::qmvc_applies("bf16", rows(16, 4096, 4096), all));
+  CHECK_FALSE(cg::qmvc_applies("f16", rows(17, 4096, 4096), all));
+  CHECK_FALSE(cg::qmvc_applies("f32", rows(4, 4096, 4096), all));
+  CHECK_FALSE(cg::qmvc_applies("f16", rows(4, 4096, 4096 + 32), all));  // k % 64
+  auto misaligned = rows(4, 4096, 4096);
+  misaligned.a_offset = 4;
+  CHECK_FALSE(cg::qmvc_applies("f16", misaligned, all));
+  auto fused = rows(4, 4096, 4096);
+  fused.residual = true;
+  CHECK_FALSE(cg::qmvc_applies("f16", fused, all));
+  auto untransposed = rows(4, 4096, 4096);
+  untransposed.b_t = false;
+  CHECK_FALSE(cg::qmvc_applies("f16", untransposed, all));
+  // bf16 only on the KHR extension with bf16; nothing without cooperative matrices or on
+  // 64-lane subgroups.
+  CHECK(cg::qmvc_applies("f16", rows(4, 4096, 4096), coop_caps(true, false, false)));
+  CHECK_FALSE(cg::qmvc_applies("bf16", rows(4, 4096, 4096), coop_caps(true, true, false)));
+  CHECK_FALSE(cg::qmvc_applies("f16", rows(4, 4096, 4096), coop_caps(false, false, false)));
+  auto wave64 = all;
+  wave64.subgroup_size = 64;
+  CHECK_FALSE(cg::qmvc_applies("f16", rows(4, 4096, 4096), wave64));
+
+  auto key = cg::qmvc_key("f16", rows(8, 4096, 14336), all);
+  CHECK(key.canonical() == "qmvc:bits=4,dtype=f16,gs=64,idx=32,kc=64,path=khr,sg=8,wvec=1");
+  CHECK(
+      cg::qmvc_key("f16", rows(8, 4096, 14336), coop_caps(true, false, false)).params.at("path") ==
+      "nv");
+  CHECK(cg::qmvc_key("f16", rows(8, 4096, 14336, 3, 32), all).params.at("wvec") == "0");
+}
+
+TEST_CASE("every qmvc variant renders and compiles, the KHR path through the rewrite") {
+  auto all = coop_caps(true, true, true);
+  for (int bits : {2, 3, 4, 5, 6, 8}) {
+    for (int gs : {32, 64, 128}) {
+      for (const char* dtype : {"f16", "bf16"}) {
+        for (bool nv : {true, false}) {
+          if (nv && std::string(dtype) == "bf16") {
+            continue;
+          }
+          auto caps = nv ? coop_caps(true, false, false) : all;
+          auto g = rows(5, 100, 256, bits, gs);
+          REQUIRE(cg::qmvc_applies(dtype, g, caps));
+          auto key = cg::qmvc_key(dtype, g, caps);
+          CAPTURE(key.canonical());
+          auto src = cg::render(key, caps);
+          CHECK(src.coop_khr == !nv);
+          CHECK(src.workgroup_size[0] == 256);
+          auto mod = cg::compile(key, src);
+          CHECK(!mod.words.empty());
+          auto launch = cg::qmvc_launch(key, src, g);
+          CHECK(launch.groups[0] == 7);  // 100 columns, 16 a workgroup
+        }
+      }
+    }
+  }
+  // A key that does not match its geometry, and malformed keys, are refused.
+  auto g = rows(5, 100, 256);
+  auto key = cg::qmvc_key("f16", g, all);
+  auto src = cg::render(key, all);
+  CHECK_THROWS_AS(cg::qmvc_launch(key, src, rows(20, 100, 256)), std::invalid_argument);
+  auto with = [&](const std::string& dtype, const std::string& name, const std::string& value) {
+    auto k = cg::qmvc_key(dtype, g, all);
+    k.params.insert_or_assign(name, value);
+    return k;
+  };
+  CHECK_THROWS_AS(cg::render(with("f16", "sg", "3"), all), std::invalid_argument);
+  auto bad = with("bf16", "path", "nv");  // bf16 has no NV path
+  CHECK_THROWS_AS(cg::render(bad, all), std::invalid_argument);
+  CHECK_THROWS_AS(cg::render(key, coop_caps(false, false, false)), std::runtime_error);
+}
