@@ -102,16 +102,6 @@ layout(constant_id = 1) const uint COOP_K = 16;
 shared uvec4 ws4[SG * STAGE];  // dequantized W, [n][k]: B (k x n) read column-major
 shared uvec4 xs4[SG * STAGE];  // x rows, [m][k]: A
 
-#if COOP_BF16
-// pack_bf16x2 (types.glsl) for values that are not NaN: round to nearest-even in integers.
-uint pack_bf16x2_finite(float lo, float hi) {
-  uint a = floatBitsToUint(lo), b = floatBitsToUint(hi);
-  a += 0x7fffu + ((a >> 16) & 1u);
-  b += 0x7fffu + ((b >> 16) & 1u);
-  return (a >> 16) | (b & 0xffff0000u);
-}
-#endif
-
 // One chunk's loads: W's words with their scales and biases, and this lane's x vectors.
 struct ChunkRegs {
   uint words[LANE_PACKS][BITS];
@@ -190,19 +180,13 @@ void main() {
 
   // The chunk's values into this subgroup's stages, then its fragment products.
 #if COOP_BF16
-  // scale * q + bias is NaN only when the scale or the bias is not finite (q is a small
-  // integer; a finite product that overflows is an infinity, which the rounding below keeps).
-  // So a pack of finite ones rounds to bf16 without pack_bf16x2's NaN test per value.
-#define PACK_PAIR(lo, hi) (finite ? pack_bf16x2_finite(lo, hi) : pack_bf16x2(lo, hi))
-#define PACK_FINITE(R, t) bool finite = !(isnan(R.s[t]) || isinf(R.s[t]) || isnan(R.b[t]) || isinf(R.b[t]));
+#define PACK_PAIR(lo, hi) pack_bf16x2(lo, hi)
 #else
 #define PACK_PAIR(lo, hi) packHalf2x16(vec2(lo, hi))
-#define PACK_FINITE(R, t)
 #endif
 #define STAGE_CHUNK(R)                                                                   \
   {                                                                                      \
     [[unroll]] for (uint t = 0; t < LANE_PACKS; ++t) {                                   \
-      PACK_FINITE(R, t)                                                                  \
       uint pairs[16];                                                                    \
       [[unroll]] for (uint i = 0; i < 16u; ++i) {                                        \
         float lo = R.s[t] * float(pack_value(R.words[t], 2u * i)) + R.b[t];              \
