@@ -20,8 +20,9 @@
 // dequantizes its 16 x KC values of W to f16 (bf16) in its own shared stage (each lane a
 // whole pack of 32 values: one scale and bias), copies the x rows of the chunk next to it
 // (rows >= M stay zero), and adds KC / 16 fragment products to its 16 x 16 f32
-// accumulator. The words of the next chunk are loaded before the current one is multiplied
-// (two register sets), so each load has a chunk of work to arrive in. At the end the
+// accumulator. Each chunk's words, scales, biases and x are loaded three chunks ahead (three
+// register sets; two were 5% slower on an H100, docs/matmul.md), so that each load has two
+// chunks of work to arrive in. At the end the
 // subgroups' accumulators meet in shared memory in a fixed order and the output is rounded
 // once. Stages are private to a subgroup: the chunk loop has no workgroup barrier.
 //
@@ -222,7 +223,7 @@ void main() {
 
   fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
   IDX_T chunks = pc.k / KC;
-  ChunkRegs r0, r1;
+  ChunkRegs r0, r1, r2;
   IDX_T c = IDX_T(sg);
   if (c < chunks) {
     LOAD_CHUNK(r0, c);
@@ -230,18 +231,29 @@ void main() {
   if (c + SG < chunks) {
     LOAD_CHUNK(r1, c + SG);
   }
-  for (; c < chunks; c += 2 * SG) {
+  if (c + 2 * SG < chunks) {
+    LOAD_CHUNK(r2, c + 2 * SG);
+  }
+  for (; c < chunks; c += 3 * SG) {
     STAGE_CHUNK(r0);
-    if (c + 2 * SG < chunks) {
-      LOAD_CHUNK(r0, c + 2 * SG);
+    if (c + 3 * SG < chunks) {
+      LOAD_CHUNK(r0, c + 3 * SG);
     }
     MULTIPLY_CHUNK();
     if (c + SG >= chunks) {
       break;
     }
     STAGE_CHUNK(r1);
-    if (c + 3 * SG < chunks) {
-      LOAD_CHUNK(r1, c + 3 * SG);
+    if (c + 4 * SG < chunks) {
+      LOAD_CHUNK(r1, c + 4 * SG);
+    }
+    MULTIPLY_CHUNK();
+    if (c + 2 * SG >= chunks) {
+      break;
+    }
+    STAGE_CHUNK(r2);
+    if (c + 5 * SG < chunks) {
+      LOAD_CHUNK(r2, c + 5 * SG);
     }
     MULTIPLY_CHUNK();
   }
