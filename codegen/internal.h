@@ -52,6 +52,9 @@ std::string reduce_identity(const std::string& op, const DtypeInfo& acc);
 void check_params(const KernelKey& key, const std::set<std::string>& known,
                   const std::string& where);
 bool parse_idx(const KernelKey& key, const std::string& where);
+// A quantized key's "bits" (2, 3, 4, 5, 6, 8) and "gs" (32, 64, 128); std::invalid_argument
+// otherwise (codegen/quantize.cpp).
+void parse_quant(const KernelKey& key, const std::string& where, int& bits, int& gs);
 bool parse_columns(const KernelKey& key, const std::string& where);
 
 // A tuning override from environment variable `name`: `fallback` when it is unset or

@@ -207,19 +207,6 @@ const DtypeInfo& float_dtype(const KernelKey& key, const std::string& where) {
   return dt;
 }
 
-// Quantization parameters of a qmm/qmv key: bits in {2, 3, 4, 5, 6, 8}, gs in {32, 64, 128}.
-void parse_quant(const KernelKey& key, const std::string& where, int& bits, int& gs) {
-  bits = std::atoi(key_param(key, "bits", where).c_str());
-  gs = std::atoi(key_param(key, "gs", where).c_str());
-  bool bits_ok = bits == 2 || bits == 3 || bits == 4 || bits == 5 || bits == 6 || bits == 8;
-  if (!bits_ok || (gs != 32 && gs != 64 && gs != 128) ||
-      key_param(key, "bits", where) != std::to_string(bits) ||
-      key_param(key, "gs", where) != std::to_string(gs)) {
-    throw std::invalid_argument("[render] " + where +
-                                ": bits must be 2, 3, 4, 5, 6 or 8 and gs 32, 64 or 128.");
-  }
-}
-
 bool reach_needs_64(uint64_t reach) {
   return 2 * reach + (uint64_t{1} << 17) >
          static_cast<uint64_t>(std::numeric_limits<int32_t>::max());

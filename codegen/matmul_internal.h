@@ -22,7 +22,5 @@ bool geometry_idx64(const MatmulGeometry& g, int64_t bm, int64_t bn, int64_t bk)
 void check_geometry(const MatmulGeometry& g, const std::string& where);
 // The key's dtype, which must be a float dtype.
 const DtypeInfo& float_dtype(const KernelKey& key, const std::string& where);
-// A quantized key's bits (2, 3, 4, 5, 6, 8) and group size (32, 64, 128).
-void parse_quant(const KernelKey& key, const std::string& where, int& bits, int& gs);
 
 }  // namespace mlx::core::vulkan::codegen

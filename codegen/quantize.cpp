@@ -46,6 +46,18 @@ KernelKey quant_key(const std::string& op, const std::string& dtype, const Quant
   return key;
 }
 
+void parse_quant(const KernelKey& key, const std::string& where, int& bits, int& gs) {
+  bits = std::atoi(key_param(key, "bits", where).c_str());
+  gs = std::atoi(key_param(key, "gs", where).c_str());
+  bool bits_ok = bits == 2 || bits == 3 || bits == 4 || bits == 5 || bits == 6 || bits == 8;
+  if (!bits_ok || (gs != 32 && gs != 64 && gs != 128) ||
+      key_param(key, "bits", where) != std::to_string(bits) ||
+      key_param(key, "gs", where) != std::to_string(gs)) {
+    throw std::invalid_argument("[render] " + where +
+                                ": bits must be 2, 3, 4, 5, 6 or 8 and gs 32, 64 or 128.");
+  }
+}
+
 KernelSource render_quant(const KernelKey& key, const DeviceCaps& caps) {
   const std::string where = "kernel " + key.canonical();
   check_params(key, {"bits", "dtype", "gs", "ids", "idx", "op"}, where);
@@ -55,15 +67,8 @@ KernelSource render_quant(const KernelKey& key, const DeviceCaps& caps) {
   }
   bool quantize = op_is_quantize(key, where);
   bool idx64 = parse_idx(key, where);
-  int bits = std::atoi(key_param(key, "bits", where).c_str());
-  int gs = std::atoi(key_param(key, "gs", where).c_str());
-  bool bits_ok = bits == 2 || bits == 3 || bits == 4 || bits == 5 || bits == 6 || bits == 8;
-  if (!bits_ok || (gs != 32 && gs != 64 && gs != 128) ||
-      key_param(key, "bits", where) != std::to_string(bits) ||
-      key_param(key, "gs", where) != std::to_string(gs)) {
-    throw std::invalid_argument("[render] " + where +
-                                ": bits must be 2, 3, 4, 5, 6 or 8 and gs 32, 64 or 128.");
-  }
+  int bits = 0, gs = 0;
+  parse_quant(key, where, bits, gs);
   std::vector<std::string> defines =
       storage_defines({&dt, &dtype_info("u32", where)}, idx64, caps, where);
   defines.push_back(std::string("IDX64 ") + (idx64 ? "1" : "0"));

@@ -13,24 +13,13 @@
 
 #include "codegen/codegen.h"
 #include "codegen/matmul.h"
+#include "nvidia_caps.h"
 
 namespace cg = mlx::core::vulkan::codegen;
 
 namespace {
 
-cg::DeviceCaps nvidia_like(bool coop) {
-  cg::DeviceCaps caps;
-  caps.subgroup_size = 32;
-  caps.subgroup_shuffle = true;
-  caps.shader_float16 = true;
-  caps.shader_int16 = true;
-  caps.shader_int64 = true;
-  caps.storage_16bit = true;
-  caps.cooperative_matrix = coop;
-  caps.max_workgroup_invocations = 1024;
-  caps.max_shared_memory = 49152;
-  return caps;
-}
+using mlx_test::nvidia_like;
 
 cg::MatmulGeometry square(int64_t n) {
   cg::MatmulGeometry g;

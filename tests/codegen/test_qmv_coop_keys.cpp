@@ -10,25 +10,14 @@
 
 #include "codegen/codegen.h"
 #include "codegen/matmul.h"
+#include "nvidia_caps.h"
 
 namespace cg = mlx::core::vulkan::codegen;
 
 namespace {
 
 cg::DeviceCaps coop_caps(bool nv, bool khr, bool bf16) {
-  cg::DeviceCaps caps;
-  caps.subgroup_size = 32;
-  caps.subgroup_shuffle = true;
-  caps.shader_float16 = true;
-  caps.shader_int16 = true;
-  caps.shader_int64 = true;
-  caps.storage_16bit = true;
-  caps.cooperative_matrix = nv;
-  caps.cooperative_matrix_khr = khr;
-  caps.cooperative_matrix_bf16 = bf16;
-  caps.max_workgroup_invocations = 1024;
-  caps.max_shared_memory = 49152;
-  return caps;
+  return mlx_test::nvidia_like(nv, khr, bf16);
 }
 
 cg::MatmulGeometry rows(int64_t m, int64_t n, int64_t k, int bits = 4, int gs = 64) {
