@@ -144,10 +144,10 @@ int main() {
     // (MLX_VK_QMV_COOP=on) and qmv (off) cross.
     for (auto dt : {mx::float16, mx::bfloat16}) {
       auto q = mx::quantize(bench::gpu_uniform({4096, 14336}, 17, dt), 64, 4);
-      auto xr = bench::gpu_uniform({16, 14336}, 18, dt);
+      auto xr = bench::gpu_uniform({96, 14336}, 18, dt);
       mx::eval(q);
       double bytes = 4.0 * q[0].size() + 2.0 * q[1].size() + 2.0 * q[2].size();
-      for (int m : {2, 3, 4, 5, 6, 7, 8, 12, 16}) {
+      for (int m : {2, 3, 4, 5, 6, 7, 8, 12, 16, 24, 33, 48, 64, 96}) {
         auto x = mx::slice(xr, {0, 0}, {m, 14336});
         char name[64];
         std::snprintf(name, sizeof(name), "q4 g64 %s [%d,14336] x [4096,14336]^T",

@@ -1,6 +1,7 @@
 // eval_gpu of AddMM, QuantizedMatmul, Dequantize and AffineQuantize.
 //   AddMM: C copied into the output, then the gemm family with its addmm epilogue.
-//   QuantizedMatmul: "qmvc" (transpose=true, 5 to 16 rows on cooperative matrices), "qmv"
+//   QuantizedMatmul: "qmvc" (transpose=true, 5 to 16 rows on cooperative matrices, and up to
+//     64 in 16-row launches), "qmv"
 //     (transpose=true, M <= 8: a decode step) or "qmm" (the gemm template reading B from
 //     the packed format), on dense operands; with 2-d weights every batch row of x folds
 //     into M.
@@ -71,6 +72,11 @@ void record_quant(vulkan::CommandEncoder& enc, const char* op, const char* dtype
   });
   vulkan::record_launch(enc, *planned.kernel, planned.launch, bindings);
 }
+
+// Rows up to which a product of one weight matrix runs as 16-row qmvc blocks (QuantizedMatmul
+// below): on an H200 blocks beat the qmm tiles up to 64 rows (4-bit [64,14336] x
+// [4096,14336]^T 212 -> 169 us f16) and lose at 96 (docs/matmul.md).
+constexpr int64_t kQmvcBlockedRows = 64;
 
 // Whether the qmv kernel can apply QuantizedMatmul's absorbed ops itself (a decode-sized
 // product of 2-d weights; codegen::qmv_fusion_fits). The geometry's offsets follow the
@@ -240,33 +246,50 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
   // qmv up to 8 rows, else the gemm template (qmm). MLX_VK_QMV_COOP=on takes qmvc wherever
   // it applies, off never (for measuring).
   static const std::string qmvc_mode = vulkan::env_string("MLX_VK_QMV_COOP", "auto");
-  bool coop_rows = qmvc_mode != "off" && codegen::qmvc_applies(dtype, g, dev.caps()) &&
-                   (qmvc_mode == "on" || codegen::qmvc_preferred(dtype, g));
-  bool qmv = codegen::qmv_applies(g);
-  const char* family = coop_rows ? "qmvc" : qmv ? "qmv" : "qmm";
-  const auto& planned = vulkan::memoized(vulkan::matmul_signature(family, dtype, g), [&] {
-    if (coop_rows) {
-      auto key = codegen::qmvc_key(dtype, g, dev.caps());
-      if (const auto* kernel = vulkan::get_kernel_or_drop_coop(key, true)) {
-        return vulkan::MemoEntry{kernel, codegen::qmvc_launch(key, kernel->source, g)};
+  auto record = [&](const codegen::MatmulGeometry& g, bool coop_rows) {
+    bool qmv = codegen::qmv_applies(g);
+    const char* family = coop_rows ? "qmvc" : qmv ? "qmv" : "qmm";
+    const auto& planned = vulkan::memoized(vulkan::matmul_signature(family, dtype, g), [&] {
+      if (coop_rows) {
+        auto key = codegen::qmvc_key(dtype, g, dev.caps());
+        if (const auto* kernel = vulkan::get_kernel_or_drop_coop(key, true)) {
+          return vulkan::MemoEntry{kernel, codegen::qmvc_launch(key, kernel->source, g)};
+        }
+        // The driver could not build cooperative matrices: they are off now, plan again.
       }
-      // The driver could not build cooperative matrices: they are off now, plan again.
+      if (qmv) {
+        auto key = codegen::qmv_key(dtype, g, dev.caps());
+        const auto& kernel = vulkan::kernel_library().get(key);
+        return vulkan::MemoEntry{&kernel, codegen::qmv_launch(key, kernel.source, g)};
+      }
+      auto tile = vulkan::planned_gemm_tile(g, dtype, true);
+      auto key = codegen::qmm_key(dtype, g, tile);
+      const vulkan::Kernel* kernel = vulkan::get_kernel_or_drop_coop(key, tile.coop);
+      if (kernel == nullptr) {
+        key = codegen::qmm_key(dtype, g, codegen::gemm_tile(g, dev.caps(), dtype));
+        kernel = &vulkan::kernel_library().get(key);
+      }
+      return vulkan::MemoEntry{kernel, codegen::qmm_launch(key, kernel->source, g)};
+    });
+    vulkan::record_launch(enc, *planned.kernel, planned.launch, std::span(bindings, n_bindings));
+  };
+  // 17 to 64 rows of one weight matrix: qmvc in blocks of 16 rows, a launch each. Each reads
+  // W again, but the qmm tiles these rows would take cost more than four blocks. A last
+  // block of one row takes qmv.
+  codegen::MatmulGeometry block = g;
+  block.m = 16;
+  if (qmvc_mode != "off" && g.batches == 1 && g.m > 16 && g.m <= kQmvcBlockedRows &&
+      codegen::qmvc_applies(dtype, block, dev.caps())) {
+    for (int64_t r0 = 0; r0 < g.m; r0 += 16) {
+      block.m = std::min<int64_t>(16, g.m - r0);
+      block.a_offset = g.a_offset + static_cast<uint64_t>(r0 * g.lda);
+      block.out_offset = g.out_offset + static_cast<uint64_t>(r0 * g.n);
+      record(block, codegen::qmvc_applies(dtype, block, dev.caps()));
     }
-    if (qmv) {
-      auto key = codegen::qmv_key(dtype, g, dev.caps());
-      const auto& kernel = vulkan::kernel_library().get(key);
-      return vulkan::MemoEntry{&kernel, codegen::qmv_launch(key, kernel.source, g)};
-    }
-    auto tile = vulkan::planned_gemm_tile(g, dtype, true);
-    auto key = codegen::qmm_key(dtype, g, tile);
-    const vulkan::Kernel* kernel = vulkan::get_kernel_or_drop_coop(key, tile.coop);
-    if (kernel == nullptr) {
-      key = codegen::qmm_key(dtype, g, codegen::gemm_tile(g, dev.caps(), dtype));
-      kernel = &vulkan::kernel_library().get(key);
-    }
-    return vulkan::MemoEntry{kernel, codegen::qmm_launch(key, kernel->source, g)};
-  });
-  vulkan::record_launch(enc, *planned.kernel, planned.launch, std::span(bindings, n_bindings));
+    return;
+  }
+  record(g, qmvc_mode != "off" && codegen::qmvc_applies(dtype, g, dev.caps()) &&
+                (qmvc_mode == "on" || codegen::qmvc_preferred(dtype, g)));
 }
 
 void Dequantize::eval_gpu(const std::vector<array>& inputs, array& out) {
