@@ -31,7 +31,7 @@
 //
 // The engine defines BITS, GS, SG, KC (a multiple of 32 dividing k), WVEC (1: packs read as
 // uvec4s), COOP_BF16, IN0_* and OUT_* (f16 or bf16), and the workgroup size (SG subgroups
-// of 32 lanes) as spec constant 0. codegen/matmul.cpp (qmvc_applies) picks it only where
+// of 32 lanes) as spec constant 0. codegen/qmv_coop.cpp (qmvc_applies) picks it only where
 // x's rows start on 16 bytes. The KHR path is this module rewritten (codegen/coop_rewrite.h).
 #ifndef BITS
 #define BITS 4
