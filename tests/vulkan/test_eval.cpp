@@ -413,11 +413,11 @@ TEST_CASE("a batch past MLX_VK_MAX_OPS_PER_BUFFER ops grows while its stream is 
   setenv("MLX_VK_MAX_OPS_PER_BUFFER", "2", 1);
   auto s = mx::new_stream(gpu);  // the limits are read when the stream is created
   unsetenv("MLX_VK_MAX_OPS_PER_BUFFER");
-  auto big = iota_f32({1 << 24});
+  auto big = iota_f32({1 << 25});
   auto small = iota_f32({64});
   mx::eval({big, small});
   auto run = [&] {
-    // Two 64 MiB adds fill the first batch of 2 ops, found idle: it is submitted and keeps
+    // Two 128 MiB adds fill the first batch of 2 ops, found idle: it is submitted and keeps
     // the device busy for milliseconds (tens on lavapipe) while six small adds record in
     // microseconds. They find the stream busy, so they stay in the open batch until the
     // eval's end, where a fixed limit of 2 would have made 3 more submissions.
