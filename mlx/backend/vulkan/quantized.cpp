@@ -276,19 +276,21 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
   // 17 to 64 rows of one weight matrix: qmvc in blocks of 16 rows, a launch each. Each reads
   // W again, but the qmm tiles these rows would take cost more than four blocks. A last
   // block of one row takes qmv.
-  codegen::MatmulGeometry block = g;
-  block.m = 16;
-  if (qmvc_mode != "off" && g.batches == 1 && g.m > 16 && g.m <= kQmvcBlockedRows &&
-      codegen::qmvc_applies(dtype, block, dev.caps())) {
-    for (int64_t r0 = 0; r0 < g.m; r0 += 16) {
-      block.m = std::min<int64_t>(16, g.m - r0);
-      block.a_offset = g.a_offset + static_cast<uint64_t>(r0 * g.lda);
-      block.out_offset = g.out_offset + static_cast<uint64_t>(r0 * g.n);
-      record(block, codegen::qmvc_applies(dtype, block, dev.caps()));
+  bool coop = qmvc_mode != "off";
+  if (coop && g.batches == 1 && g.m > 16 && g.m <= kQmvcBlockedRows) {
+    codegen::MatmulGeometry block = g;
+    block.m = 16;
+    if (codegen::qmvc_applies(dtype, block, dev.caps())) {
+      for (int64_t r0 = 0; r0 < g.m; r0 += 16) {
+        block.m = std::min<int64_t>(16, g.m - r0);
+        block.a_offset = g.a_offset + static_cast<uint64_t>(r0 * g.lda);
+        block.out_offset = g.out_offset + static_cast<uint64_t>(r0 * g.n);
+        record(block, codegen::qmvc_applies(dtype, block, dev.caps()));
+      }
+      return;
     }
-    return;
   }
-  record(g, qmvc_mode != "off" && codegen::qmvc_applies(dtype, g, dev.caps()) &&
+  record(g, coop && codegen::qmvc_applies(dtype, g, dev.caps()) &&
                 (qmvc_mode == "on" || codegen::qmvc_preferred(dtype, g)));
 }
 
