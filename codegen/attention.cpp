@@ -290,6 +290,8 @@ KernelKey attention_key(const std::string& dtype, const AttentionGeometry& g,
     key.params["bq"] = std::to_string(kCoopRows);
     key.params["bk"] = std::to_string(kCoopKeys);
     key.params["path"] = path;
+    // The softmax on the score accumulators in registers, or through shared memory.
+    key.params["sm"] = caps.coop_acc_nv_layout ? "reg" : "shared";
   } else {
     RowsTile t = rows_tile(dtype, g, caps);
     key.params["mode"] = "rows";
@@ -556,22 +558,27 @@ KernelSource render_attention(const KernelKey& key, const DeviceCaps& caps) {
                                                                                     : "2"));
     } else if (mode == "coop") {
       check_params(
-          key, {"bk", "bq", "d", "dtype", "dv", "mask", "mdtype", "mode", "path", "sdtype"}, where);
+          key, {"bk", "bq", "d", "dtype", "dv", "mask", "mdtype", "mode", "path", "sdtype", "sm"},
+          where);
+      // sm: reg (the softmax on the accumulators' elements) or shared; absent is shared.
+      const std::string sm = key.params.count("sm") ? key.params.at("sm") : "shared";
       const std::string& path = key_param(key, "path", where);
       std::string dtype = dt.name;
       if (key_param(key, "bq", where) != std::to_string(kCoopRows) ||
           key_param(key, "bk", where) != std::to_string(kCoopKeys) || d % 16 != 0 || dv % 16 != 0 ||
           d > 128 || dv > 128 || (path != "nv" && path != "khr") ||
+          (sm != "reg" && sm != "shared") ||
           (dtype != "f16" && !(dtype == "bf16" && path == "khr"))) {
         throw std::invalid_argument("[render] " + where +
                                     ": coop takes bq 64, bk 32, d and dv multiples of 16 up to "
-                                    "128, f16 (bf16 on path khr).");
+                                    "128, f16 (bf16 on path khr), sm reg or shared.");
       }
       bool have = path == "nv" ? caps.cooperative_matrix
                                : (dtype == "f16" ? caps.cooperative_matrix_khr
                                                  : caps.cooperative_matrix_bf16);
       if (!have || caps.subgroup_size != 32 || !caps.subgroup_shuffle ||
-          coop_shared_bytes(d, dv) > static_cast<int64_t>(caps.max_shared_memory)) {
+          coop_shared_bytes(d, dv) > static_cast<int64_t>(caps.max_shared_memory) ||
+          (sm == "reg" && !caps.coop_acc_nv_layout)) {
         throw std::runtime_error("[vulkan] " + where +
                                  ": the device has no cooperative matrices for this kernel.");
       }
@@ -580,6 +587,7 @@ KernelSource render_attention(const KernelKey& key, const DeviceCaps& caps) {
       defines.push_back("BQ " + std::to_string(kCoopRows));
       defines.push_back("BK " + std::to_string(kCoopKeys));
       defines.push_back(std::string("COOP_BF16 ") + (dtype == "bf16" ? "1" : "0"));
+      defines.push_back(std::string("COOP_REG_SOFTMAX ") + (sm == "reg" ? "1" : "0"));
     } else {
       throw std::invalid_argument("[render] " + where +
                                   ": mode must be vector, rows, coop or merge.");

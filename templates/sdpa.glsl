@@ -85,6 +85,7 @@
 #if MODE == MODE_COOP
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_vote : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #endif
 
@@ -975,6 +976,9 @@ void main() {
 #ifndef COOP_BF16
 #define COOP_BF16 0
 #endif
+#ifndef COOP_REG_SOFTMAX
+#define COOP_REG_SOFTMAX 0
+#endif
 #define SGS 4                       // subgroups of 16 rows
 #define KPL (BK / 2)                // keys per lane in the softmax: 2 lanes per row
 #define DM (D > DV ? D : DV)
@@ -990,7 +994,7 @@ layout(constant_id = 1) const uint COOP_K = 16;  // B's rows: its type must diff
 #define FC fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
 
 shared uvec4 tile4[TILE_ROWS * KLD];  // Q first; then K (rows 0..BK) and V (BK..2 BK)
-shared float ss[SGS * 16 * SLD];      // each subgroup's 16 x BK scores; the output at the end
+shared uvec4 ss4[SGS * 16 * SLD / 4];  // each subgroup's 16 x BK scores; the output at the end
 shared uvec4 ps4[SGS * 16 * PLD];     // each subgroup's 16 x BK probabilities, 16-bit
 shared float rowf[BQ];                // per row: this tile's rescale factor, then 1 / l
 shared float ridx[256];               // the row of each element of a 16 x 16 matrix
@@ -1034,6 +1038,47 @@ void store_kv() {
   }
 }
 
+// A query row's softmax state and what its mask needs.
+struct CoopRow {
+  bool valid;
+  int h;     // query head
+  int lim;   // last key a causal mask lets it see
+  int mrow;  // its row of the mask array
+  float m;   // running max
+  float l;   // this lane's part of the running sum
+};
+
+CoopRow coop_row(int r0, int rows, int b, int kvh, uint r, bool first_lane) {
+  CoopRow c;
+  int rr = r0 + int(r);
+  c.valid = rr < rows;
+  int g = rr / pc.lq;
+  int qi = rr - g * pc.lq;
+  c.h = kvh * pc.groups + g;
+  c.lim = qi + pc.lkv - pc.lq;
+  c.mrow = pc.m_offset + b * pc.m_sb + c.h * pc.m_sh + qi * pc.m_si;
+  c.m = SINKS == 1 && c.valid ? sink_of(c.h) : NEG_INF;
+  c.l = SINKS == 1 && c.valid && first_lane ? 1.0f : 0.0f;
+  return c;
+}
+
+// Score v of key kj for a row, scaled, with the mask applied (keys past Lkv weigh nothing).
+float coop_masked(float v, int kj, CoopRow c) {
+  if (kj >= pc.lkv) {
+    return NEG_INF;
+  }
+  if (c.valid) {
+#if MASK == MASK_CAUSAL
+    v = kj <= c.lim ? v : LOWEST;
+#elif MASK == MASK_BOOL
+    v = uint(maskv[uint(c.mrow + kj * pc.m_sj)]) != 0u ? v : LOWEST;
+#elif MASK == MASK_ADD
+    v += float(IN1_LOAD(maskv[uint(c.mrow + kj * pc.m_sj)]));
+#endif
+  }
+  return v;
+}
+
 void main() {
   uint sg = gl_SubgroupID;
   uint lane = gl_SubgroupInvocationID;
@@ -1071,21 +1116,40 @@ void main() {
   }
   FC rowm;
   coopMatLoadNV(rowm, ridx, 0, 16, false);
+#if COOP_REG_SOFTMAX
+  // The softmax runs on the scores in registers (COOP_REG_SOFTMAX, NVIDIA: codegen sets it
+  // from DeviceCaps::coop_acc_nv_layout): element i of lane t of an accumulator is row
+  // t / 4 + 8 (i / 4), column 2 (t % 4) + i % 2 + 8 ((i / 2) % 2) (read back on an H100,
+  // NV and KHR paths), so a row is 4 adjacent lanes whose partial max and sum meet by two
+  // shuffles. Checked here against the row and column matrices: a driver that lays them
+  // out otherwise gets NaN outputs (tests/gpu_diff fails loudly), never quiet wrong values.
+  {
+    FC colm;
+    coopMatLoadNV(colm, ridx, 0, 16, true);  // the transpose: element (r, c) is c
+    bool mine = rowm.length() == 8;
+    for (int i = 0; i < rowm.length(); ++i) {
+      uint want_r = lane / 4u + 8u * (uint(i) / 4u);
+      uint want_c = 2u * (lane % 4u) + uint(i) % 2u + 8u * ((uint(i) / 2u) % 2u);
+      mine = mine && uint(rowm[i]) == want_r && uint(colm[i]) == want_c;
+    }
+    if (!subgroupAll(mine)) {
+      scale = uintBitsToFloat(0x7fc00000u);
+    }
+  }
+#endif
   FC o[DV / 16];
   [[unroll]] for (uint n = 0; n < DV / 16; ++n) {
     o[n] = FC(0.0);
   }
 
-  // This lane's row: its state (m shared by the row's two lanes, l in parts), mask row.
-  int rr = r0 + int(sg * 16u + row);
-  bool valid = rr < rows;
-  int g_row = rr / pc.lq;
-  int qi = rr - g_row * pc.lq;
-  int h = kvh * pc.groups + g_row;
-  int lim = qi + pc.lkv - pc.lq;
-  int mrow = pc.m_offset + b * pc.m_sb + h * pc.m_sh + qi * pc.m_si;
-  float m = SINKS == 1 && valid ? sink_of(h) : NEG_INF;
-  float l = SINKS == 1 && valid && part == 0u ? 1.0f : 0.0f;
+  // This lane's rows and their states (m shared by a row's lanes, l in parts): through
+  // shared memory row lane / 2 (ra); in registers rows lane / 4 and lane / 4 + 8 (ra, rb).
+#if COOP_REG_SOFTMAX
+  CoopRow ra = coop_row(r0, rows, b, kvh, sg * 16u + lane / 4u, lane % 4u == 0u);
+  CoopRow rb = coop_row(r0, rows, b, kvh, sg * 16u + lane / 4u + 8u, lane % 4u == 0u);
+#else
+  CoopRow ra = coop_row(r0, rows, b, kvh, sg * 16u + row, part == 0u);
+#endif
 
   int kmax, full;
   visible_keys(r0, rows, kmax, full);
@@ -1113,64 +1177,123 @@ void main() {
         sf[n] = coopMatMulAddNV(fq[k], fk, sf[n]);
       }
     }
-    [[unroll]] for (uint n = 0; n < BK / 16; ++n) {
-      coopMatStoreNV(sf[n], ss, s_at + n * 16u, SLD, false);
-    }
-    subgroupMemoryBarrierShared();
-    subgroupBarrier();
-
-    // 2. Scale, mask and the online softmax for this lane's KPL keys of its row.
     bool edge = MASK == MASK_BOOL || MASK == MASK_ADD || k0 + BK > full;
-    float x[KPL];
-    float mt = NEG_INF;
-    [[unroll]] for (uint u = 0; u < KPL; ++u) {
-      uint j = part * KPL + u;
-      float v = ss[s_at + row * SLD + j] * scale;
-      if (edge) {
-        int kj = k0 + int(j);
-        if (kj >= pc.lkv) {
-          v = NEG_INF;
-        } else if (valid) {
-#if MASK == MASK_CAUSAL
-          v = kj <= lim ? v : LOWEST;
-#elif MASK == MASK_BOOL
-          v = uint(maskv[uint(mrow + kj * pc.m_sj)]) != 0u ? v : LOWEST;
-#elif MASK == MASK_ADD
-          v += float(IN1_LOAD(maskv[uint(mrow + kj * pc.m_sj)]));
-#endif
+#if COOP_REG_SOFTMAX
+    {
+      // 2. Scale, mask and the online softmax on the accumulators' elements.
+      float mta = NEG_INF, mtb = NEG_INF;
+      [[unroll]] for (uint n = 0; n < BK / 16; ++n) {
+        [[unroll]] for (int i = 0; i < 8; ++i) {
+          float v = sf[n][i] * scale;
+          bool lower = (i & 4) != 0;  // row rb
+          if (edge) {
+            int kj = k0 + int(n * 16u + 2u * (lane % 4u)) + (i & 1) + 8 * ((i >> 1) & 1);
+            v = coop_masked(v, kj, lower ? rb : ra);
+          }
+          sf[n][i] = v;
+          if (lower) {
+            mtb = max(mtb, v);
+          } else {
+            mta = max(mta, v);
+          }
         }
       }
-      x[u] = v;
-      mt = max(mt, v);
-    }
-    mt = max(mt, subgroupShuffleXor(mt, 1u));
-    float m_new = max(m, mt);
-    float base = m_new == NEG_INF ? 0.0f : m_new;
-    float sum = 0.0f;
-    [[unroll]] for (uint u = 0; u < KPL; u += 8u) {
-      float p[8];
-      [[unroll]] for (uint w = 0; w < 8u; ++w) {
-        p[w] = exp(x[u + w] - base);
-        sum += p[w];
+      mta = max(mta, subgroupShuffleXor(mta, 1u));
+      mta = max(mta, subgroupShuffleXor(mta, 2u));
+      mtb = max(mtb, subgroupShuffleXor(mtb, 1u));
+      mtb = max(mtb, subgroupShuffleXor(mtb, 2u));
+      float mna = max(ra.m, mta), mnb = max(rb.m, mtb);
+      float basea = mna == NEG_INF ? 0.0f : mna;
+      float baseb = mnb == NEG_INF ? 0.0f : mnb;
+      float suma = 0.0f, sumb = 0.0f;
+      // P as 16-bit pairs of adjacent keys: row t / 4 (+ 8), keys 2 (t % 4) (+ 8) of each
+      // 16, so word t % 4 of uvec4 2 n (+ 1) of the row.
+      [[unroll]] for (uint n = 0; n < BK / 16; ++n) {
+        [[unroll]] for (int i = 0; i < 8; i += 2) {
+          bool lower = (i & 4) != 0;
+          float base = lower ? baseb : basea;
+          float p0 = exp(sf[n][i] - base);
+          float p1 = exp(sf[n][i + 1] - base);
+          if (lower) {
+            sumb += p0 + p1;
+          } else {
+            suma += p0 + p1;
+          }
+          uint prow = lane / 4u + (lower ? 8u : 0u);
+          ps4[p_at + prow * PLD + 2u * n + uint((i >> 1) & 1)][lane % 4u] = pack2(p0, p1);
+        }
       }
-      ps4[p_at + row * PLD + (part * KPL + u) / 8u] =
-          uvec4(pack2(p[0], p[1]), pack2(p[2], p[3]), pack2(p[4], p[5]), pack2(p[6], p[7]));
+      float ca = exp(ra.m - basea), cb = exp(rb.m - baseb);
+      ra.m = mna;
+      rb.m = mnb;
+      ra.l = ra.l * ca + suma;
+      rb.l = rb.l * cb + sumb;
+      subgroupMemoryBarrierShared();
+      subgroupBarrier();
+      // 3. Rescale the output rows to the new max.
+      [[unroll]] for (uint n = 0; n < DV / 16; ++n) {
+        [[unroll]] for (int i = 0; i < 8; ++i) {
+          o[n][i] *= (i & 4) != 0 ? cb : ca;
+        }
+      }
     }
-    float c = exp(m - base);
-    m = m_new;
-    l = l * c + sum;
-    if (part == 0u) {
-      rowf[sg * 16u + row] = c;
-    }
-    subgroupMemoryBarrierShared();
-    subgroupBarrier();
+#else
+    {
+      [[unroll]] for (uint n = 0; n < BK / 16; ++n) {
+        coopMatStoreNV(sf[n], ss4, (s_at + n * 16u) / 4u, SLD / 4u, false);
+      }
+      subgroupMemoryBarrierShared();
+      subgroupBarrier();
 
-    // 3. Rescale the output rows to the new max.
-    [[unroll]] for (uint n = 0; n < DV / 16; ++n) {
-      for (int i = 0; i < o[n].length(); ++i) {
-        o[n][i] *= rowf[sg * 16u + uint(rowm[i])];
+      // 2. Scale, mask and the online softmax for this lane's KPL keys of its row.
+      vec4 sv[KPL / 4];
+      [[unroll]] for (uint u = 0; u < KPL / 4; ++u) {
+        sv[u] = uintBitsToFloat(ss4[(s_at + row * SLD + part * KPL) / 4u + u]);
+      }
+      float x[KPL];
+      float mt = NEG_INF;
+      [[unroll]] for (uint u = 0; u < KPL; ++u) {
+        float v = sv[u / 4u][u % 4u] * scale;
+        if (edge) {
+          v = coop_masked(v, k0 + int(part * KPL + u), ra);
+        }
+        x[u] = v;
+        mt = max(mt, v);
+      }
+      mt = max(mt, subgroupShuffleXor(mt, 1u));
+      float m_new = max(ra.m, mt);
+      float base = m_new == NEG_INF ? 0.0f : m_new;
+      float sum = 0.0f;
+      [[unroll]] for (uint u = 0; u < KPL; u += 8u) {
+        float p[8];
+        [[unroll]] for (uint w = 0; w < 8u; ++w) {
+          p[w] = exp(x[u + w] - base);
+          sum += p[w];
+        }
+        ps4[p_at + row * PLD + (part * KPL + u) / 8u] =
+            uvec4(pack2(p[0], p[1]), pack2(p[2], p[3]), pack2(p[4], p[5]), pack2(p[6], p[7]));
+      }
+      float c = exp(ra.m - base);
+      ra.m = m_new;
+      ra.l = ra.l * c + sum;
+      if (part == 0u) {
+        rowf[sg * 16u + row] = c;
+      }
+      subgroupMemoryBarrierShared();
+      subgroupBarrier();
+
+      // 3. Rescale the output rows to the new max.
+      float fac[16];
+      for (int i = 0; i < rowm.length(); ++i) {
+        fac[i] = rowf[sg * 16u + uint(rowm[i])];
+      }
+      [[unroll]] for (uint n = 0; n < DV / 16; ++n) {
+        for (int i = 0; i < o[n].length(); ++i) {
+          o[n][i] *= fac[i];
+        }
       }
     }
+#endif
 
     // 4. O += P V.
     [[unroll]] for (uint k = 0; k < BK / 16; ++k) {
@@ -1186,12 +1309,27 @@ void main() {
 
   // The end: l summed over the row's two lanes; each output accumulator through this
   // subgroup's scores area, divided by l and rounded once.
-  l += subgroupShuffleXor(l, 1u);
-  if (part == 0u) {
-    rowf[sg * 16u + row] = 1.0f / l;
+#if COOP_REG_SOFTMAX
+  {
+    ra.l += subgroupShuffleXor(ra.l, 1u);
+    ra.l += subgroupShuffleXor(ra.l, 2u);
+    rb.l += subgroupShuffleXor(rb.l, 1u);
+    rb.l += subgroupShuffleXor(rb.l, 2u);
+    if (lane % 4u == 0u) {
+      rowf[sg * 16u + lane / 4u] = 1.0f / ra.l;
+      rowf[sg * 16u + lane / 4u + 8u] = 1.0f / rb.l;
+    }
   }
+#else
+  {
+    ra.l += subgroupShuffleXor(ra.l, 1u);
+    if (part == 0u) {
+      rowf[sg * 16u + row] = 1.0f / ra.l;
+    }
+  }
+#endif
   [[unroll]] for (uint n = 0; n < DV / 16; ++n) {
-    coopMatStoreNV(o[n], ss, s_at, SLD, false);
+    coopMatStoreNV(o[n], ss4, s_at / 4u, SLD / 4u, false);
     subgroupMemoryBarrierShared();
     subgroupBarrier();
     for (uint e = lane; e < 256u; e += gl_SubgroupSize) {
@@ -1201,7 +1339,7 @@ void main() {
         int g = orow / pc.lq;
         int i = orow - g * pc.lq;
         int out_row = (b * pc.hkv * pc.groups + kvh * pc.groups + g) * pc.lq + i;
-        float v = ss[s_at + r * SLD + cc] * rowf[sg * 16u + r];
+        float v = uintBitsToFloat(ss4[(s_at + r * SLD + cc) / 4u][cc % 4u]) * rowf[sg * 16u + r];
         outv[uint(pc.out_offset + out_row * DV + int(n * 16u + cc))] = OUT_STORE(v);
       }
     }

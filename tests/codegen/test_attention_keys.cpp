@@ -356,23 +356,37 @@ TEST_CASE("sdpa prefill takes cooperative matrices where the device multiplies t
   auto shifted = prefill(128, 128);
   shifted.k_offset = 4;  // rows not on 16 bytes
   CHECK(mode("f16", shifted) == "rows");
-  // Every mask kind and sinks render and compile on both paths (the KHR module rewritten).
-  for (const char* path : {"nv", "khr"}) {
-    caps.cooperative_matrix_khr = std::string(path) == "khr";
-    for (const char* mask : {"none", "causal", "bool", "add"}) {
-      auto g = prefill(128, 64, mask);
-      g.mask_dtype = std::string(mask) == "bool" ? "b" : std::string(mask) == "add" ? "f16" : "";
-      g.sinks_dtype = "f16";
-      auto k = cg::attention_key("f16", g, caps);
-      REQUIRE(k.params["mode"] == "coop");
-      CHECK(k.params["path"] == path);
-      CAPTURE(k.canonical());
-      auto src = cg::render(k, caps);
-      CHECK(src.coop_khr == (std::string(path) == "khr"));
-      CHECK(src.workgroup_size[0] == 128);
-      CHECK_FALSE(cg::compile(k, src).words.empty());
+  // Every mask kind and sinks render and compile on both paths (the KHR module rewritten),
+  // with the softmax through shared memory and, on NVIDIA's accumulator layout, in registers.
+  for (bool nv_layout : {false, true}) {
+    caps.coop_acc_nv_layout = nv_layout;
+    for (const char* path : {"nv", "khr"}) {
+      caps.cooperative_matrix_khr = std::string(path) == "khr";
+      for (const char* mask : {"none", "causal", "bool", "add"}) {
+        auto g = prefill(128, 64, mask);
+        g.mask_dtype = std::string(mask) == "bool" ? "b" : std::string(mask) == "add" ? "f16" : "";
+        g.sinks_dtype = "f16";
+        auto k = cg::attention_key("f16", g, caps);
+        REQUIRE(k.params["mode"] == "coop");
+        CHECK(k.params["path"] == path);
+        CHECK(k.params["sm"] == (nv_layout ? "reg" : "shared"));
+        CAPTURE(k.canonical());
+        auto src = cg::render(k, caps);
+        CHECK(src.coop_khr == (std::string(path) == "khr"));
+        CHECK(src.workgroup_size[0] == 128);
+        CHECK_FALSE(cg::compile(k, src).words.empty());
+      }
     }
   }
+  // A register softmax needs the layout; a key without sm (older caches) is the shared one.
+  auto reg = cg::attention_key("f16", prefill(128, 128), caps);
+  REQUIRE(reg.params["sm"] == "reg");
+  caps.coop_acc_nv_layout = false;
+  CHECK_THROWS_AS(cg::render(reg, caps), std::runtime_error);
+  reg.params.erase("sm");
+  CHECK_NOTHROW(cg::render(reg, caps));
+  reg.params["sm"] = "registers";
+  CHECK_THROWS_AS(cg::render(reg, caps), std::invalid_argument);
   // Without the capability the key does not render.
   auto k = cg::attention_key("bf16", prefill(128, 128), caps);
   caps.cooperative_matrix_bf16 = false;

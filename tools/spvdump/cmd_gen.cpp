@@ -41,7 +41,8 @@ codegen::DeviceCaps parse_caps(const std::string& text, const std::string& finge
                                         {"cooperative_matrix", &caps.cooperative_matrix},
                                         {"subgroup_shuffle", &caps.subgroup_shuffle},
                                         {"f16_hw_convert", &caps.f16_hw_convert},
-                                        {"fma_fused", &caps.fma_fused}};
+                                        {"fma_fused", &caps.fma_fused},
+                                        {"coop_acc_nv_layout", &caps.coop_acc_nv_layout}};
   std::map<std::string, uint32_t*> numbers = {
       {"subgroup_size", &caps.subgroup_size},
       {"max_workgroup_invocations", &caps.max_workgroup_invocations},

@@ -709,6 +709,8 @@ struct DeviceFactory {
     c.cooperative_matrix_bf16 = want_khr_bf16;
     c.f16_hw_convert = f16_hardware_conversions(p.props12.driverID);
     c.fma_fused = fused_fma(p.props12.driverID);
+    c.coop_acc_nv_layout =
+        (want_coop || want_khr_f16 || want_khr_bf16) && nv_accumulator_layout(p.props12.driverID);
     c.max_workgroup_invocations = p.props.limits.maxComputeWorkGroupInvocations;
     c.max_shared_memory = p.props.limits.maxComputeSharedMemorySize;
     c.fingerprint = p.fingerprint();
@@ -731,6 +733,14 @@ struct DeviceFactory {
   // MLX_VK_FMA=fused|unfused overrides (to verify a new device: fused, then run the test).
   static bool fused_fma(VkDriverId id) {
     return env_choice("MLX_VK_FMA", "fused", "unfused", id == VK_DRIVER_ID_NVIDIA_PROPRIETARY);
+  }
+
+  // Drivers whose cooperative-matrix accumulators lay their elements out as NVIDIA's does
+  // (codegen::DeviceCaps::coop_acc_nv_layout), verified by the attention
+  // prefill tests in tests/gpu_diff/test_attention.cpp: NVIDIA's (H100, driver 580, NV and
+  // KHR paths). MLX_VK_COOP_LAYOUT=nv|opaque overrides (opaque: the shared-memory softmax).
+  static bool nv_accumulator_layout(VkDriverId id) {
+    return env_choice("MLX_VK_COOP_LAYOUT", "nv", "opaque", id == VK_DRIVER_ID_NVIDIA_PROPRIETARY);
   }
 
   // `fallback`, unless environment variable `name` is `on` (true) or `off` (false); any
