@@ -135,10 +135,12 @@ RowsTile rows_tile(const std::string& dtype, const AttentionGeometry& g, const D
 // per tile. Mirrors the template's shared arrays: the Q tile, later K and V side by side;
 // S, P, a factor per row and the row-index matrix.
 constexpr int64_t kCoopRows = 64, kCoopKeys = 32;
-int64_t coop_shared_bytes(int64_t d, int64_t dv) {
+int64_t coop_shared_bytes(int64_t d, int64_t dv, bool reg_softmax) {
   int64_t kld = std::max(d, dv) / 8 + 1;
-  return 16 * std::max(kCoopRows, 2 * kCoopKeys) * kld + 4 * 64 * (kCoopKeys + 4) +
-         16 * 64 * (kCoopKeys / 8 + 1) + 4 * kCoopRows + 4 * 256;
+  int64_t tile = 16 * std::max(kCoopRows, 2 * kCoopKeys) * kld;
+  // The softmax in registers stages no S but keeps two K/V buffers (templates/sdpa.glsl).
+  int64_t tiles_and_s = reg_softmax ? 2 * tile : tile + 4 * 64 * (kCoopKeys + 4);
+  return tiles_and_s + 16 * 64 * (kCoopKeys / 8 + 1) + 4 * kCoopRows + 4 * 256;
 }
 
 // Whether every offset and stride of q, k and v is a multiple of n elements (strides of
@@ -159,7 +161,8 @@ std::string coop_path(const std::string& dtype, const AttentionGeometry& g,
                       const DeviceCaps& caps) {
   if (g.d % 16 != 0 || g.dv % 16 != 0 || g.d > 128 || g.dv > 128 || caps.subgroup_size != 32 ||
       !caps.subgroup_shuffle || caps.max_workgroup_invocations < 4 * 32 ||
-      coop_shared_bytes(g.d, g.dv) > static_cast<int64_t>(caps.max_shared_memory) ||
+      coop_shared_bytes(g.d, g.dv, caps.coop_acc_nv_layout) >
+          static_cast<int64_t>(caps.max_shared_memory) ||
       !strides_multiple_of(g, 8)) {
     return "";
   }
@@ -577,7 +580,7 @@ KernelSource render_attention(const KernelKey& key, const DeviceCaps& caps) {
                                : (dtype == "f16" ? caps.cooperative_matrix_khr
                                                  : caps.cooperative_matrix_bf16);
       if (!have || caps.subgroup_size != 32 || !caps.subgroup_shuffle ||
-          coop_shared_bytes(d, dv) > static_cast<int64_t>(caps.max_shared_memory) ||
+          coop_shared_bytes(d, dv, sm == "reg") > static_cast<int64_t>(caps.max_shared_memory) ||
           (sm == "reg" && !caps.coop_acc_nv_layout)) {
         throw std::runtime_error("[vulkan] " + where +
                                  ": the device has no cooperative matrices for this kernel.");
