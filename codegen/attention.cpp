@@ -138,8 +138,10 @@ constexpr int64_t kCoopRows = 64, kCoopKeys = 32;
 int64_t coop_shared_bytes(int64_t d, int64_t dv, bool reg_softmax) {
   int64_t kld = std::max(d, dv) / 8 + 1;
   int64_t tile = 16 * std::max(kCoopRows, 2 * kCoopKeys) * kld;
-  // The softmax in registers stages no S but keeps two K/V buffers (templates/sdpa.glsl).
-  int64_t tiles_and_s = reg_softmax ? 2 * tile : tile + 4 * 64 * (kCoopKeys + 4);
+  // The softmax in registers stages no S but keeps two K/V buffers, which stage the output
+  // at the end (at least S's size: D = DV = 16). templates/include/sdpa_coop.glsl.
+  int64_t s_bytes = 4 * 64 * (kCoopKeys + 4);
+  int64_t tiles_and_s = reg_softmax ? std::max(2 * tile, s_bytes) : tile + s_bytes;
   return tiles_and_s + 16 * 64 * (kCoopKeys / 8 + 1) + 4 * kCoopRows + 4 * 256;
 }
 

@@ -50,7 +50,11 @@ layout(constant_id = 1) const uint COOP_K = 16;  // B's rows: its type must diff
 // Q first; then two buffers of K (rows 0..BK) and V (BK..2 BK): the next tile is stored
 // into one while the other is read, so a tile costs one workgroup barrier (H100: 97.0 ->
 // 101.9 TFLOPS, causal f16 L=4096). They stage the output at the end.
-shared uvec4 tile4[2 * TILE_ROWS * KLD];
+// The output's staging (SGS * 16 * SLD floats) needs more than the buffers when D and DV
+// are 16.
+#define KV_BUFS (2 * TILE_ROWS * KLD)
+#define OUT_STAGE (SGS * 16 * SLD / 4)
+shared uvec4 tile4[KV_BUFS > OUT_STAGE ? KV_BUFS : OUT_STAGE];
 #define STAGE4 tile4
 #else
 shared uvec4 tile4[TILE_ROWS * KLD];   // Q first; then K (rows 0..BK) and V (BK..2 BK)

@@ -381,6 +381,19 @@ TEST_CASE("sdpa prefill takes cooperative matrices where the device multiplies t
       }
     }
   }
+  // Every coop head dim compiles with either softmax within 48 KiB (at 16 the output's
+  // staging is larger than the two K/V buffers).
+  for (int64_t d = 16; d <= 128; d += 16) {
+    for (bool nv_layout : {false, true}) {
+      caps.coop_acc_nv_layout = nv_layout;
+      auto k = cg::attention_key("f16", prefill(d, d), caps);
+      REQUIRE(k.params["mode"] == "coop");
+      CAPTURE(k.canonical());
+      auto mod = cg::compile(k, cg::render(k, caps));
+      CHECK(shared_bytes(mod.words) <= caps.max_shared_memory);
+    }
+  }
+  caps.coop_acc_nv_layout = true;
   // A register softmax needs the layout; a key without sm (older caches) is the shared one.
   auto reg = cg::attention_key("f16", prefill(128, 128), caps);
   REQUIRE(reg.params["sm"] == "reg");

@@ -176,6 +176,10 @@ TEST_CASE("attention prefill tiles: ragged edges, head dims to 256, row blocks a
   check_attention({24, 24, 2, 2, 19, 70, mx::bfloat16, "add_bcast"}, seed += 5);
   check_attention({200, 72, 2, 1, 23, 41, mx::float16, "", true}, seed += 5);
   check_attention({128, 256, 2, 1, 30, 30, mx::bfloat16, "causal"}, seed += 5);
+  // The smallest cooperative-matrix head dims (on a GPU with them: the output staged in a
+  // region larger than the K/V buffers at 16).
+  check_attention({16, 16, 4, 2, 70, 90, mx::float16, "causal", true}, seed += 5);
+  check_attention({32, 32, 2, 1, 65, 40, mx::bfloat16, "add"}, seed += 5);
   // GQA: a row block holds several query heads' rows (causal limits differ per head row),
   // with Lq < Lkv, Lq = Lkv and Lq > Lkv (rows that see no key average V).
   check_attention({128, 128, 16, 2, 20, 50, mx::float16, "causal"}, seed += 5);
