@@ -132,8 +132,9 @@ RowsTile rows_tile(const std::string& dtype, const AttentionGeometry& g, const D
 }
 
 // The coop mode (sdpa.glsl MODE_COOP): 64 query rows on 4 subgroups of 32 lanes, 32 keys
-// per tile. Mirrors the template's shared arrays: the Q tile, later K and V side by side;
-// S, P, a factor per row and the row-index matrix.
+// per tile. Mirrors the template's shared arrays (templates/include/sdpa_coop.glsl): the
+// Q tile, later K and V side by side (two buffers with the register softmax); S (without
+// it), P, a factor per row and the row-index matrix.
 constexpr int64_t kCoopRows = 64, kCoopKeys = 32;
 int64_t coop_shared_bytes(int64_t d, int64_t dv, bool reg_softmax) {
   int64_t kld = std::max(d, dv) / 8 + 1;
@@ -582,10 +583,14 @@ KernelSource render_attention(const KernelKey& key, const DeviceCaps& caps) {
                                : (dtype == "f16" ? caps.cooperative_matrix_khr
                                                  : caps.cooperative_matrix_bf16);
       if (!have || caps.subgroup_size != 32 || !caps.subgroup_shuffle ||
-          coop_shared_bytes(d, dv, sm == "reg") > static_cast<int64_t>(caps.max_shared_memory) ||
-          (sm == "reg" && !caps.coop_acc_nv_layout)) {
+          coop_shared_bytes(d, dv, sm == "reg") > static_cast<int64_t>(caps.max_shared_memory)) {
         throw std::runtime_error("[vulkan] " + where +
                                  ": the device has no cooperative matrices for this kernel.");
+      }
+      if (sm == "reg" && !caps.coop_acc_nv_layout) {
+        throw std::runtime_error("[vulkan] " + where +
+                                 ": sm=reg needs accumulators laid out as NVIDIA's driver lays "
+                                 "them out (DeviceCaps::coop_acc_nv_layout).");
       }
       wg = 4 * caps.subgroup_size;
       defines.push_back("MODE MODE_COOP");

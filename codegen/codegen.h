@@ -43,9 +43,9 @@ struct DeviceCaps {
   // A 16x16 f32 accumulator's elements sit in a 32-lane subgroup as NVIDIA's driver lays
   // them out (element i of lane t: row t / 4 + 8 (i / 4), column 2 (t % 4) + i % 2 +
   // 8 ((i / 2) % 2); read back on an H100), so the prefill attention's softmax runs on them
-  // in registers (templates/sdpa.glsl COOP_REG_SOFTMAX). Set by the runtime for NVIDIA's
-  // driver, verified by tests/gpu_diff's attention tests on an H100 (the kernel also checks
-  // it and yields NaN if it is wrong).
+  // in registers (COOP_REG_SOFTMAX, templates/include/sdpa_coop.glsl). Set by the runtime for
+  // NVIDIA's driver, verified by tests/gpu_diff's attention tests on an H100 (the kernel also
+  // checks it and yields NaN if it is wrong).
   bool coop_acc_nv_layout = false;
   uint32_t max_workgroup_invocations = 128;
   uint32_t max_shared_memory = 16384;
