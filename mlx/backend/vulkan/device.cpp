@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "mlx/backend/vulkan/driver_facts.h"
 #include "mlx/backend/vulkan/utils.h"
 
 namespace mlx::core::vulkan {
@@ -716,46 +717,6 @@ struct DeviceFactory {
     c.fingerprint = p.fingerprint();
 
     choose_memory(dev, p);
-  }
-
-  // Drivers whose f16 pack/unpack were verified exact by the f16 boundary test in
-  // tests/gpu_diff/test_select_copy.cpp: NVIDIA's (H200, driver 580) and lavapipe's (Mesa
-  // 22.3). Others keep the exact software routines until the test has run on them.
-  // MLX_VK_F16_CONVERT=hw|exact overrides (to verify a new device: hw, then run the test).
-  static bool f16_hardware_conversions(VkDriverId id) {
-    return env_choice("MLX_VK_F16_CONVERT", "hw", "exact",
-                      id == VK_DRIVER_ID_NVIDIA_PROPRIETARY || id == VK_DRIVER_ID_MESA_LLVMPIPE);
-  }
-
-  // Drivers whose fma() is one rounding, verified by the division test in
-  // tests/gpu_diff/test_binary.cpp (m_div_fma gives the CPU's bits): NVIDIA's (H200, driver
-  // 580). Lavapipe's (Mesa 22.3) is not: the test failed on 11% of quotients there.
-  // MLX_VK_FMA=fused|unfused overrides (to verify a new device: fused, then run the test).
-  static bool fused_fma(VkDriverId id) {
-    return env_choice("MLX_VK_FMA", "fused", "unfused", id == VK_DRIVER_ID_NVIDIA_PROPRIETARY);
-  }
-
-  // Drivers whose cooperative-matrix accumulators lay their elements out as NVIDIA's does
-  // (codegen::DeviceCaps::coop_acc_nv_layout), verified by the attention
-  // prefill tests in tests/gpu_diff/test_attention.cpp: NVIDIA's (H100, driver 580, NV and
-  // KHR paths). MLX_VK_COOP_LAYOUT=nv|opaque overrides (opaque: the shared-memory softmax).
-  static bool nv_accumulator_layout(VkDriverId id) {
-    return env_choice("MLX_VK_COOP_LAYOUT", "nv", "opaque", id == VK_DRIVER_ID_NVIDIA_PROPRIETARY);
-  }
-
-  // `fallback`, unless environment variable `name` is `on` (true) or `off` (false); any
-  // other value is reported and ignored.
-  static bool env_choice(const char* name, const char* on, const char* off, bool fallback) {
-    const char* env = std::getenv(name);
-    if (env == nullptr || *env == '\0') {
-      return fallback;
-    }
-    std::string v = env;
-    if (v == on || v == off) {
-      return v == on;
-    }
-    std::fprintf(stderr, "[vulkan] %s=%s is not %s or %s; ignored.\n", name, env, on, off);
-    return fallback;
   }
 
   // Arrays go to device-local memory. They are mapped for host access only where the
