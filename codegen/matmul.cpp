@@ -132,10 +132,14 @@ bool tile_fits(const GemmTile& t, const DeviceCaps& caps) {
          tile_shared_bytes(t) <= static_cast<int64_t>(caps.max_shared_memory);
 }
 
-// The dtype's lanes in 16 bytes when every listed value is a multiple of them, else 1.
-uint32_t lanes_if_aligned(const std::string& dtype, std::initializer_list<int64_t> values) {
-  const DtypeInfo& dt = dtype_info(dtype, "gemv");
-  uint32_t lanes = 128u / static_cast<uint32_t>(dt.bits);
+uint32_t dtype_bits(const std::string& dtype) {
+  return static_cast<uint32_t>(dtype_info(dtype, "gemv").bits);
+}
+
+// The lanes of a `bits`-wide dtype in 16 bytes when every listed value is a multiple of
+// them, else 1.
+uint32_t lanes_if_aligned(uint32_t bits, std::initializer_list<int64_t> values) {
+  uint32_t lanes = 128u / bits;
   for (int64_t v : values) {
     if (v % lanes != 0) {
       return 1;
@@ -146,11 +150,12 @@ uint32_t lanes_if_aligned(const std::string& dtype, std::initializer_list<int64_
 
 uint32_t gemv_vec(const std::string& dtype, const MatmulGeometry& g) {
   if (g.b_t) {
-    return lanes_if_aligned(dtype, {g.k, static_cast<int64_t>(g.a_offset), g.lda, g.a_bs0, g.a_bs1,
-                                    static_cast<int64_t>(g.b_offset), g.ldb, g.b_bs0, g.b_bs1});
+    return lanes_if_aligned(dtype_bits(dtype),
+                            {g.k, static_cast<int64_t>(g.a_offset), g.lda, g.a_bs0, g.a_bs1,
+                             static_cast<int64_t>(g.b_offset), g.ldb, g.b_bs0, g.b_bs1});
   }
-  return lanes_if_aligned(dtype, {g.n, static_cast<int64_t>(g.b_offset), g.ldb, g.b_bs0, g.b_bs1,
-                                  static_cast<int64_t>(g.out_offset)});
+  return lanes_if_aligned(dtype_bits(dtype), {g.n, static_cast<int64_t>(g.b_offset), g.ldb, g.b_bs0,
+                                              g.b_bs1, static_cast<int64_t>(g.out_offset)});
 }
 
 uint32_t gemv_rows(int64_t m) {
@@ -647,13 +652,14 @@ bool qmv_applies(const MatmulGeometry& g) {
   return g.m >= 1 && g.m <= 8 && g.b_t && !g.a_t && g.bits > 0 && g.k > 0 && g.k % 32 == 0;
 }
 
-bool qmv_fusion_fits(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps&) {
+bool qmv_fusion_fits(uint32_t value_bits, const MatmulGeometry& g, const DeviceCaps&) {
   if (!qmv_applies(g) || (g.glu && (g.n % 2 != 0 || g.residual))) {
     return false;
   }
-  // qmv_key's vec and idx, without building the key (this runs on every launch).
-  uint64_t vec =
-      lanes_if_aligned(dtype, {static_cast<int64_t>(g.a_offset), g.lda, g.a_bs0, g.a_bs1, g.k});
+  // qmv_key's vec and idx, without building the key (this runs on every launch: the width
+  // comes as a number, not a dtype name to look up).
+  uint64_t vec = lanes_if_aligned(value_bits,
+                                  {static_cast<int64_t>(g.a_offset), g.lda, g.a_bs0, g.a_bs1, g.k});
   uint64_t out_elems = static_cast<uint64_t>(g.batches * g.m * g.n);
   return !geometry_idx64(g, 1, 1, 1) && g.norm_w_offset % vec == 0 &&
          !reach_needs_64(g.norm_w_offset + static_cast<uint64_t>(g.k)) &&
@@ -700,8 +706,8 @@ QmvShares qmv_shares(int64_t n, int64_t packs, uint32_t mr, uint32_t tpr, int bi
 KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps) {
   // x's rows read as 16-byte vectors when they start at multiples of them; packs of 4 or 8
   // bits as uvec4 when every row of W starts at a multiple of 4 words.
-  uint32_t vec =
-      lanes_if_aligned(dtype, {static_cast<int64_t>(g.a_offset), g.lda, g.a_bs0, g.a_bs1, g.k});
+  uint32_t vec = lanes_if_aligned(dtype_bits(dtype),
+                                  {static_cast<int64_t>(g.a_offset), g.lda, g.a_bs0, g.a_bs1, g.k});
   bool wvec = g.bits % 4 == 0 && g.b_offset % 4 == 0 && g.ldb % 4 == 0 && g.b_bs0 % 4 == 0 &&
               g.b_bs1 % 4 == 0;
   uint32_t tpr = caps.subgroup_shuffle ? std::min<uint32_t>(32, caps.subgroup_size) : 32;

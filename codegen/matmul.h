@@ -123,8 +123,8 @@ Launch qmvc_launch(const KernelKey& key, const KernelSource& source, const Matmu
 bool qmv_applies(const MatmulGeometry& g);
 // Whether qmv can also apply g's rms_norm (g.prenorm) and residual (g.residual): qmv
 // applies, 32-bit indices (the extra push constants then fit 128 bytes), and a norm
-// weight aligned to x's vectors.
-bool qmv_fusion_fits(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps);
+// weight aligned to x's vectors. value_bits: the width of x's dtype (16 or 32).
+bool qmv_fusion_fits(uint32_t value_bits, const MatmulGeometry& g, const DeviceCaps& caps);
 // "qmv:bits,dtype,glu=0|1,gs,idx,mr=1|2|4|8,nc=1|2|4,norm=0|1,res=0|1,sg=0|1,tpr=N,u=1|2|4,
 // vec=1|4|8,wvec=0|1" (glu: g.glu, nc 2; norm: g.prenorm, res: g.residual; u: packs in
 // flight per lane and column, at

@@ -82,7 +82,7 @@ constexpr int64_t kQmvcBlockedRows = 64;
 // product of 2-d weights; codegen::qmv_fusion_fits). The geometry's offsets follow the
 // operands' alignment as bind_run will see it: read in place, a fresh output.
 bool qmv_takes_fusion(const QuantizedMatmul& qmm, const std::vector<array>& inputs,
-                      const array& out, const char* dtype, const vulkan::Device& dev) {
+                      const array& out, const vulkan::Device& dev) {
   const array& x = inputs[0];
   const array& w = inputs[1];
   if (w.ndim() != 2 || !qmm.transpose() || x.shape(-1) == 0 || out.size() == 0) {
@@ -106,7 +106,7 @@ bool qmv_takes_fusion(const QuantizedMatmul& qmm, const std::vector<array>& inpu
     g.norm_w_offset = elem_offset(inputs[4]);
   }
   g.residual = qmm.residual();
-  return codegen::qmv_fusion_fits(dtype, g, dev.caps());
+  return codegen::qmv_fusion_fits(static_cast<uint32_t>(8 * out.itemsize()), g, dev.caps());
 }
 
 }  // namespace
@@ -145,7 +145,7 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
   // With glu the product has twice the output's columns.
   int64_t N = glu_ ? 2 * int64_t{out.shape(-1)} : out.shape(-1);
   bool absorbed = norm_eps_ || residual_ || glu_;
-  if (absorbed && !qmv_takes_fusion(*this, inputs, out, dtype, dev)) {
+  if (absorbed && !qmv_takes_fusion(*this, inputs, out, dev)) {
     // The absorbed ops as their own launches, as they were built.
     auto& enc = vulkan::encoder(stream);
     if (glu_) {
