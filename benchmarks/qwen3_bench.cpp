@@ -159,7 +159,12 @@ int main(int argc, char** argv) {
         "\n");
     for (int context : {0, 512, 4096}) {
       mx::vulkan::set_profiling(false);
-      run_decode(model, context, 8);  // kernels for this context class, clocks up
+      // Kernels for this context class, and the clocks up, the host's too. With 8 warm-up
+      // tokens the first timed run of a process sometimes ran at a third of the speed of
+      // the runs after it (H100 runs 226 and 230: 335-344 tok/s against 920-950, with the
+      // same GPU time per token). 64 did not remove every slow run (run 231: one of six
+      // processes at 643 tok/s), so read the decode rows over several processes.
+      run_decode(model, context, std::max(64, steps / 2));
       auto timed = run_decode(model, context, steps);
       // The same with async_eval recording on this thread (mlx/eval_worker.h), for scale.
       DecodeRun inline_run;
