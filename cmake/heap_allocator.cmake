@@ -4,7 +4,7 @@
 # most in its slow paths, and on an H100 machine decode followed the host. jemalloc halves
 # that and is a Debian package (libjemalloc-dev).
 #
-# MLX_MALLOC=jemalloc (default) links the shared libjemalloc into every program that links
+# MLX_MALLOC=jemalloc (default) links the shared libjemalloc into every executable that links
 # mlx: shared, so that malloc and free are one allocator for every library of the process,
 # including libvulkan and the drivers it loads with dlopen. MLX_MALLOC=system keeps glibc's.
 # Sanitizer builds keep glibc's too: ASan and TSan replace malloc themselves.
@@ -18,10 +18,14 @@ if(MLX_MALLOC STREQUAL "jemalloc")
   else()
     find_library(MLX_JEMALLOC_LIBRARY NAMES jemalloc)
     if(MLX_JEMALLOC_LIBRARY)
+      # Executables only: a shared library that links mlx (a plugin, a Python module) is
+      # loaded into a process that already chose its allocator, and a jemalloc loaded then
+      # would either go unused or fail to find room for its thread-local state.
       # --no-as-needed: nothing names a jemalloc-only symbol, and a linker that drops unused
       # libraries would drop it (malloc resolves from libc just as well).
-      target_link_libraries(mlx INTERFACE "-Wl,--push-state,--no-as-needed"
-                            ${MLX_JEMALLOC_LIBRARY} "-Wl,--pop-state")
+      set(mlx_exe "$<STREQUAL:$<TARGET_PROPERTY:TYPE>,EXECUTABLE>")
+      target_link_libraries(mlx INTERFACE "$<${mlx_exe}:-Wl,--push-state,--no-as-needed>"
+                            "$<${mlx_exe}:${MLX_JEMALLOC_LIBRARY}>" "$<${mlx_exe}:-Wl,--pop-state>")
       set(MLX_MALLOC_IN_USE jemalloc)
     else()
       message(WARNING "mlx: MLX_MALLOC=jemalloc but libjemalloc was not found "
