@@ -8,6 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "mlx/backend/common/views.h"
 #include "mlx/fast_primitives.h"
 #include "mlx/fusion.h"
 #include "mlx/ops.h"
@@ -334,7 +335,18 @@ bool DecodeAttention::is_equivalent(const Primitive& other) const {
   const auto& o = static_cast<const DecodeAttention&>(other);
   return scale_ == o.scale_ && lkv_ == o.lkv_ && traditional_ == o.traditional_ &&
          base_ == o.base_ && rope_scale_ == o.rope_scale_ && q_eps_ == o.q_eps_ &&
-         k_eps_ == o.k_eps_;
+         k_eps_ == o.k_eps_ && stacked_cols_ == o.stacked_cols_;
+}
+
+array DecodeAttention::rows_input(const std::vector<array>& inputs,
+                                  const std::vector<array>& outputs, int i) const {
+  if (!stacked_cols_) {
+    return inputs[i];
+  }
+  // q: the attention's heads and the key cache's head dim; k and v: the caches'.
+  int heads = i == 0 ? outputs[0].shape(1) : outputs[1].shape(1);
+  int d = i == 2 ? outputs[2].shape(3) : outputs[1].shape(3);
+  return stacked_rows_view(inputs[i], (*stacked_cols_)[i], heads, d);
 }
 
 bool RMSNorm::is_equivalent(const Primitive& other) const {

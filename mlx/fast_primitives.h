@@ -2,6 +2,8 @@
 // (mlx/fast.cpp), so each eval sees one float dtype for x, weights and output.
 #pragma once
 
+#include <array>
+
 #include <optional>
 
 #include "mlx/primitives.h"
@@ -163,10 +165,15 @@ class ScaledDotProductAttention : public UnaryPrimitive {
 // ([B, Hkv, cap, D|Dv]), offset (the ropes' position, int32, one value), start (the row
 // the caches take, int32, one value), [q norm weight], [k norm weight]}.
 // outputs: {attention [B, Hq, 1, Dv], cache_k', cache_v'}.
+// With `stacked_cols`, inputs 0-2 are instead the [B, 1, N] arrays the rows are columns of
+// (a stacked q/k/v product, the same array three times): q_x, k_x and v_x are columns
+// [c, c + H * D) of them viewed as [B, H, 1, D] (stacked_rows_view), so a decode step needs
+// no slice and reshape nodes to reach them.
 class DecodeAttention : public Primitive {
  public:
   DecodeAttention(Stream s, float scale, int lkv, bool traditional, float base, float rope_scale,
-                  std::optional<float> q_eps, std::optional<float> k_eps)
+                  std::optional<float> q_eps, std::optional<float> k_eps,
+                  std::optional<std::array<int, 3>> stacked_cols = std::nullopt)
       : Primitive(s),
         scale_(scale),
         lkv_(lkv),
@@ -174,7 +181,8 @@ class DecodeAttention : public Primitive {
         base_(base),
         rope_scale_(rope_scale),
         q_eps_(q_eps),
-        k_eps_(k_eps) {}
+        k_eps_(k_eps),
+        stacked_cols_(stacked_cols) {}
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
   void eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
   const char* name() const override {
@@ -203,6 +211,13 @@ class DecodeAttention : public Primitive {
   const std::optional<float>& k_eps() const {
     return k_eps_;
   }
+  const std::optional<std::array<int, 3>>& stacked_cols() const {
+    return stacked_cols_;
+  }
+  // Input i < 3 (q_x, k_x or v_x) as the rows the kernels read: the input itself, or its
+  // columns viewed as [B, H, 1, D] with `stacked_cols` (no data moves). outputs give H and D.
+  array rows_input(const std::vector<array>& inputs, const std::vector<array>& outputs,
+                   int i) const;
 
  private:
   float scale_;
@@ -212,6 +227,7 @@ class DecodeAttention : public Primitive {
   float rope_scale_;
   std::optional<float> q_eps_;
   std::optional<float> k_eps_;
+  std::optional<std::array<int, 3>> stacked_cols_;
 };
 
 }  // namespace mlx::core::fast

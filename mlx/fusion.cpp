@@ -253,6 +253,39 @@ bool one_int32(const array& a) {
 
 }  // namespace
 
+namespace {
+
+// When `rows` ([B, H, 1, D]) is a pending reshape of a pending slice of columns
+// [c, c + H * D) of a [B, 1, N] array (one part of a stacked q/k/v product, as a model's
+// split and head reshape make it), that array and c.
+std::optional<std::pair<array, int>> stacked_source(const array& rows, const Stream& s) {
+  if (pending_node<Reshape>(rows, s) == nullptr || rows.inputs().size() != 1 || rows.ndim() != 4 ||
+      rows.shape(2) != 1) {
+    return std::nullopt;
+  }
+  const array& cols = rows.inputs()[0];
+  auto* sl = pending_node<Slice>(cols, s);
+  if (sl == nullptr || cols.inputs().size() != 1 || cols.ndim() != 3) {
+    return std::nullopt;
+  }
+  const array& stacked = cols.inputs()[0];
+  int b = rows.shape(0), width = rows.shape(1) * rows.shape(3);
+  if (stacked.ndim() != 3 || stacked.shape(0) != b || stacked.shape(1) != 1 ||
+      cols.shape() != Shape{b, 1, width} || stacked.dtype() != rows.dtype()) {
+    return std::nullopt;
+  }
+  for (int d = 0; d < 3; ++d) {
+    int start = d == 2 ? sl->start()[2] : 0;
+    int stop = d == 2 ? start + width : stacked.shape(d);
+    if (sl->start()[d] != start || sl->stop()[d] != stop || sl->strides()[d] != 1) {
+      return std::nullopt;
+    }
+  }
+  return std::make_pair(stacked, sl->start()[2]);
+}
+
+}  // namespace
+
 std::optional<array> attention_over_cache_update(const array& q, const array& keys,
                                                  const array& values, float scale,
                                                  const Stream& s) {
@@ -290,6 +323,17 @@ std::optional<array> attention_over_cache_update(const array& q, const array& ke
     return std::nullopt;
   }
   std::vector<array> inputs{qi[0], k_x, v_x, ki[ki.size() - 2], vi[0], qi[1], vi[2]};
+  // The rows straight from a stacked product when all three are its columns: the slice and
+  // reshape nodes between are then never evaluated (6 a layer the eval thread no longer
+  // walks, evaluates and detaches).
+  std::optional<std::array<int, 3>> stacked_cols;
+  auto sq = stacked_source(qi[0], s), sk = stacked_source(k_x, s), sv = stacked_source(v_x, s);
+  if (sq && sk && sv) {
+    stacked_cols = std::array<int, 3>{sq->second, sk->second, sv->second};
+    inputs[0] = sq->first;
+    inputs[1] = sk->first;
+    inputs[2] = sv->first;
+  }
   if (q_rope->norm_eps()) {
     inputs.push_back(qi.back());
   }
@@ -306,7 +350,7 @@ std::optional<array> attention_over_cache_update(const array& q, const array& ke
   }
   auto prim = std::make_shared<fast::DecodeAttention>(
       s, scale, keys.shape(2), q_rope->traditional(), q_rope->base(), q_rope->scale(),
-      q_rope->norm_eps(), k_rope->norm_eps());
+      q_rope->norm_eps(), k_rope->norm_eps(), stacked_cols);
   array out(Shape{b, q.shape(1), 1, dv}, q.dtype(), prim, inputs);
   array k_out = kc;
   array v_out = vc;

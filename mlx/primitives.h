@@ -367,7 +367,7 @@ class RandomBits : public UnaryPrimitive {
 // ---------------------------------------------------------------------------------------
 // Shapes and views. Views share the input's buffer; no data moves.
 
-class Reshape : public UnaryPrimitive {
+class Reshape final : public UnaryPrimitive {
  public:
   Reshape(Stream s, Shape shape) : UnaryPrimitive(s), shape_(std::move(shape)) {}
   MLX_DECLARE_UNARY_EVAL

@@ -222,3 +222,80 @@ TEST_CASE("a decode step updates caches nothing else holds in place, and copies 
   auto row = mx::slice(step2.values, {0, 0, 3, 0}, {1, 2, 4, 64}, gpu);
   CHECK(mx::array_equal(row, on_device(host.vx, gpu), false).item<bool>());
 }
+
+TEST_CASE("a decode step reads q, k and v as columns of a stacked product") {
+  if (!gpu_present())
+    return;
+  mx::vulkan::reset_fallback_counts();
+  auto cpu = mx::Device::cpu, gpu = mx::Device::gpu;
+  // Batch 2, GQA 2, bf16 with norms (Qwen3's kind), then f32 with a stacked array that is
+  // itself a strided view (every other column of a wider one: the rows are then copied).
+  struct StackCase {
+    Dims dims;
+    mx::Dtype dt;
+    bool norm, strided_base;
+  };
+  const std::vector<StackCase> cases = {{{2, 4, 2, 16, 64}, mx::bfloat16, true, false},
+                                        {{1, 4, 2, 16, 32}, mx::float32, false, true}};
+  uint64_t seed = 1100;
+  for (const auto& c : cases) {
+    const Dims& dm = c.dims;
+    int n = (dm.hq + 2 * dm.hkv) * dm.d;
+    auto wide = uniform({dm.b, 1, c.strided_base ? 2 * n : n}, c.dt, seed);
+    auto host = make_inputs(dm, c.dt, 5, seed + 1);
+    seed += 10;
+    // The rows as a model makes them from one product: a split and a head reshape each.
+    auto rows_of = [&](const mx::array& stacked_in, const StepInputs& base, mx::Device dev) {
+      auto stacked = c.strided_base
+                         ? mx::slice(stacked_in, {0, 0, 0}, {dm.b, 1, 2 * n}, {1, 1, 2}, dev)
+                         : stacked_in;
+      auto parts = mx::split(stacked, {dm.hq * dm.d, (dm.hq + dm.hkv) * dm.d}, -1, dev);
+      StepInputs in = base;
+      in.qx = mx::reshape(parts[0], {dm.b, dm.hq, 1, dm.d}, dev);
+      in.kx = mx::reshape(parts[1], {dm.b, dm.hkv, 1, dm.d}, dev);
+      in.vx = mx::reshape(parts[2], {dm.b, dm.hkv, 1, dm.d}, dev);
+      return std::make_pair(stacked, in);
+    };
+    auto want = with_fusion(false, [&] {
+      auto [stacked, in] = rows_of(wide, host, cpu);
+      return decode_step(in, 6, c.norm, false, cpu);
+    });
+    mx::eval({want.out, want.keys, want.values});
+    auto gwide = on_device(wide, gpu);
+    auto ghost = to_device(host, gpu);
+    auto got = gpu_eval_checked(
+        [&] {
+          auto [stacked, in] = rows_of(gwide, ghost, gpu);
+          auto s = decode_step(in, 6, c.norm, false, gpu);
+          REQUIRE(is_step(s.out));
+          auto& prim = dynamic_cast<mx::fast::DecodeAttention&>(s.out.primitive());
+          REQUIRE(prim.stacked_cols().has_value());
+          CHECK(*prim.stacked_cols() ==
+                std::array<int, 3>{0, dm.hq * dm.d, (dm.hq + dm.hkv) * dm.d});
+          for (int i = 0; i < 3; ++i) {
+            CHECK(s.out.inputs()[i].id() == stacked.id());
+          }
+          return std::vector<mx::array>{s.out, s.keys, s.values};
+        },
+        "stacked decode step");
+    std::string what = std::string(mx::dtype_to_string(c.dt)) +
+                       (c.strided_base ? ", strided stacked array" : ", dense stacked array");
+    Tolerance two = c.dt == mx::float32 ? Tolerance{1e-4, 1e-4}
+                                        : Tolerance{2 * default_tolerance(c.dt).rtol,
+                                                    2 * default_tolerance(c.dt).atol};
+    CHECK(all_close(got[0], want.out, two, "attention, " + what));
+    CHECK(all_close(got[1], want.keys, two, "key cache, " + what));
+    CHECK(all_close(got[2], want.values, {0.0, 0.0}, "value cache, " + what));
+  }
+  // Rows that are not whole columns of one [B, 1, N] array keep their own inputs.
+  Dims dm{1, 4, 2, 16, 64};
+  auto in = to_device(make_inputs(dm, mx::float32, 5, 1200), gpu);
+  auto wide = on_device(uniform({1, 2, 8 * 64}, mx::float32, 1201), gpu);  // [B, 2, N]: no
+  in.qx = mx::reshape(mx::slice(wide, {0, 0, 0}, {1, 1, 4 * 64}, gpu), {1, 4, 1, 64}, gpu);
+  auto step = decode_step(in, 6, true, false, gpu);
+  REQUIRE(is_step(step.out));
+  CHECK_FALSE(dynamic_cast<mx::fast::DecodeAttention&>(step.out.primitive())
+                  .stacked_cols()
+                  .has_value());
+  CHECK(mx::vulkan::fallback_counts()["DecodeAttention"] == 0);
+}

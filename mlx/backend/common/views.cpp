@@ -1,5 +1,7 @@
 #include "mlx/backend/common/views.h"
 
+#include <stdexcept>
+
 #include "mlx/backend/common/utils.h"
 
 namespace mlx::core {
@@ -113,6 +115,18 @@ void slice_view(const array& in, array& out, const Shape& start, const Shape& st
   }
   auto layout = view_layout(out.shape(), strides);
   out.copy_shared_buffer(in, strides, layout.flags, layout.data_size, offset);
+}
+
+array stacked_rows_view(const array& stacked, int col, int heads, int d) {
+  int b = stacked.shape(0);
+  array cols(Shape{b, 1, heads * d}, stacked.dtype(), nullptr, {});
+  slice_view(stacked, cols, Shape{0, 0, col}, Shape{1, 1, 1});
+  array rows(Shape{b, heads, 1, d}, stacked.dtype(), nullptr, {});
+  // Splitting the contiguous last dim of a slice is always a view.
+  if (!reshape_view(cols, rows)) {
+    throw std::logic_error("[stacked_rows_view] the rows of a column slice are not a view.");
+  }
+  return rows;
 }
 
 void as_strided_view(const array& in, array& out, const Strides& strides, int64_t offset) {

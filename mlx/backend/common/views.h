@@ -25,4 +25,9 @@ void slice_view(const array& in, array& out, const Shape& start, const Shape& st
 // A view of `in` (row-contiguous) with arbitrary strides, starting `offset` elements in.
 void as_strided_view(const array& in, array& out, const Strides& strides, int64_t offset);
 
-} // namespace mlx::core
+// Columns [col, col + heads * d) of `stacked` ([B, 1, N], evaluated) viewed as the rows of
+// heads [B, heads, 1, d]: a stacked q/k/v product's part, as a slice and a reshape would give
+// it (fast::DecodeAttention's stacked inputs).
+array stacked_rows_view(const array& stacked, int col, int heads, int d);
+
+}  // namespace mlx::core

@@ -169,23 +169,26 @@ void DecodeAttention::eval_cpu(const std::vector<array>& inputs, std::vector<arr
   const array& offset = inputs[5];
   const array& start = inputs[6];
   size_t next = 7;
-  std::vector<array> q_in{inputs[0], offset};
+  array q_x = rows_input(inputs, outputs, 0);
+  array k_x = rows_input(inputs, outputs, 1);
+  array v_x = rows_input(inputs, outputs, 2);
+  std::vector<array> q_in{q_x, offset};
   if (q_eps_) {
     q_in.push_back(inputs[next++]);
   }
-  std::vector<array> k_in{inputs[1], offset};
+  std::vector<array> k_in{k_x, offset};
   if (k_eps_) {
     k_in.push_back(inputs[next++]);
   }
-  int dims = inputs[0].shape(-1);
+  int dims = q_x.shape(-1);
   Dtype dt = outputs[0].dtype();
-  array q(inputs[0].shape(), dt, nullptr, {});
+  array q(q_x.shape(), dt, nullptr, {});
   RoPE(stream(), dims, traditional_, base_, rope_scale_, q_eps_).eval_cpu(q_in, q);
-  array k(inputs[1].shape(), dt, nullptr, {});
+  array k(k_x.shape(), dt, nullptr, {});
   RoPE(stream(), dims, traditional_, base_, rope_scale_, k_eps_).eval_cpu(k_in, k);
   // The caches by reference, so the updates may take their buffers.
   cpu::slice_update_into(inputs[3], k, start, {2}, outputs[1]);
-  cpu::slice_update_into(inputs[4], inputs[2], start, {2}, outputs[2]);
+  cpu::slice_update_into(inputs[4], v_x, start, {2}, outputs[2]);
   auto leading_rows = [&](const array& cache) {
     Shape stop = cache.shape();
     stop[2] = lkv_;

@@ -76,9 +76,11 @@ void DecodeAttention::eval_gpu(const std::vector<array>& inputs, std::vector<arr
   int stream = this->stream().index;
   auto& enc = vulkan::encoder(stream);
   const char* dtype = vulkan::gpu_dtype_name(out.dtype());
-  const array& q_x = inputs[0];
-  const array& k_x = inputs[1];
-  const array& v_x = inputs[2];
+  // Handles of the rows (views of a stacked product's columns, or the inputs), not of the
+  // caches: a copied cache handle would make the cache undonatable.
+  array q_x = rows_input(inputs, outputs, 0);
+  array k_x = rows_input(inputs, outputs, 1);
+  array v_x = rows_input(inputs, outputs, 2);
   const array& k_cache = inputs[3];
 
   codegen::AttentionGeometry g;
