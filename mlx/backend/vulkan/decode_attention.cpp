@@ -76,21 +76,17 @@ void DecodeAttention::eval_gpu(const std::vector<array>& inputs, std::vector<arr
   int stream = this->stream().index;
   auto& enc = vulkan::encoder(stream);
   const char* dtype = vulkan::gpu_dtype_name(out.dtype());
-  // Handles of the rows (views of a stacked product's columns, or the inputs), not of the
-  // caches: a copied cache handle would make the cache undonatable.
-  array q_x = rows_input(inputs, outputs, 0);
-  array k_x = rows_input(inputs, outputs, 1);
-  array v_x = rows_input(inputs, outputs, 2);
   const array& k_cache = inputs[3];
 
+  // The rows' shapes are the outputs': [B, Hq, 1, Dv] and the caches [B, Hkv, cap, D|Dv].
   codegen::AttentionGeometry g;
-  g.batch = q_x.shape(0);
-  g.hkv = k_x.shape(1);
-  g.groups = q_x.shape(1) / g.hkv;
+  g.batch = out.shape(0);
+  g.hkv = outputs[1].shape(1);
+  g.groups = out.shape(1) / g.hkv;
   g.lq = 1;
   g.lkv = lkv_;
-  g.d = q_x.shape(3);
-  g.dv = v_x.shape(3);
+  g.d = outputs[1].shape(3);
+  g.dv = outputs[2].shape(3);
   g.scale = scale_;
   codegen::AttentionStep st;
   st.cap = k_cache.shape(2);
@@ -123,9 +119,22 @@ void DecodeAttention::eval_gpu(const std::vector<array>& inputs, std::vector<arr
   if (out.size() == 0) {
     return;
   }
-  vulkan::Strided qs = vulkan::strided(enc, stream, q_x, dtype, true);
-  vulkan::Strided krs = vulkan::strided(enc, stream, k_x, dtype, true);
-  vulkan::Strided vrs = vulkan::strided(enc, stream, v_x, dtype, true);
+  // Rows read in place. A stacked product's columns (its last dim contiguous, as a fresh
+  // product's is) are addressed straight from it: no view array per row and layer.
+  auto rows = [&](int i, int heads, int64_t d) {
+    const array& p = inputs[i];
+    if (stacked_cols() && p.strides(2) == 1 && p.strides(0) >= 0) {
+      vulkan::Strided s;
+      s.buf = vulkan::buf_of(p, dtype).at((*stacked_cols())[i]);
+      s.strides = {p.strides(0), d, heads * d, 1};
+      s.elems = (int64_t{p.shape(0)} - 1) * p.strides(0) + heads * d;
+      return s;
+    }
+    return vulkan::strided(enc, stream, rows_input(inputs, outputs, i), dtype, true);
+  };
+  vulkan::Strided qs = rows(0, out.shape(1), g.d);
+  vulkan::Strided krs = rows(1, static_cast<int>(g.hkv), g.d);
+  vulkan::Strided vrs = rows(2, static_cast<int>(g.hkv), g.dv);
   vulkan::Strided ks = vulkan::strided(enc, stream, outputs[1], dtype, true);
   vulkan::Strided vs = vulkan::strided(enc, stream, outputs[2], dtype, true);
   auto bq = bind_run(dev, qs.buf, qs.elems, false);
