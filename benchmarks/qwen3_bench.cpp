@@ -71,6 +71,11 @@ DecodeRun run_decode(const qwen3::Model& model, int context, int steps) {
   }
   qwen3::GenerateOptions o;
   o.max_tokens = steps + 1;
+  // QWEN3_BENCH_STEPS_AHEAD: decode steps scheduled ahead of the token read (generate's
+  // steps_ahead, default 2; MLX-LM's loop is 1).
+  if (const char* ahead = std::getenv("QWEN3_BENCH_STEPS_AHEAD")) {
+    o.steps_ahead = std::atoi(ahead);
+  }
   double t_first = 0, t_last = 0;
   Counts c_first{}, c_last{};
   int count = 0;

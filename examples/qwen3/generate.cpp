@@ -1,5 +1,7 @@
 #include "generate.h"
 
+#include <algorithm>
+#include <deque>
 #include <limits>
 #include <stdexcept>
 
@@ -81,23 +83,25 @@ std::vector<int> generate(const Model& model, const std::vector<int>& prompt,
     model(part, cache, true);
     mx::eval(cache_arrays());
   }
-  auto y = step(mx::array(prompt.begin() + start, {1, n - start}, mx::int32));
+  // Tokens scheduled and not yet read, oldest first.
+  std::deque<mx::array> queued;
+  queued.push_back(step(mx::array(prompt.begin() + start, {1, n - start}, mx::int32)));
+  const size_t ahead = static_cast<size_t>(std::max(1, o.steps_ahead));
   while (true) {
-    // The next step is scheduled before this token is read; it is never more than
-    // max_tokens needs (a stop by on_token or eos leaves at most one step unused).
-    std::optional<mx::array> next;
-    if (static_cast<int>(out.size()) + 1 < o.max_tokens) {
-      next = step(mx::reshape(y, {1, 1}));
+    // The next steps are scheduled before this token is read; never more than max_tokens
+    // needs.
+    while (queued.size() <= ahead && static_cast<int>(out.size() + queued.size()) < o.max_tokens) {
+      queued.push_back(step(mx::reshape(queued.back(), {1, 1})));
     }
-    int t = y.item<int>();
+    int t = queued.front().item<int>();
+    queued.pop_front();
     out.push_back(t);
-    if ((o.on_token && !o.on_token(t)) || (o.eos_token && t == *o.eos_token) || !next) {
-      if (next) {
-        next->eval();  // no device work outlives the arrays it uses
+    if ((o.on_token && !o.on_token(t)) || (o.eos_token && t == *o.eos_token) || queued.empty()) {
+      for (auto& q : queued) {
+        q.eval();  // no device work outlives the arrays it uses
       }
       break;
     }
-    y = *next;
   }
   return out;
 }

@@ -32,6 +32,12 @@ struct GenerateOptions {
   std::optional<int> eos_token;
   // Called with each new token as soon as it is known; return false to stop.
   std::function<bool(int)> on_token;
+  // Decode steps scheduled ahead of the token being read (at least 1). MLX-LM's
+  // generate_step keeps 1: step t + 1 is built while the device runs step t, but step t + 2
+  // only after token t is read, so the device waits whenever building plus recording a step
+  // exceeds its own time. 2 keeps a whole step queued behind the one running. The tokens are
+  // the same either way; a stop by on_token or eos leaves up to this many steps unused.
+  int steps_ahead = 2;
 };
 
 // The generation flags both CLIs share: --max-tokens, --temp, --top-k, --top-p, --seed.

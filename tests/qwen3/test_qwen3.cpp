@@ -405,3 +405,37 @@ TEST_CASE("qwen3 chunked prefill generates what one prefill does") {
     }
   }
 }
+
+// Steps scheduled ahead change when the device gets work, not what it computes: the same
+// tokens greedy and seeded, exactly max_tokens of them, and a stop after any token.
+TEST_CASE("qwen3 generate gives the same tokens whatever the steps scheduled ahead") {
+  for (auto device : mlx_test::test_devices()) {
+    CAPTURE(device);
+    DefaultDevice guard(device);
+    auto model = qwen3::load_model(tiny_dir(), {mx::float32});
+    qwen3::GenerateOptions o;
+    o.max_tokens = 7;
+    o.steps_ahead = 1;
+    auto greedy = qwen3::generate(model, kPrompt, o);
+    REQUIRE(greedy.size() == 7);
+    o.sampler.temperature = 5.0f;
+    o.sampler.seed = 3;
+    auto seeded = qwen3::generate(model, kPrompt, o);
+    for (int ahead : {2, 3, 10}) {
+      CAPTURE(ahead);
+      o.steps_ahead = ahead;
+      o.sampler.temperature = 0.0f;
+      CHECK(qwen3::generate(model, kPrompt, o) == greedy);
+      o.sampler.temperature = 5.0f;
+      CHECK(qwen3::generate(model, kPrompt, o) == seeded);
+      int seen = 0;
+      o.on_token = [&](int) { return ++seen < 2; };
+      auto stopped = qwen3::generate(model, kPrompt, o);
+      CHECK(stopped == std::vector<int>(seeded.begin(), seeded.begin() + 2));
+      o.on_token = nullptr;
+    }
+    o.max_tokens = 1;  // the prefill's token alone: nothing scheduled ahead
+    o.sampler.temperature = 0.0f;
+    CHECK(qwen3::generate(model, kPrompt, o) == std::vector<int>{greedy[0]});
+  }
+}
