@@ -28,6 +28,11 @@ class Buffer {
 class Allocator {
  public:
   virtual Buffer malloc(size_t size) = 0;
+  // A buffer the host fills right away (an array made from host values): a GPU backend may
+  // place a small one where the host writes it in place and the GPU reads it without a copy.
+  virtual Buffer malloc_host_written(size_t size) {
+    return malloc(size);
+  }
   virtual void free(Buffer buffer) = 0;
   virtual size_t size(Buffer buffer) const = 0;
   virtual ~Allocator() = default;
@@ -37,6 +42,7 @@ Allocator& allocator();
 
 // Throws std::runtime_error when the allocation cannot be satisfied.
 Buffer malloc(size_t size);
+Buffer malloc_host_written(size_t size);
 void free(Buffer buffer);
 
 }  // namespace mlx::core::allocator

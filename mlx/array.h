@@ -409,7 +409,7 @@ T array::value_as() const {
 
 template <typename It>
 void array::init(It src) {
-  set_data(allocator::malloc(size() * size_of(dtype())));
+  set_data(allocator::malloc_host_written(size() * size_of(dtype())));
   using Src = std::remove_cv_t<typename std::iterator_traits<It>::value_type>;
   dispatch_dtype(dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;

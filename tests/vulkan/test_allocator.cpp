@@ -134,6 +134,48 @@ TEST_CASE("host data round-trips through GPU memory for every byte pattern") {
   CHECK(mlx_test::to_vector<uint8_t>(c)[5] == 200);
 }
 
+// Staged path (discrete GPUs; MLX_VK_STAGING=1 here): arrays made from host values in the
+// smallest size class live mapped in the device's host-visible device memory, so a host
+// scalar reaches a kernel with no upload; larger host arrays and every computed result
+// (which the CPU may read back a lot) stay staged. A host write after a GPU read still
+// reaches the next GPU read.
+TEST_CASE("the staged path maps the smallest host-made arrays") {
+  VK_REQUIRE_DEVICE();
+  auto* alloc = vk::vulkan_allocator();
+  REQUIRE(alloc != nullptr);
+  const bool small_mapped =
+      !vk::device().arrays_mapped() && vk::device().small_mapped_memory_type() >= 0;
+  auto gpu = mx::Device::gpu;
+  mx::array scalar(3.0f);
+  mx::array few({1.0f, 2.0f, 3.0f, 4.0f});
+  std::vector<float> values(1000);
+  for (size_t i = 0; i < values.size(); ++i) {
+    values[i] = static_cast<float>(i);
+  }
+  mx::array many(values.begin(), {1000}, mx::float32);
+  auto* s_alloc = vk::allocation(scalar.buffer());
+  CHECK(s_alloc->small_mapped == small_mapped);
+  CHECK((s_alloc->mapped != nullptr) == (small_mapped || alloc->mapped()));
+  CHECK_FALSE(vk::allocation(many.buffer())->small_mapped);  // 4000 bytes
+  auto y = mx::multiply(many, scalar, gpu);
+  auto total = mx::sum(mx::multiply(few, scalar, gpu), gpu);
+  mx::eval({y, total});
+  CHECK_FALSE(vk::allocation(total.buffer())->small_mapped);  // a computed result
+  CHECK(total.item<float>() == 30.0f);
+  CHECK(mlx_test::to_vector<float>(y)[999] == 2997.0f);
+  // A host write to the scalar after the GPU read it reaches the next GPU read.
+  scalar.data<float>()[0] = 5.0f;
+  CHECK(mx::sum(mx::multiply(few, scalar, gpu), gpu).item<float>() == 50.0f);
+  // Freed and made again, a host scalar takes a mapped buffer again, a result a staged one.
+  for (int i = 0; i < 3; ++i) {
+    mx::array again(static_cast<float>(i));
+    CHECK(vk::allocation(again.buffer())->small_mapped == small_mapped);
+    auto r = mx::multiply(few, again, gpu);
+    r.eval();
+    CHECK_FALSE(vk::allocation(r.buffer())->small_mapped);
+  }
+}
+
 TEST_CASE("a GPU fill and copy through the encoder land in host-visible memory") {
   VK_REQUIRE_DEVICE();
   auto s = mx::default_stream(mx::Device::gpu);

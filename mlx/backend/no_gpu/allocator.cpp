@@ -25,6 +25,10 @@ Buffer malloc(size_t size) {
   return cpu_allocator().malloc(size);
 }
 
+Buffer malloc_host_written(size_t size) {
+  return cpu_allocator().malloc(size);
+}
+
 void free(Buffer buffer) {
   cpu_allocator().free(buffer);
 }

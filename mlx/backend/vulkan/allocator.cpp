@@ -210,6 +210,13 @@ VulkanAllocator::VulkanAllocator(Device& d) : dev_(d), mapped_(d.arrays_mapped()
   pool_ = std::make_unique<Pool>(d, d.array_memory_type(), mapped_, block_size_, align);
   if (!mapped_) {
     staging_ = std::make_unique<Pool>(d, d.staging_memory_type(), true, block_size_, align);
+    if (d.small_mapped_memory_type() >= 0) {
+      // 1 MiB blocks: 4096 small buffers each.
+      VkDeviceSize small_block =
+          std::max<VkDeviceSize>(align, (VkDeviceSize{1} << 20) / align * align);
+      small_ = std::make_unique<Pool>(d, static_cast<uint32_t>(d.small_mapped_memory_type()), true,
+                                      small_block, align);
+    }
   }
   const auto& mem = d.memory_properties();
   memory_limit_ = mem.memoryHeaps[mem.memoryTypes[d.array_memory_type()].heapIndex].size;
@@ -233,10 +240,19 @@ VulkanAllocator::~VulkanAllocator() {
   cache_.clear();
   deferred_.clear();
   staging_.reset();
+  small_.reset();
   pool_.reset();
 }
 
 allocator::Buffer VulkanAllocator::malloc(size_t size) {
+  return allocate(size, false);
+}
+
+allocator::Buffer VulkanAllocator::malloc_host_written(size_t size) {
+  return allocate(size, true);
+}
+
+allocator::Buffer VulkanAllocator::allocate(size_t size, bool host_written) {
   std::unique_lock lk(mtx_);
   const bool poison = poison_;
   // Checked before size_class, whose rounding would wrap a size near SIZE_MAX to a small one.
@@ -259,8 +275,9 @@ allocator::Buffer VulkanAllocator::malloc(size_t size) {
                                std::to_string(active_) + " in use).");
     }
   }
+  const bool small_mapped = host_written && small_ && cap <= kSmallMappedBytes;
   Allocation* a = nullptr;
-  auto it = cache_.find(cap);
+  auto it = cache_.find(cache_key(cap, small_mapped));
   if (it != cache_.end() && !it->second.empty()) {
     a = it->second.front();
     it->second.erase(a);
@@ -272,13 +289,14 @@ allocator::Buffer VulkanAllocator::malloc(size_t size) {
     a->download_serial = 0;
   } else {
     std::pair<Block*, VkDeviceSize> got;
+    Pool& pool = small_mapped ? *small_ : *pool_;
     try {
-      got = pool_->alloc(cap);
+      got = pool.alloc(cap);
     } catch (const std::runtime_error&) {
       // Out of device memory: give the cache back to the driver and try once more.
       evict_locked(0);
-      pool_->trim();
-      got = pool_->alloc(cap);
+      pool.trim();
+      got = pool.alloc(cap);
     }
     a = new Allocation();
     a->block = got.first;
@@ -286,6 +304,7 @@ allocator::Buffer VulkanAllocator::malloc(size_t size) {
     a->offset = got.second;
     a->capacity = cap;
     a->mapped = got.first->mapped ? got.first->mapped + got.second : nullptr;
+    a->small_mapped = small_mapped;
   }
   a->size = size;
   a->guarded = poison;
@@ -333,7 +352,7 @@ void VulkanAllocator::release_locked(Allocation* a) {
     destroy_locked(a);
     return;
   }
-  cache_[a->capacity].push_back(a);
+  cache_[cache_key(a->capacity, a->small_mapped)].push_back(a);
   lru_.push_back(a);
   cached_ += a->capacity;
   if (cached_ > cache_limit_) {
@@ -345,7 +364,7 @@ void VulkanAllocator::evict_locked(size_t target) {
   while (cached_ > target && !lru_.empty()) {
     Allocation* a = lru_.front();
     lru_.erase(a);
-    cache_[a->capacity].erase(a);
+    cache_[cache_key(a->capacity, a->small_mapped)].erase(a);
     cached_ -= a->capacity;
     destroy_locked(a);
   }
@@ -356,7 +375,7 @@ void VulkanAllocator::destroy_locked(Allocation* a) {
     staging_->free(a->shadow->block, a->shadow->offset, a->shadow->capacity);
     delete a->shadow;
   }
-  pool_->free(a->block, a->offset, a->capacity);
+  pool_of(a).free(a->block, a->offset, a->capacity);
   delete a;
 }
 
@@ -527,14 +546,17 @@ void VulkanAllocator::clear_cache() {
   if (staging_) {
     staging_->trim();
   }
+  if (small_) {
+    small_->trim();
+  }
 }
 size_t VulkanAllocator::block_count() {
   std::lock_guard lk(mtx_);
-  return pool_->block_count();
+  return pool_->block_count() + (small_ ? small_->block_count() : 0);
 }
 size_t VulkanAllocator::vk_allocation_count() {
   std::lock_guard lk(mtx_);
-  return pool_->vk_allocations();
+  return pool_->vk_allocations() + (small_ ? small_->vk_allocations() : 0);
 }
 
 namespace {
@@ -637,6 +659,10 @@ Allocator& allocator() {
 
 Buffer malloc(size_t size) {
   return allocator().malloc(size);
+}
+
+Buffer malloc_host_written(size_t size) {
+  return allocator().malloc_host_written(size);
 }
 
 void free(Buffer buffer) {

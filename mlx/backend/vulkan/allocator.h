@@ -32,6 +32,7 @@ struct Allocation {
   size_t capacity = 0;               // bytes reserved (the size class)
   bool guarded = false;              // poisoned: bytes past `size` are guard bytes
   char* mapped = nullptr;            // host pointer when the block is mapped
+  bool small_mapped = false;         // from VulkanAllocator's small BAR pool (staged path)
 
   // Staged path only: the host copy and which side is newer.
   Allocation* shadow = nullptr;
@@ -107,6 +108,10 @@ class VulkanAllocator : public allocator::Allocator {
   ~VulkanAllocator() override;
 
   allocator::Buffer malloc(size_t size) override;
+  // Host-made arrays (array::init): on the staged path one of the smallest size class is
+  // mapped in the BAR memory (small_), so it needs no upload. Only these: a buffer the CPU
+  // reads back a lot (a CPU op's output) would run at uncached PCIe speed there.
+  allocator::Buffer malloc_host_written(size_t size) override;
   void free(allocator::Buffer buffer) override;
   size_t size(allocator::Buffer buffer) const override;
 
@@ -125,6 +130,9 @@ class VulkanAllocator : public allocator::Allocator {
   // path, for at most kPrefetchBytes, and when batch `serial` wrote `a`.
   Allocation* download_target_locked(Allocation* a, uint64_t serial);
   static constexpr size_t kPrefetchBytes = 64 * 1024;
+  // Staged path: host-made buffers of at most this capacity (the smallest size class) live
+  // mapped in the BAR memory (small_ below), where the device has it.
+  static constexpr size_t kSmallMappedBytes = 256;
   // Host reads that needed a download submission of their own (staged path), for tests.
   uint64_t one_off_downloads() const {
     return one_off_downloads_.load();
@@ -176,6 +184,19 @@ class VulkanAllocator : public allocator::Allocator {
   size_t block_size_;
   std::unique_ptr<Pool> pool_;     // array memory
   std::unique_ptr<Pool> staging_;  // shadows (staged path only)
+  // Staged path: host-made buffers of the smallest size class, mapped in the device's BAR
+  // memory (Device::small_mapped_memory_type), or null. A host-made scalar then needs no
+  // upload (a Qwen3 decode step's position cost the GPU a prologue command buffer a step).
+  std::unique_ptr<Pool> small_;
+  allocator::Buffer allocate(size_t size, bool host_written);
+  Pool& pool_of(const Allocation* a) {
+    return a->small_mapped ? *small_ : *pool_;
+  }
+  // The size-class cache keeps the two kinds apart (capacities are multiples of 256).
+  static size_t cache_key(size_t capacity, bool small_mapped) {
+    return capacity + (small_mapped ? 1 : 0);
+  }
+
   std::mutex mtx_;
   // Cached buffers by size class (each list oldest first), and all of them by age.
   std::unordered_map<size_t, AllocationList<&Allocation::class_prev, &Allocation::class_next>>

@@ -129,6 +129,12 @@ class Device {
   uint32_t staging_memory_type() const {
     return staging_type_;
   }
+  // On the staged path with MLX_VK_SMALL_MAPPED=1, a device-local type the host can map
+  // (the BAR window), where the smallest host-made arrays live mapped
+  // (VulkanAllocator::malloc_host_written) so that they need no upload; else -1.
+  int small_mapped_memory_type() const {
+    return small_mapped_type_;
+  }
 
  private:
   Device() = default;
@@ -152,6 +158,7 @@ class Device {
   uint32_t array_type_ = 0;
   bool arrays_mapped_ = true;
   uint32_t staging_type_ = 0;
+  int small_mapped_type_ = -1;
   bool validation_enabled_ = false;
   std::atomic<size_t> validation_errors_{0};
   std::atomic<size_t> validation_warnings_{0};
