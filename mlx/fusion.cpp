@@ -271,9 +271,8 @@ std::optional<std::pair<array, int>> stacked_source(const array& rows, const Str
   const array& stacked = cols.inputs()[0];
   int b = rows.shape(0), width = rows.shape(1) * rows.shape(3);
   // Dim by dim: a Shape to compare with would be an allocation per check.
-  if (stacked.ndim() != 3 || stacked.shape(0) != b || stacked.shape(1) != 1 ||
-      cols.shape(0) != b || cols.shape(1) != 1 || cols.shape(2) != width ||
-      stacked.dtype() != rows.dtype()) {
+  if (stacked.ndim() != 3 || stacked.shape(0) != b || stacked.shape(1) != 1 || cols.shape(0) != b ||
+      cols.shape(1) != 1 || cols.shape(2) != width || stacked.dtype() != rows.dtype()) {
     return std::nullopt;
   }
   for (int d = 0; d < 3; ++d) {

@@ -287,15 +287,18 @@ TEST_CASE("a decode step reads q, k and v as columns of a stacked product") {
     CHECK(all_close(got[1], want.keys, two, "key cache, " + what));
     CHECK(all_close(got[2], want.values, {0.0, 0.0}, "value cache, " + what));
   }
-  // Rows that are not whole columns of one [B, 1, N] array keep their own inputs.
+  // Rows that are not all whole columns of [B, 1, N] arrays keep their own inputs: here k
+  // and v are, q is columns of a [B, 2, N] array.
   Dims dm{1, 4, 2, 16, 64};
   auto in = to_device(make_inputs(dm, mx::float32, 5, 1200), gpu);
-  auto wide = on_device(uniform({1, 2, 8 * 64}, mx::float32, 1201), gpu);  // [B, 2, N]: no
+  auto wide = on_device(uniform({1, 2, 8 * 64}, mx::float32, 1201), gpu);
+  auto good = on_device(uniform({1, 1, 8 * 64}, mx::float32, 1202), gpu);
   in.qx = mx::reshape(mx::slice(wide, {0, 0, 0}, {1, 1, 4 * 64}, gpu), {1, 4, 1, 64}, gpu);
+  in.kx = mx::reshape(mx::slice(good, {0, 0, 4 * 64}, {1, 1, 6 * 64}, gpu), {1, 2, 1, 64}, gpu);
+  in.vx = mx::reshape(mx::slice(good, {0, 0, 6 * 64}, {1, 1, 8 * 64}, gpu), {1, 2, 1, 64}, gpu);
   auto step = decode_step(in, 6, true, false, gpu);
   REQUIRE(is_step(step.out));
-  CHECK_FALSE(dynamic_cast<mx::fast::DecodeAttention&>(step.out.primitive())
-                  .stacked_cols()
-                  .has_value());
+  CHECK_FALSE(
+      dynamic_cast<mx::fast::DecodeAttention&>(step.out.primitive()).stacked_cols().has_value());
   CHECK(mx::vulkan::fallback_counts()["DecodeAttention"] == 0);
 }
