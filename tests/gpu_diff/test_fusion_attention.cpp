@@ -84,6 +84,18 @@ bool is_step(const mx::array& a) {
   return a.has_primitive() && dynamic_cast<mx::fast::DecodeAttention*>(&a.primitive()) != nullptr;
 }
 
+// The GPU's step {attention, key cache, value cache} against the CPU reference, with the
+// tolerances of the file comment.
+void check_step(const std::vector<mx::array>& got, const Step& want, mx::Dtype dt,
+                const std::string& what) {
+  Tolerance two = dt == mx::float32
+                      ? Tolerance{1e-4, 1e-4}
+                      : Tolerance{2 * default_tolerance(dt).rtol, 2 * default_tolerance(dt).atol};
+  CHECK(all_close(got[0], want.out, two, "attention, " + what));
+  CHECK(all_close(got[1], want.keys, two, "key cache, " + what));
+  CHECK(all_close(got[2], want.values, {0.0, 0.0}, "value cache, " + what));
+}
+
 }  // namespace
 
 TEST_CASE("a decode step's ropes and cache updates join its attention on a GPU stream") {
@@ -183,12 +195,7 @@ TEST_CASE("a decode step on the GPU matches the unfused CPU reference") {
                        std::to_string(c.dims.hq) + "/" + std::to_string(c.dims.hkv) + " d " +
                        std::to_string(c.dims.d) + " cache " + std::to_string(c.dims.cap) + " at " +
                        std::to_string(c.offset) + " attending " + std::to_string(c.lkv);
-    Tolerance two = c.dt == mx::float32 ? Tolerance{1e-4, 1e-4}
-                                        : Tolerance{2 * default_tolerance(c.dt).rtol,
-                                                    2 * default_tolerance(c.dt).atol};
-    CHECK(all_close(got[0], want.out, two, "attention, " + what));
-    CHECK(all_close(got[1], want.keys, two, "key cache, " + what));
-    CHECK(all_close(got[2], want.values, {0.0, 0.0}, "value cache, " + what));
+    check_step(got, want, c.dt, what);
   }
   CHECK(mx::vulkan::fallback_counts()["DecodeAttention"] == 0);
 }
@@ -280,12 +287,7 @@ TEST_CASE("a decode step reads q, k and v as columns of a stacked product") {
         "stacked decode step");
     std::string what = std::string(mx::dtype_to_string(c.dt)) +
                        (c.strided_base ? ", strided stacked array" : ", dense stacked array");
-    Tolerance two = c.dt == mx::float32 ? Tolerance{1e-4, 1e-4}
-                                        : Tolerance{2 * default_tolerance(c.dt).rtol,
-                                                    2 * default_tolerance(c.dt).atol};
-    CHECK(all_close(got[0], want.out, two, "attention, " + what));
-    CHECK(all_close(got[1], want.keys, two, "key cache, " + what));
-    CHECK(all_close(got[2], want.values, {0.0, 0.0}, "value cache, " + what));
+    check_step(got, want, c.dt, what);
   }
   // Rows that are not all whole columns of [B, 1, N] arrays keep their own inputs: here k
   // and v are, q is columns of a [B, 2, N] array.
