@@ -3,8 +3,9 @@
 // GPU in-process so nothing is read from disk.
 //
 // 1. The run's bandwidth peak (our copy and read kernels on 512 MiB int64 arrays).
-// 2. Decode after prompts of 1, 512 and 4096 tokens, through qwen3::generate (greedy; the
-//    host builds step t + 1 while the device runs step t): wall time per token, GPU busy time
+// 2. Decode after prompts of 1, 512 and 4096 tokens, through qwen3::generate (greedy; two
+//    steps scheduled ahead of the token read, generate's steps_ahead, QWEN3_BENCH_STEPS_AHEAD
+//    to change it): wall time per token, GPU busy time
 //    per token from per-dispatch timestamps (a separate run), the GPU's time inside and
 //    between submitted batches from batch timestamps only (another run), dispatches /
 //    barriers / submissions per token, and the bandwidth floor: (weight bytes + KV bytes
