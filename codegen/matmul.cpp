@@ -22,6 +22,11 @@ namespace {
 // smaller tile (gemm) or a split along k (gemv) pays.
 constexpr int64_t kBusyGroups = 256;
 constexpr int64_t kAxpySlices = 4;  // KS in gemv.glsl
+// qmv's prefetch (templates/include/prefetch.glsl): regions, push constants (pf_groups and
+// two per region) and sectors per invocation (PF_LOADS).
+constexpr uint32_t kPrefetchRegions = 3;
+constexpr uint32_t kPrefetchFields = 1 + 2 * kPrefetchRegions;
+constexpr uint64_t kPrefetchLoads = 4;
 
 int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
@@ -666,6 +671,10 @@ bool qmv_fusion_fits(uint32_t value_bits, const MatmulGeometry& g, const DeviceC
          !reach_needs_64(g.residual_offset + out_elems);
 }
 
+bool qmv_prefetch_fits(const MatmulGeometry& g) {
+  return qmv_applies(g) && g.batches == 1 && !geometry_idx64(g, 1, 1, 1);
+}
+
 // How a qmv launch shares out its work (docs/matmul.md).
 struct QmvShares {
   uint32_t nc;  // columns per team
@@ -749,6 +758,7 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
                     {"mr", std::to_string(mr)},
                     {"nc", std::to_string(nc)},
                     {"norm", bit(g.prenorm)},
+                    {"pf", bit(g.prefetch && qmv_prefetch_fits(g))},
                     {"res", bit(g.residual)},
                     {"sg", bit(sg)},
                     {"tpr", std::to_string(tpr)},
@@ -760,8 +770,8 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
 KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
   const std::string where = "kernel " + key.canonical();
   check_params(key,
-               {"bits", "dtype", "glu", "gs", "idx", "ks", "mr", "nc", "norm", "res", "sg", "tpr",
-                "u", "vec", "wvec"},
+               {"bits", "dtype", "glu", "gs", "idx", "ks", "mr", "nc", "norm", "pf", "res", "sg",
+                "tpr", "u", "vec", "wvec"},
                where);
   const DtypeInfo& dt = float_dtype(key, where);
   bool idx64 = parse_idx(key, where);
@@ -772,6 +782,7 @@ KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
   bool norm = flag(key, "norm", where);
   bool res = flag(key, "res", where);
   bool glu = flag(key, "glu", where);
+  bool pf = flag(key, "pf", where);
   const std::string& vec = key_param(key, "vec", where);
   const std::string& mr = key_param(key, "mr", where);
   const std::string& nc = key_param(key, "nc", where);
@@ -786,14 +797,14 @@ KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
       (mr != "1" && mr != "2" && mr != "4" && mr != "8") || (nc != "1" && nc != "2" && nc != "4") ||
       tpr < 1 || tpr > 32 || (tpr & (tpr - 1)) != 0 || wg % (tpr * std::stoul(ks)) != 0 ||
       (sg && (!caps.subgroup_shuffle || tpr > caps.subgroup_size)) || (wvec && bits % 4 != 0) ||
-      ((norm || res || glu) && idx64) || (glu && (nc != "2" || res))) {
+      ((norm || res || glu || pf) && idx64) || (glu && (nc != "2" || res))) {
     throw std::invalid_argument(
         "[render] " + where +
         ": vec must be 1 or 16 bytes of lanes, mr 1, 2, 4 or 8, nc 1, 2 "
         "or 4, tpr a "
         "power of two up to 32 (the subgroup size with sg 1) whose teams split into ks parts, "
         "wvec 1 "
-        "only for 4 or 8 bits, norm, res and glu 1 only with idx 32, glu with nc 2 "
+        "only for 4 or 8 bits, norm, res, glu and pf 1 only with idx 32, glu with nc 2 "
         "and no res.");
   }
   std::vector<std::string> defines =
@@ -818,6 +829,7 @@ KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
   defines.push_back(std::string("PRENORM ") + bit(norm));
   defines.push_back(std::string("RESIDUAL ") + bit(res));
   defines.push_back(std::string("GLU ") + bit(glu));
+  defines.push_back(std::string("PREFETCH ") + bit(pf));
   if (glu) {
     // The sigmoid the elementwise family uses for this dtype, so the epilogue computes what
     // the compiled SwiGLU it replaces would.
@@ -829,8 +841,8 @@ KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
       defines.push_back("X_F16_PAIRS 1");
     }
   }
-  uint32_t buffers = 5 + (norm ? 1 : 0) + (res ? 1 : 0);
-  uint32_t fields = kFields + (norm ? 2 : 0) + (res ? 1 : 0);
+  uint32_t buffers = 5 + (norm ? 1 : 0) + (res ? 1 : 0) + (pf ? kPrefetchRegions : 0);
+  uint32_t fields = kFields + (norm ? 2 : 0) + (res ? 1 : 0) + (pf ? kPrefetchFields : 0);
   return row_kernel_source("qmv.glsl", defines, buffers, fields, idx64, caps);
 }
 
@@ -845,6 +857,7 @@ Launch qmv_launch(const KernelKey& key, const KernelSource& source, const Matmul
   expect.params["nc"] = key_param(key, "nc", where);
   expect.params["u"] = key_param(key, "u", where);
   expect.params["ks"] = key_param(key, "ks", where);
+  expect.params["pf"] = key_param(key, "pf", where);
   if (!qmv_applies(g) || key != expect) {
     throw std::invalid_argument("[launch] " + where + " does not match the geometry.");
   }
@@ -883,9 +896,57 @@ Launch qmv_launch(const KernelKey& key, const KernelSource& source, const Matmul
   if (g.residual) {
     fields.push_back(static_cast<int64_t>(g.residual_offset));
   }
+  bool pf = flag(key, "pf", where);
+  if (pf) {
+    // The product's own workgroups, then empty regions (add_prefetch sets them).
+    if (!qmv_prefetch_fits(g)) {
+      throw std::invalid_argument("[launch] " + where + ": pf 1 needs one batch and idx 32.");
+    }
+    fields.push_back(gx);
+    fields.insert(fields.end(), kPrefetchFields - 1, 0);
+  }
   Launch launch = pack_launch(source, fields, parse_idx(key, where), 1, where);
   launch.groups = {static_cast<uint32_t>(gx), 1, static_cast<uint32_t>(g.batches)};
   return launch;
+}
+
+std::array<uint32_t, 3> add_prefetch(const Launch& launch, uint32_t workgroup_size,
+                                     std::span<const PrefetchRegion> regions,
+                                     std::span<uint8_t> push) {
+  constexpr size_t kRegionBytes = 4 * (kPrefetchFields - 1);
+  // A pf 1 launch's pf_groups field (before the regions) holds its own workgroup count.
+  uint32_t own = 0;
+  if (push.size() == launch.push_constants.size() && push.size() >= kRegionBytes + 4) {
+    std::memcpy(&own, launch.push_constants.data() + push.size() - kRegionBytes - 4, 4);
+  }
+  if (push.size() != launch.push_constants.size() || push.size() < kRegionBytes + 4 ||
+      own != launch.groups[0] || regions.size() > kPrefetchRegions || workgroup_size == 0) {
+    throw std::invalid_argument("[launch] add_prefetch: not a launch with prefetch regions.");
+  }
+  std::copy(launch.push_constants.begin(), launch.push_constants.end(), push.begin());
+  uint32_t first[kPrefetchRegions] = {};
+  uint32_t sectors[kPrefetchRegions] = {};
+  uint64_t budget = kPrefetchBytes;
+  uint64_t total = 0;
+  for (size_t r = 0; r < regions.size(); ++r) {
+    uint64_t bytes = std::min(regions[r].bytes, budget);
+    uint64_t n = bytes / 32;
+    // Word offsets are 32-bit in the kernel: a region beyond them is left out.
+    if (n == 0 || regions[r].first_word + 8 * n > UINT32_MAX) {
+      continue;
+    }
+    first[r] = static_cast<uint32_t>(regions[r].first_word);
+    sectors[r] = static_cast<uint32_t>(n);
+    budget -= 32 * n;
+    total += n;
+  }
+  uint8_t* at = push.data() + push.size() - kRegionBytes;
+  std::memcpy(at, first, sizeof(first));
+  std::memcpy(at + sizeof(first), sectors, sizeof(sectors));
+  std::array<uint32_t, 3> groups = launch.groups;
+  uint64_t per_group = uint64_t{workgroup_size} * kPrefetchLoads;
+  groups[0] += static_cast<uint32_t>((total + per_group - 1) / per_group);
+  return groups;
 }
 
 }  // namespace mlx::core::vulkan::codegen

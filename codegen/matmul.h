@@ -3,7 +3,9 @@
 // launch packing; no arrays, no Vulkan. docs/matmul.md explains the choices.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "codegen/codegen.h"
@@ -55,6 +57,10 @@ struct MatmulGeometry {
   // node rounded to the dtype as a compiled SwiGLU rounds them (mlx/fusion.h); out has n/2
   // columns.
   bool glu = false;
+  // qmv only: the launch also brings the next product's weights into L2
+  // (templates/include/prefetch.glsl; its regions are set per launch by add_prefetch).
+  // Taken where qmv_prefetch_fits.
+  bool prefetch = false;
 };
 
 // A GEMM tile: BM x BN outputs per workgroup, BK steps of k per shared-memory stage, TM x TN
@@ -125,14 +131,33 @@ bool qmv_applies(const MatmulGeometry& g);
 // applies, 32-bit indices (the extra push constants then fit 128 bytes), and a norm
 // weight aligned to x's vectors. value_bits: the width of x's dtype (16 or 32).
 bool qmv_fusion_fits(uint32_t value_bits, const MatmulGeometry& g, const DeviceCaps& caps);
-// "qmv:bits,dtype,glu=0|1,gs,idx,mr=1|2|4|8,nc=1|2|4,norm=0|1,res=0|1,sg=0|1,tpr=N,u=1|2|4,
-// vec=1|4|8,wvec=0|1" (glu: g.glu, nc 2; norm: g.prenorm, res: g.residual; u: packs in
-// flight per lane and column, at
-// most 4 / nc and what a lane has; nc: columns
-// per team, sharing each lane's x values).
+// Whether a qmv launch of g can carry prefetch workgroups (g.prefetch): one batch and
+// 32-bit indices (the regions' push constants are 32-bit).
+bool qmv_prefetch_fits(const MatmulGeometry& g);
+// "qmv:bits,dtype,glu=0|1,gs,idx,mr=1|2|4|8,nc=1|2|4,norm=0|1,pf=0|1,res=0|1,sg=0|1,tpr=N,
+// u=1|2|4,vec=1|4|8,wvec=0|1" (glu: g.glu, nc 2; norm: g.prenorm, res: g.residual, pf:
+// g.prefetch; u: packs in flight per lane and column, at most 4 / nc and what a lane has;
+// nc: columns per team, sharing each lane's x values).
 KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps);
 KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps);
+// With pf 1 the launch's prefetch regions are empty and it has no prefetch workgroups:
+// add_prefetch fills both in per launch.
 Launch qmv_launch(const KernelKey& key, const KernelSource& source, const MatmulGeometry& g);
+
+// A region of a buffer to bring into L2: its first 32-bit word in the binding, and bytes.
+struct PrefetchRegion {
+  uint64_t first_word = 0;
+  uint64_t bytes = 0;
+};
+// At most this many bytes are brought in per launch, the regions cut in order: an lm_head's
+// 80 MB would take longer than the product beside it and evict what was brought for it.
+constexpr uint64_t kPrefetchBytes = uint64_t{4} << 20;
+// Completes a pf 1 launch for `regions` (at most 3; the rest empty): writes the regions
+// into `push` (a copy of launch.push_constants, same size) and returns the group counts
+// with the prefetch workgroups after the launch's own. workgroup_size: the kernel's.
+std::array<uint32_t, 3> add_prefetch(const Launch& launch, uint32_t workgroup_size,
+                                     std::span<const PrefetchRegion> regions,
+                                     std::span<uint8_t> push);
 
 // Whether the gemv family can run the problem: m <= 8, no addmm and alpha 1, k contiguous
 // in A, B not quantized.

@@ -147,6 +147,15 @@ void check_runnable(const array& arr) {
 // (array::Remains).
 void run_tape(std::vector<array>& tape, const std::vector<array>& outputs, array::Status expected,
               size_t& failed, array::Remains* remains) {
+  // The backend may look ahead in the tape while it records (gpu::begin_tape).
+  struct TapeScope {
+    explicit TapeScope(const std::vector<array>& t) {
+      gpu::begin_tape(t);
+    }
+    ~TapeScope() {
+      gpu::end_tape();
+    }
+  } scope(tape);
   std::vector<int> gpu_streams;
   for (size_t i = 0; i < tape.size(); ++i) {
     // Each entry is moved out of the tape when it runs, so the tape never keeps a finished

@@ -40,6 +40,9 @@
 // half, so it finishes silu(g_n) * u_n itself; the output has N/2 columns. Every node is
 // rounded to the dtype as the unfused product and the compiled group round theirs.
 //
+// PREFETCH 1 (a decode step, whose next product the runtime knows): workgroups after the
+// product's own bring the next product's weights into L2 (include/prefetch.glsl).
+//
 // The engine defines BITS, GS, MR (rows held in registers: M rounded up to 1, 2, 4 or 8),
 // NC (columns per team: 1, 2 or 4), U (packs in flight per lane and column), TPR, KS
 // (parts per column group: 1, 2 or 4; WGS / TPR is a multiple of it), SUBGROUP, VEC (x's
@@ -80,6 +83,9 @@
 #endif
 #ifndef GLU
 #define GLU 0
+#endif
+#ifndef PREFETCH
+#define PREFETCH 0
 #endif
 #ifndef GLU_SIGMOID
 #define GLU_SIGMOID(x) m_sigmoid(x)
@@ -157,6 +163,12 @@ layout(std430, set = 0, binding = RESIDUAL_BINDING) readonly buffer Residual {
 #endif
 
 #include "include/matmul_params.glsl"
+#if PREFETCH
+// PREFETCH 1: the launch also brings the next product's weights into L2 (the include's
+// comment); its three regions bind after every other buffer.
+#define PF_BINDING (RESIDUAL_BINDING + RESIDUAL)
+#include "include/prefetch.glsl"
+#endif
 // b_* are in words; extra0 / extra1: the scales' and biases' offsets.
 
 #define TEAM_VALUES (MR * NC)
@@ -220,6 +232,16 @@ void weigh_x(IDX_T p, inout float xs[32], inout float ss) {
 #endif
 
 void main() {
+#if PREFETCH
+  if (prefetch_workgroup()) {
+    // A store never taken (m >= 1) keeps the loads.
+    uint seen = prefetch_regions();
+    if (seen == 0x9E3779B9u && pc.m == 0) {
+      outv[uint(pc.out_offset)] = OUT_STORE(float(seen));
+    }
+    return;
+  }
+#endif
   // KS teams (the "parts") share a column group, each reading every KS-th run of TPR packs.
   uint team = team_index();
   uint part = team % KS;

@@ -29,6 +29,17 @@ layout(push_constant) uniform Params {
 #if defined(RESIDUAL) && RESIDUAL
   IDX_T residual_offset;  // qmv.glsl's residual: element 0 of the array added to the output
 #endif
+#if defined(PREFETCH) && PREFETCH
+  // qmv.glsl's prefetch workgroups (include/prefetch.glsl): its own workgroup count, then
+  // three regions of the next product's weights, first word and 32-byte sectors each.
+  IDX_T pf_groups;
+  IDX_T pf_off0;
+  IDX_T pf_off1;
+  IDX_T pf_off2;
+  IDX_T pf_sectors0;
+  IDX_T pf_sectors1;
+  IDX_T pf_sectors2;
+#endif
 }
 pc;
 

@@ -4,6 +4,8 @@
 // cooperative matrices: its numbers are checked on the GPU machine, docs/matmul.md.)
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -314,4 +316,58 @@ TEST_CASE("gemm tile candidates start with the heuristic's choice and stay of it
     CHECK(c.size() >= 2);
     CHECK(cg::gemm_tile_candidates(g, caps, "f16", 1).size() == 1);
   }
+}
+
+TEST_CASE("qmv's prefetch workgroups follow its own and bring in at most kPrefetchBytes") {
+  auto caps = nvidia_like(false);
+  cg::MatmulGeometry g;
+  g.m = 1;
+  g.n = 4096;
+  g.k = 1024;
+  g.lda = 1024;
+  g.ldb = 1024 * 4 / 32;
+  g.b_t = true;
+  g.bits = 4;
+  g.group_size = 64;
+  g.prenorm = true;
+  g.eps = 1e-6f;
+  g.prefetch = true;
+  auto key = cg::qmv_key("bf16", g, caps);
+  CHECK(key.params["pf"] == "1");
+  auto src = cg::render(key, caps);
+  CHECK(src.num_buffers == 9);  // x, w, scales, biases, out, norm weight, three regions
+  CHECK(cg::validate_spirv(cg::compile(key, src).words) == "");
+  auto launch = cg::qmv_launch(key, src, g);
+  REQUIRE(launch.push_constants.size() == src.push_constant_bytes);
+  // The regions: 3 MiB of weights, then 2 MiB of scales cut to what is left of
+  // kPrefetchBytes (4 MiB), and biases left out.
+  std::vector<cg::PrefetchRegion> regions = {{8, 3u << 20}, {4, 2u << 20}, {0, 2u << 20}};
+  std::vector<uint8_t> push(launch.push_constants.size());
+  auto groups = cg::add_prefetch(launch, src.workgroup_size[0], regions, push);
+  uint32_t tail[7];
+  std::memcpy(tail, push.data() + push.size() - sizeof(tail), sizeof(tail));
+  CHECK(tail[0] == launch.groups[0]);  // the product's own workgroups
+  CHECK((tail[1] == 8 && tail[2] == 4 && tail[3] == 0));
+  CHECK((tail[4] == (3u << 20) / 32 && tail[5] == (1u << 20) / 32 && tail[6] == 0));
+  // An lm_head's weights alone are cut to kPrefetchBytes.
+  std::vector<cg::PrefetchRegion> huge = {{0, 80u << 20}, {0, 8u << 20}};
+  std::vector<uint8_t> push2(launch.push_constants.size());
+  cg::add_prefetch(launch, src.workgroup_size[0], huge, push2);
+  std::memcpy(tail, push2.data() + push2.size() - sizeof(tail), sizeof(tail));
+  CHECK((tail[4] == cg::kPrefetchBytes / 32 && tail[5] == 0));
+  uint64_t per_group = uint64_t{src.workgroup_size[0]} * 4;  // PF_LOADS sectors a lane
+  CHECK(groups[0] == launch.groups[0] + (cg::kPrefetchBytes / 32 + per_group - 1) / per_group);
+  CHECK(std::equal(push.begin(), push.end() - sizeof(tail), launch.push_constants.begin()));
+  // Several batches or 64-bit indices take no prefetch; a launch without it cannot take one.
+  auto batched = g;
+  batched.batches = 2;
+  CHECK(cg::qmv_key("bf16", batched, caps).params["pf"] == "0");
+  g.prefetch = false;
+  auto plain = cg::qmv_key("bf16", g, caps);
+  CHECK(plain.params["pf"] == "0");
+  auto plain_src = cg::render(plain, caps);
+  auto plain_launch = cg::qmv_launch(plain, plain_src, g);
+  std::vector<uint8_t> small(plain_launch.push_constants.size());
+  CHECK(plain_src.push_constant_bytes + 28 == src.push_constant_bytes);
+  CHECK_THROWS_AS(cg::add_prefetch(plain_launch, 256, regions, small), std::invalid_argument);
 }

@@ -137,8 +137,9 @@ TEST_CASE("host data round-trips through GPU memory for every byte pattern") {
 // Staged path (discrete GPUs; MLX_VK_STAGING=1 here): arrays made from host values in the
 // smallest size class live mapped in the device's host-visible device memory, so a host
 // scalar reaches a kernel with no upload; larger host arrays and every computed result
-// (which the CPU may read back a lot) stay staged. A host write after a GPU read still
-// reaches the next GPU read.
+// (which the CPU may read back a lot) stay staged. The host reads them through a cached
+// shadow, copied over at their first GPU use. A host write after a GPU read still reaches the
+// next GPU read.
 TEST_CASE("the staged path maps the smallest host-made arrays") {
   VK_REQUIRE_DEVICE();
   auto* alloc = vk::vulkan_allocator();
@@ -156,6 +157,11 @@ TEST_CASE("the staged path maps the smallest host-made arrays") {
   auto* s_alloc = vk::allocation(scalar.buffer());
   CHECK(s_alloc->small_mapped == small_mapped);
   CHECK((s_alloc->mapped != nullptr) == (small_mapped || alloc->mapped()));
+  // The host reads and writes a small mapped array through its (cached) shadow: CPU reads of
+  // BAR memory are uncached. Its first GPU use copies the bytes over on the host.
+  if (small_mapped) {
+    CHECK(static_cast<void*>(scalar.data<float>()) != static_cast<void*>(s_alloc->mapped));
+  }
   CHECK_FALSE(vk::allocation(many.buffer())->small_mapped);  // 4000 bytes
   auto y = mx::multiply(many, scalar, gpu);
   auto total = mx::sum(mx::multiply(few, scalar, gpu), gpu);

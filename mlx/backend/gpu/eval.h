@@ -1,6 +1,8 @@
 // The contract between the core's eval loop and a GPU backend, as in MLX.
 #pragma once
 
+#include <vector>
+
 #include "mlx/array.h"
 #include "mlx/stream.h"
 
@@ -20,6 +22,13 @@ void finalize(Stream s);
 // does not wait behind work recorded after it (a decode loop's token). May do nothing.
 void prefetch_for_host(const array& a);
 
+// The tape an eval is about to run, in order: a backend may look ahead in it while it
+// records the nodes (the Vulkan backend brings the next quantized product's weights into
+// L2 during the one before). The tape outlives every gpu::eval of its nodes until
+// end_tape, which is called however the run ends. May do nothing.
+void begin_tape(const std::vector<array>& tape);
+void end_tape();
+
 // Waits until everything submitted on the stream has completed.
 void synchronize(Stream s);
 
@@ -31,4 +40,4 @@ bool is_ready(const array& a);
 // not for work recorded after it.
 void wait_ready(const array& a);
 
-} // namespace mlx::core::gpu
+}  // namespace mlx::core::gpu

@@ -47,5 +47,7 @@ bool is_ready(const array&) {
 }
 void wait_ready(const array&) {}
 void prefetch_for_host(const array&) {}
+void begin_tape(const std::vector<array>&) {}
+void end_tape() {}
 
 }  // namespace mlx::core::gpu

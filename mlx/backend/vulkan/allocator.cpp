@@ -411,7 +411,7 @@ void VulkanAllocator::ensure_shadow_locked(Allocation* a) {
 }
 
 Allocation* VulkanAllocator::download_target_locked(Allocation* a, uint64_t serial) {
-  if (mapped_ || a->mapped || a->size == 0 || a->size > kPrefetchBytes ||
+  if (mapped_ || (a->mapped && !a->small_mapped) || a->size == 0 || a->size > kPrefetchBytes ||
       a->write_serial.load() != serial) {
     return nullptr;
   }
@@ -421,7 +421,9 @@ Allocation* VulkanAllocator::download_target_locked(Allocation* a, uint64_t seri
 }
 
 void* VulkanAllocator::host_ptr(Allocation* a) {
-  if (a->mapped) {
+  // A small mapped buffer is read by the host through its shadow too: CPU reads of BAR
+  // memory are uncached, and CPU kernels read a broadcast scalar once per element.
+  if (a->mapped && !a->small_mapped) {
     return a->mapped;
   }
   bool need_download = false;
@@ -460,10 +462,19 @@ void VulkanAllocator::download(Allocation* a) {
 
 bool VulkanAllocator::prepare_gpu_use_locked(Allocation* a, uint64_t serial, bool write,
                                              Upload& upload) {
+  const uint64_t previous_use = a->last_use;
   a->last_use = std::max(a->last_use, serial);
   bool need = false;
   bool pending_elsewhere =
       a->upload_serial && a->upload_serial != serial && !serial_submitted(a->upload_serial);
+  // A small mapped buffer that no recorded batch still reads takes the host's bytes now:
+  // the submission makes host writes visible, so no copy command (and no prologue command
+  // buffer) is needed.
+  if (a->small_mapped && a->shadow && a->host_dirty && !pending_elsewhere &&
+      previous_use != serial && (previous_use == 0 || serial_completed(previous_use))) {
+    std::memcpy(a->mapped, a->shadow->mapped, a->capacity);
+    a->host_dirty = false;
+  }
   if (a->shadow && a->size > 0 && (a->host_dirty || pending_elsewhere)) {
     upload.src = a->shadow->buffer;
     upload.dst = a->buffer;

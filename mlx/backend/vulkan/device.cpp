@@ -765,9 +765,9 @@ struct DeviceFactory {
     }
     // Staged: the smallest host-made arrays may live in host-visible device memory of any
     // heap size (a 256 MiB BAR window will do), where the host writes them in place and no
-    // copy command is needed. Opt-in (MLX_VK_SMALL_MAPPED=1) until measured on a discrete
-    // GPU in this form (docs/vulkan.md, "Small host-made arrays").
-    if (!dev.arrays_mapped_ && env_flag("MLX_VK_SMALL_MAPPED", false)) {
+    // copy command is needed (docs/vulkan.md, "Small host-made arrays": a decode step's
+    // position no longer needs an upload command buffer). MLX_VK_SMALL_MAPPED=0 turns it off.
+    if (!dev.arrays_mapped_ && env_flag("MLX_VK_SMALL_MAPPED", true)) {
       dev.small_mapped_type_ = find_type(mem, device_local | host);
     }
   }

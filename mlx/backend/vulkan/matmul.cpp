@@ -163,7 +163,8 @@ MatmulSignature matmul_signature(const char* family, const char* dtype, const Ma
           static_cast<int64_t>(g.out_offset),
           g.lda,
           g.ldb,
-          (g.a_t ? 1 : 0) | (g.b_t ? 2 : 0) | (g.addmm ? 4 : 0) | (g.glu ? 8 : 0),
+          (g.a_t ? 1 : 0) | (g.b_t ? 2 : 0) | (g.addmm ? 4 : 0) | (g.glu ? 8 : 0) |
+              (g.prefetch ? 16 : 0),
           g.nb1,
           g.a_bs0,
           g.a_bs1,

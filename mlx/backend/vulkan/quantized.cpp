@@ -15,8 +15,10 @@
 #include "mlx/backend/vulkan/kernel_library.h"
 #include "mlx/backend/vulkan/kernels.h"
 #include "mlx/backend/vulkan/launch_memo.h"
+#include "mlx/backend/vulkan/lookahead.h"
 #include "mlx/backend/vulkan/matmul.h"
 #include "mlx/backend/vulkan/reduce_plan.h"
+#include "mlx/backend/vulkan/serials.h"
 #include "mlx/backend/vulkan/utils.h"
 #include "mlx/fast_primitives.h"
 #include "mlx/primitives.h"
@@ -107,6 +109,37 @@ bool qmv_takes_fusion(const QuantizedMatmul& qmm, const std::vector<array>& inpu
   }
   g.residual = qmm.residual();
   return codegen::qmv_fusion_fits(static_cast<uint32_t>(8 * out.itemsize()), g, dev.caps());
+}
+
+// The next quantized product's weights, scales and biases (lookahead.h) as prefetch
+// regions and their bindings, or false when there is nothing to bring in: no next product,
+// or an operand whose data is not final in device memory yet (computed later in the tape,
+// written by work still pending, or newer on the host), which would need a barrier or an
+// upload of its own.
+bool next_weights(const vulkan::Device& dev, const Primitive& self, vulkan::Binding (&bindings)[3],
+                  codegen::PrefetchRegion (&regions)[3]) {
+  const array* next = vulkan::next_quantized_product(self);
+  if (next == nullptr) {
+    return false;
+  }
+  for (int i = 0; i < 3; ++i) {
+    const array& a = next->inputs()[1 + i];
+    if (!a.has_data() || !a.buffer().ptr() || !a.flags().row_contiguous || a.nbytes() < 32) {
+      return false;
+    }
+    auto* alloc = vulkan::allocation(a.buffer());
+    uint64_t serial = alloc->write_serial.load();
+    if ((serial != 0 && !vulkan::serial_completed(serial)) ||
+        (alloc->shadow && alloc->host_dirty)) {
+      return false;
+    }
+    int64_t words =
+        static_cast<int64_t>(std::min<uint64_t>(a.nbytes(), codegen::kPrefetchBytes) / 4);
+    auto b = bind_run(dev, {alloc, static_cast<int64_t>(a.offset()), "u32", 4}, words, false);
+    bindings[i] = b.binding;
+    regions[i] = {b.elem_offset, static_cast<uint64_t>(words) * 4};
+  }
+  return true;
 }
 
 }  // namespace
@@ -242,6 +275,11 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
     g.residual_offset = br.elem_offset;
     bindings[n_bindings++] = br.binding;
   }
+  // A qmv launch also brings the next product's weights into L2 (a decode step's chain of
+  // products, lookahead.h).
+  vulkan::Binding pf_bindings[3];
+  codegen::PrefetchRegion pf_regions[3];
+  g.prefetch = codegen::qmv_prefetch_fits(g) && next_weights(dev, *this, pf_bindings, pf_regions);
   // A few rows on cooperative matrices where the device has them and they win (qmvc), else
   // qmv up to 8 rows, else the gemm template (qmm). MLX_VK_QMV_COOP=on takes qmvc wherever
   // it applies, off never (for measuring).
@@ -271,6 +309,20 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
       }
       return vulkan::MemoEntry{kernel, codegen::qmm_launch(key, kernel->source, g)};
     });
+    if (qmv && !coop_rows && g.prefetch && codegen::qmv_prefetch_fits(g)) {
+      // qmv_key took pf 1: the regions' bindings after the product's, their numbers in the
+      // launch's last push constants, and the prefetch workgroups after its own.
+      std::array<vulkan::Binding, vulkan::CommandEncoder::kMaxBindings> all;
+      std::copy(bindings, bindings + n_bindings, all.begin());
+      std::copy(std::begin(pf_bindings), std::end(pf_bindings), all.begin() + n_bindings);
+      std::array<uint8_t, vulkan::CommandEncoder::kMaxPushBytes> push;
+      auto pc = std::span(push.data(), planned.launch.push_constants.size());
+      auto groups = codegen::add_prefetch(planned.launch, planned.kernel->source.workgroup_size[0],
+                                          pf_regions, pc);
+      enc.dispatch(*planned.kernel, std::span(all.data(), n_bindings + 3), pc, groups);
+      vulkan::count_prefetch_launch();
+      return;
+    }
     vulkan::record_launch(enc, *planned.kernel, planned.launch, std::span(bindings, n_bindings));
   };
   // 17 to 64 rows of one weight matrix: qmvc in blocks of 16 rows, a launch each. Each reads

@@ -1,0 +1,115 @@
+// gpu::begin_tape / end_tape and the quantized products ahead (lookahead.h).
+#include "mlx/backend/vulkan/lookahead.h"
+
+#include <atomic>
+#include <typeinfo>
+#include <utility>
+#include <vector>
+
+#include "mlx/backend/gpu/eval.h"
+#include "mlx/backend/vulkan/device.h"
+#include "mlx/backend/vulkan/utils.h"
+#include "mlx/primitives.h"
+
+namespace mlx::core {
+
+namespace vulkan {
+
+namespace {
+
+// Per thread: the eval thread and the caller's thread each run their own tapes.
+struct Ahead {
+  const std::vector<array>* tape = nullptr;
+  // (primitive, tape index) of each GPU quantized product, in tape order.
+  std::vector<std::pair<const Primitive*, size_t>> products;
+  size_t cursor = 0;
+};
+thread_local Ahead ahead;
+
+std::atomic<int> forced{-1};  // -1: the environment's choice
+std::atomic<uint64_t> prefetch_launches{0};
+
+}  // namespace
+
+void force_prefetch_weights(std::optional<bool> on) {
+  forced = on ? int(*on) : -1;
+}
+
+uint64_t prefetch_launch_count() {
+  return prefetch_launches.load();
+}
+
+void count_prefetch_launch() {
+  prefetch_launches.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool prefetch_weights_enabled() {
+  if (int f = forced.load(); f >= 0) {
+    return f == 1;
+  }
+  static const bool on = [] {
+    std::string mode = env_string("MLX_VK_PREFETCH_WEIGHTS", "auto");
+    if (mode == "on" || mode == "1") {
+      return true;
+    }
+    if (mode == "off" || mode == "0") {
+      return false;
+    }
+    const Device* dev = device_or_null();
+    return dev != nullptr && dev->is_discrete();
+  }();
+  return on;
+}
+
+const array* next_quantized_product(const Primitive& current) {
+  auto& a = ahead;
+  for (size_t j = a.cursor; j < a.products.size(); ++j) {
+    if (a.products[j].first != &current) {
+      continue;
+    }
+    a.cursor = j + 1;
+    if (j + 1 == a.products.size()) {
+      return nullptr;
+    }
+    // Later nodes are still on the tape: run_tape moves a node out only when it runs.
+    const array& next = (*a.tape)[a.products[j + 1].second];
+    return next.has_primitive() && next.inputs().size() >= 4 ? &next : nullptr;
+  }
+  return nullptr;
+}
+
+}  // namespace vulkan
+
+namespace gpu {
+
+void begin_tape(const std::vector<array>& tape) {
+  auto& a = vulkan::ahead;
+  a.tape = nullptr;
+  a.products.clear();
+  a.cursor = 0;
+  for (size_t i = 0; i < tape.size(); ++i) {
+    const array& node = tape[i];
+    if (node.has_primitive() && node.primitive().stream().device == Device::gpu &&
+        typeid(node.primitive()) == typeid(QuantizedMatmul)) {
+      a.products.emplace_back(&node.primitive(), i);
+    }
+  }
+  // Two products at least, and only then the device's answer (a CPU-only eval never
+  // creates the device).
+  if (a.products.size() < 2 || !vulkan::prefetch_weights_enabled()) {
+    a.products.clear();
+    return;
+  }
+  a.tape = &tape;
+}
+
+void end_tape() {
+  auto& a = vulkan::ahead;
+  a.tape = nullptr;
+  a.products.clear();
+  a.cursor = 0;
+}
+
+}  // namespace gpu
+
+}  // namespace mlx::core
