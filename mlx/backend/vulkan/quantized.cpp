@@ -114,8 +114,8 @@ bool qmv_takes_fusion(const QuantizedMatmul& qmm, const std::vector<array>& inpu
 // The next quantized product's weights, scales and biases (lookahead.h) as prefetch
 // regions and their bindings, or false when there is nothing to bring in: no next product,
 // or an operand whose data is not final in device memory yet (computed later in the tape,
-// written by work still pending, or newer on the host), which would need a barrier or an
-// upload of its own.
+// or written by work still pending: either would need a barrier). A host copy newer than
+// the device's gets its upload here instead of at the next product, as any read would.
 bool next_weights(const vulkan::Device& dev, const Primitive& self, vulkan::Binding (&bindings)[3],
                   codegen::PrefetchRegion (&regions)[3]) {
   const array* next = vulkan::next_quantized_product(self);
@@ -129,13 +129,13 @@ bool next_weights(const vulkan::Device& dev, const Primitive& self, vulkan::Bind
     }
     auto* alloc = vulkan::allocation(a.buffer());
     uint64_t serial = alloc->write_serial.load();
-    if ((serial != 0 && !vulkan::serial_completed(serial)) ||
-        (alloc->shadow && alloc->host_dirty)) {
+    if (serial != 0 && !vulkan::serial_completed(serial)) {
       return false;
     }
     int64_t words =
         static_cast<int64_t>(std::min<uint64_t>(a.nbytes(), codegen::kPrefetchBytes) / 4);
-    auto b = bind_run(dev, {alloc, static_cast<int64_t>(a.offset()), "u32", 4}, words, false);
+    auto b = vulkan::bind_operand(dev, {alloc, static_cast<int64_t>(a.offset()), 4, 0, words - 1},
+                                  false);
     bindings[i] = b.binding;
     regions[i] = {b.elem_offset, static_cast<uint64_t>(words) * 4};
   }
@@ -309,9 +309,10 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
       }
       return vulkan::MemoEntry{kernel, codegen::qmm_launch(key, kernel->source, g)};
     });
-    if (qmv && !coop_rows && g.prefetch && codegen::qmv_prefetch_fits(g)) {
-      // qmv_key took pf 1: the regions' bindings after the product's, their numbers in the
-      // launch's last push constants, and the prefetch workgroups after its own.
+    if (qmv && !coop_rows && g.prefetch) {
+      // qmv_key took pf 1 (g.prefetch is set only where it fits; add_prefetch checks the
+      // launch): the regions' bindings after the product's, their numbers in the launch's
+      // last push constants, and the prefetch workgroups after its own.
       std::array<vulkan::Binding, vulkan::CommandEncoder::kMaxBindings> all;
       std::copy(bindings, bindings + n_bindings, all.begin());
       std::copy(std::begin(pf_bindings), std::end(pf_bindings), all.begin() + n_bindings);

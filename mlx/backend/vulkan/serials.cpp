@@ -1,5 +1,6 @@
 #include "mlx/backend/vulkan/serials.h"
 
+#include <atomic>
 #include <map>
 #include <mutex>
 
@@ -16,6 +17,12 @@ struct Serials {
   std::mutex mtx;
   uint64_t next = 1;
   std::map<uint64_t, Outstanding> outstanding;
+  // Every serial below it has ended: serial_completed answers those without the lock (a
+  // decode step asks for each product's next weights, written long ago).
+  std::atomic<uint64_t> floor{1};
+  void refresh_floor_locked() {
+    floor.store(outstanding.empty() ? next : outstanding.begin()->first, std::memory_order_release);
+  }
 };
 Serials& serials() {
   static Serials* s = new Serials();  // used by late frees at exit: never destroyed
@@ -28,6 +35,7 @@ uint64_t begin_serial() {
   std::lock_guard lk(s.mtx);
   uint64_t v = s.next++;
   s.outstanding.emplace(v, Outstanding{});
+  s.refresh_floor_locked();
   return v;
 }
 
@@ -44,6 +52,7 @@ void end_serial(uint64_t serial) {
   auto& s = serials();
   std::lock_guard lk(s.mtx);
   s.outstanding.erase(serial);
+  s.refresh_floor_locked();
 }
 
 bool serial_submitted(uint64_t serial) {
@@ -55,6 +64,9 @@ bool serial_submitted(uint64_t serial) {
 
 bool serial_completed(uint64_t serial) {
   auto& s = serials();
+  if (serial < s.floor.load(std::memory_order_acquire)) {
+    return true;
+  }
   std::lock_guard lk(s.mtx);
   auto it = s.outstanding.find(serial);
   if (it == s.outstanding.end()) {
@@ -64,6 +76,7 @@ bool serial_completed(uint64_t serial) {
     return false;
   }
   s.outstanding.erase(it);
+  s.refresh_floor_locked();
   return true;
 }
 
@@ -99,6 +112,7 @@ uint64_t completed_watermark() {
     }
     s.outstanding.erase(it);
   }
+  s.refresh_floor_locked();
   return s.outstanding.empty() ? s.next - 1 : s.outstanding.begin()->first - 1;
 }
 
