@@ -252,3 +252,28 @@ TEST_CASE("a signaled fence completes its serial even if its stream never polls 
   CHECK(vk::completed_watermark() >= s);
   vk::vkDestroyFence(dev, fence, nullptr);
 }
+
+TEST_CASE("serial_completed is false while a serial is outstanding, true once it and those before end") {
+  VK_REQUIRE_DEVICE();
+  // Ended serials are answered without the lock (below the oldest outstanding one): the
+  // answer must still follow the fence and the stream's end_serial exactly.
+  VkDevice dev = vk::device().handle();
+  auto fi = vk::make_info<VkFenceCreateInfo>(VK_STRUCTURE_TYPE_FENCE_CREATE_INFO);
+  VkFence fence;
+  REQUIRE(vk::vkCreateFence(dev, &fi, nullptr, &fence) == VK_SUCCESS);  // unsignaled
+  mx::synchronize();
+  uint64_t a = vk::begin_serial();
+  uint64_t b = vk::begin_serial();
+  CHECK_FALSE(vk::serial_completed(a));  // recording
+  vk::submitted_serial(a, dev, fence);
+  CHECK_FALSE(vk::serial_completed(a));  // submitted, fence not signaled
+  CHECK(vk::serial_submitted(a));
+  vk::end_serial(b);  // a later serial ends first
+  CHECK(vk::serial_completed(b));
+  CHECK_FALSE(vk::serial_completed(a));  // the earlier one is still outstanding
+  vk::end_serial(a);
+  CHECK(vk::serial_completed(a));
+  CHECK(vk::serial_completed(b));
+  CHECK(vk::completed_watermark() >= b);
+  vk::vkDestroyFence(dev, fence, nullptr);
+}
