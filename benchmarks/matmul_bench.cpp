@@ -17,6 +17,7 @@
 #include "bench_util.h"
 #include "mlx/backend/gpu/available.h"
 #include "mlx/backend/gpu/device_info.h"
+#include "mlx/backend/vulkan/lookahead.h"
 
 namespace mx = mlx::core;
 using bench::measure_op;
@@ -35,6 +36,10 @@ int main() {
     std::fprintf(stderr, "matmul_bench: this device cannot time kernels; GPU times read 0\n");
   }
   const int batch = 10, reps = 5;
+  // The rows time independent products of one weight, `batch` to an eval: with prefetching
+  // each would bring the next one's (the same) weights into L2 and add their reads to its
+  // own. Off here; the chain section measures it as shipped (docs/matmul.md).
+  mx::vulkan::force_prefetch_weights(false);
 
   int n = 1 << 26;
   auto i64a = mx::astype(bench::gpu_uniform({n}, 1), mx::int64);
@@ -169,6 +174,7 @@ int main() {
     // distinct weights per link (more than L2 holds). GPU time per link: what a dependent
     // launch costs, and how much of it reading cold weights adds (docs/performance.md).
     std::printf("\n| chain | distinct weights | GPU us per link |\n|---|---|---|\n");
+    mx::vulkan::force_prefetch_weights(std::nullopt);  // a decode chain, as shipped
     // 128 x 0.56 MiB and 64 x 2.25 MiB of cold weights: more than an H200's 50 MB of L2.
     struct Chain {
       int k, distinct;
@@ -207,6 +213,7 @@ int main() {
       std::printf("| [1,%d] x [%d,%d]^T q4 | %d | %.2f |\n", k, k, k, static_cast<int>(ws.size()),
                   us);
     }
+    mx::vulkan::force_prefetch_weights(false);
   }
 
   if (gemm) {
