@@ -43,22 +43,39 @@ void count_prefetch_launch() {
   prefetch_launches.fetch_add(1, std::memory_order_relaxed);
 }
 
-bool prefetch_weights_enabled() {
+namespace {
+
+enum class Mode { off, on, auto_ };
+
+Mode mode() {
   if (int f = forced.load(); f >= 0) {
-    return f == 1;
+    return f == 1 ? Mode::on : Mode::off;
   }
-  static const bool on = [] {
-    std::string mode = env_string("MLX_VK_PREFETCH_WEIGHTS", "auto");
-    if (mode == "on" || mode == "1") {
-      return true;
+  static const Mode env = [] {
+    std::string m = env_string("MLX_VK_PREFETCH_WEIGHTS", "auto");
+    if (m == "on" || m == "1") {
+      return Mode::on;
     }
-    if (mode == "off" || mode == "0") {
-      return false;
+    if (m == "off" || m == "0") {
+      return Mode::off;
     }
     const Device* dev = device_or_null();
-    return dev != nullptr && dev->is_discrete();
+    return dev != nullptr && dev->is_discrete() ? Mode::auto_ : Mode::off;
   }();
-  return on;
+  return env;
+}
+
+}  // namespace
+
+bool prefetch_weights_enabled() {
+  return mode() != Mode::off;
+}
+
+uint64_t prefetch_min_product_bytes() {
+  // A product of 0.5 MiB of weights is over before its prefetch workgroups' DRAM round trip:
+  // a chain of [1,1024] x [1024,1024]^T 4-bit links went 4.8 -> 5.4 us a link with them,
+  // [1,2048] x [2048,2048]^T (2 MiB) 6.5 -> 6.2 (H100, matmul_bench's chain, run 249).
+  return mode() == Mode::auto_ ? (uint64_t{1} << 20) : 0;
 }
 
 const array* next_quantized_product(const Primitive& current) {

@@ -2,8 +2,8 @@
 // in order, so that one product's launch can bring the next one's weights into L2
 // (templates/include/prefetch.glsl, docs/matmul.md "Weights brought into L2").
 //
-// MLX_VK_PREFETCH_WEIGHTS: "auto" (default: on for discrete GPUs, where it was measured),
-// "on" or "off".
+// MLX_VK_PREFETCH_WEIGHTS: "auto" (default: on for discrete GPUs, where it was measured,
+// for products of >= 1 MiB of weights), "on" (every product) or "off".
 #pragma once
 
 #include <cstdint>
@@ -19,6 +19,9 @@ namespace mlx::core::vulkan {
 
 // Whether launches bring the next product's weights into L2 on this device.
 bool prefetch_weights_enabled();
+// The weights a product must read itself (w's bytes) to carry a prefetch: smaller ones end
+// before the prefetch's reads would. 1 MiB in "auto", 0 when forced or set "on".
+uint64_t prefetch_min_product_bytes();
 // Tests: forces prefetching on or off for this process (nullopt: the environment's choice).
 // Takes effect at the next eval.
 void force_prefetch_weights(std::optional<bool> on);

@@ -279,7 +279,9 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
   // products, lookahead.h).
   vulkan::Binding pf_bindings[3];
   codegen::PrefetchRegion pf_regions[3];
-  g.prefetch = codegen::qmv_prefetch_fits(g) && next_weights(dev, *this, pf_bindings, pf_regions);
+  g.prefetch = codegen::qmv_prefetch_fits(g) &&
+               w.nbytes() >= vulkan::prefetch_min_product_bytes() &&
+               next_weights(dev, *this, pf_bindings, pf_regions);
   // A few rows on cooperative matrices where the device has them and they win (qmvc), else
   // qmv up to 8 rows, else the gemm template (qmm). MLX_VK_QMV_COOP=on takes qmvc wherever
   // it applies, off never (for measuring).
