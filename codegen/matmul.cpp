@@ -940,12 +940,19 @@ std::array<uint32_t, 3> add_prefetch(const Launch& launch, uint32_t workgroup_si
     budget -= 32 * n;
     total += n;
   }
+  uint64_t per_group = uint64_t{workgroup_size} * kPrefetchLoads;
+  uint64_t pf_groups = (total + per_group - 1) / per_group;
+  // Past the grid's limit (what every device supports) the launch brings nothing in.
+  constexpr uint64_t kMaxGroups = 65535;
+  if (launch.groups[0] + pf_groups > kMaxGroups) {
+    pf_groups = 0;
+    std::fill(std::begin(sectors), std::end(sectors), 0u);
+  }
   uint8_t* at = push.data() + push.size() - kRegionBytes;
   std::memcpy(at, first, sizeof(first));
   std::memcpy(at + sizeof(first), sectors, sizeof(sectors));
   std::array<uint32_t, 3> groups = launch.groups;
-  uint64_t per_group = uint64_t{workgroup_size} * kPrefetchLoads;
-  groups[0] += static_cast<uint32_t>((total + per_group - 1) / per_group);
+  groups[0] += static_cast<uint32_t>(pf_groups);
   return groups;
 }
 

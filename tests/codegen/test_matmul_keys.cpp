@@ -358,6 +358,23 @@ TEST_CASE("qmv's prefetch workgroups follow its own and bring in at most kPrefet
   uint64_t per_group = uint64_t{src.workgroup_size[0]} * 4;  // PF_LOADS sectors a lane
   CHECK(groups[0] == launch.groups[0] + (cg::kPrefetchBytes / 32 + per_group - 1) / per_group);
   CHECK(std::equal(push.begin(), push.end() - sizeof(tail), launch.push_constants.begin()));
+  // A grid already at the limit every device supports brings nothing in.
+  auto wide = g;
+  wide.prefetch = true;
+  wide.n = int64_t{1} << 22;
+  auto probe = cg::qmv_key("bf16", wide, caps);
+  wide.n =
+      65535 * (int64_t{cg::render(probe, caps).workgroup_size[0]} / std::stol(probe.params["tpr"]) /
+               std::stol(probe.params["ks"]) * std::stol(probe.params["nc"]));
+  auto wide_key = cg::qmv_key("bf16", wide, caps);
+  auto wide_src = cg::render(wide_key, caps);
+  auto wide_launch = cg::qmv_launch(wide_key, wide_src, wide);
+  REQUIRE(wide_launch.groups[0] == 65535);
+  std::vector<uint8_t> push3(wide_launch.push_constants.size());
+  auto wide_groups = cg::add_prefetch(wide_launch, wide_src.workgroup_size[0], regions, push3);
+  std::memcpy(tail, push3.data() + push3.size() - sizeof(tail), sizeof(tail));
+  CHECK(wide_groups[0] == 65535);
+  CHECK((tail[4] == 0 && tail[5] == 0 && tail[6] == 0));
   // Several batches or 64-bit indices take no prefetch; a launch without it cannot take one.
   auto batched = g;
   batched.batches = 2;

@@ -7,10 +7,14 @@
 // default on lavapipe (a CPU device), so the tests force it on.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "fusion_util.h"
 #include "harness.h"
+#include "mlx/backend/gpu/eval.h"
 #include "mlx/backend/vulkan/cpu_fallback.h"
 #include "mlx/backend/vulkan/lookahead.h"
+#include "mlx/primitives.h"
 
 namespace mx = mlx::core;
 using namespace gpu_diff;
@@ -98,4 +102,39 @@ TEST_CASE(
   }
   auto counts = mx::vulkan::fallback_counts();
   CHECK(counts["QuantizedMatmul"] == 0);
+}
+
+TEST_CASE("products that share a compiled function's primitive each find their own successor") {
+  // A compiled function's calls with the same input shapes share its traced product. The
+  // lookahead matches nodes by primitive: a product must get the node after its own, never
+  // the one after an earlier node of the same primitive that has run (run_tape moves a node
+  // out of the tape when it runs). The tape is made and "run" by hand here.
+  const int H = 256, I = 512;
+  auto q = mx::quantize(uniform({I, H}, mx::bfloat16, 21), 64, 4, "affine", std::nullopt,
+                        mx::Device::cpu);
+  Weights w{q[0], q[1], q[2]};
+  auto f = mx::compile(
+      [w](const std::vector<mx::array>& in) { return std::vector<mx::array>{product(in[0], w)}; },
+      false);
+  auto x = uniform({1, H}, mx::bfloat16, 22);
+  auto a = f({x})[0];
+  auto b = f({x})[0];
+  REQUIRE(a.primitive_id() == b.primitive_id());
+  mx::vulkan::force_prefetch_weights(true);
+  std::vector<mx::array> tape = {a, b};
+  mx::gpu::begin_tape(tape);
+  CHECK(mx::vulkan::next_quantized_product(a.primitive()) == &tape[1]);  // a runs first
+  auto ran_a = std::move(tape[0]);
+  auto ran_b = std::move(tape[1]);
+  // b runs: the match at a's entry has a successor that ran (b itself); b has none.
+  CHECK(mx::vulkan::next_quantized_product(b.primitive()) == nullptr);
+  mx::gpu::end_tape();
+  // The same, with a never asking (a product that took another route leaves its entry).
+  tape = {a, b};
+  mx::gpu::begin_tape(tape);
+  ran_a = std::move(tape[0]);
+  ran_b = std::move(tape[1]);
+  CHECK(mx::vulkan::next_quantized_product(b.primitive()) == nullptr);
+  mx::gpu::end_tape();
+  mx::vulkan::force_prefetch_weights(std::nullopt);
 }

@@ -467,11 +467,12 @@ bool VulkanAllocator::prepare_gpu_use_locked(Allocation* a, uint64_t serial, boo
   bool need = false;
   bool pending_elsewhere =
       a->upload_serial && a->upload_serial != serial && !serial_submitted(a->upload_serial);
-  // A small mapped buffer that no recorded batch still reads takes the host's bytes now:
+  // A small mapped buffer that no recorded batch still reads (every serial up to its last
+  // use has completed: another stream's earlier batch may read it too) takes the host's bytes now:
   // the submission makes host writes visible, so no copy command (and no prologue command
   // buffer) is needed.
   if (a->small_mapped && a->shadow && a->host_dirty && !pending_elsewhere &&
-      previous_use != serial && (previous_use == 0 || serial_completed(previous_use))) {
+      previous_use != serial && (previous_use == 0 || completed_watermark() >= previous_use)) {
     std::memcpy(a->mapped, a->shadow->mapped, a->capacity);
     a->host_dirty = false;
   }

@@ -80,16 +80,19 @@ uint64_t prefetch_min_product_bytes() {
 
 const array* next_quantized_product(const Primitive& current) {
   auto& a = ahead;
-  for (size_t j = a.cursor; j < a.products.size(); ++j) {
+  // Nodes may share a primitive (a compiled function's calls share its traced ones), and a
+  // product that did not ask leaves its entry behind the cursor: a match whose successor
+  // has already run (run_tape moved it out, id 0) is an earlier node's, not this one's.
+  // Every node still on the tape runs after the current one.
+  for (size_t j = a.cursor; j + 1 < a.products.size(); ++j) {
     if (a.products[j].first != &current) {
       continue;
     }
-    a.cursor = j + 1;
-    if (j + 1 == a.products.size()) {
-      return nullptr;
-    }
-    // Later nodes are still on the tape: run_tape moves a node out only when it runs.
     const array& next = (*a.tape)[a.products[j + 1].second];
+    if (next.id() == 0) {
+      continue;
+    }
+    a.cursor = j + 1;
     return next.has_primitive() && next.inputs().size() >= 4 ? &next : nullptr;
   }
   return nullptr;

@@ -311,10 +311,11 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
       }
       return vulkan::MemoEntry{kernel, codegen::qmm_launch(key, kernel->source, g)};
     });
-    if (qmv && !coop_rows && g.prefetch) {
+    if (g.prefetch && planned.kernel->key.family == "qmv") {
       // qmv_key took pf 1 (g.prefetch is set only where it fits; add_prefetch checks the
-      // launch): the regions' bindings after the product's, their numbers in the launch's
-      // last push constants, and the prefetch workgroups after its own.
+      // launch), also where qmvc was asked for and its build failed: the regions' bindings
+      // after the product's, their numbers in the launch's last push constants, and the
+      // prefetch workgroups after its own.
       std::array<vulkan::Binding, vulkan::CommandEncoder::kMaxBindings> all;
       std::copy(bindings, bindings + n_bindings, all.begin());
       std::copy(std::begin(pf_bindings), std::end(pf_bindings), all.begin() + n_bindings);
