@@ -13,7 +13,7 @@
 // sums them once, for all NC columns (H100: M = 4 and 8 30% faster than one column per
 // team). More columns per team share that work further, and parts restore the teams that
 // fewer column groups lose: 4-bit [1,14336] x [4096,14336]^T 20.7 -> 18.2 us on an H100
-// with NC 4 and KS 2 instead of NC 2 (codegen/matmul.cpp, docs/matmul.md).
+// with NC 4 and KS 2 instead of NC 2 (codegen/qmv.cpp, docs/matmul.md).
 //
 // Per pack, with s and b its group's scale and bias:
 //   sum_j x_j * (s * q_j + b) = s * sum_j x_j q_j + b * sum_j x_j
@@ -48,7 +48,7 @@
 // (parts per column group: 1, 2 or 4; WGS / TPR is a multiple of it), SUBGROUP, VEC (x's
 // lanes in 16 bytes when its rows start at multiples of them, else 1), WVEC (1: a pack of
 // 4 or 8 bits is read as uvec4 loads) and IN0_* (x, the scales and biases share the dtype)
-// and OUT_*, X_F16_PAIRS (1: x is f16 read as 16-byte vectors). codegen/matmul.cpp packs
+// and OUT_*, X_F16_PAIRS (1: x is f16 read as 16-byte vectors). codegen/qmv.cpp packs
 // the push constants.
 #ifndef BITS
 #define BITS 4

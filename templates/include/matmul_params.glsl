@@ -1,8 +1,8 @@
 // The push constants of the matrix-product templates (gemm.glsl, gemv.glsl, qmv.glsl):
-// codegen/matmul.cpp packs exactly these fields, each IDX_T. A's and B's element 0 at
-// a_offset / b_offset, leading strides lda / ldb, and the batch index z split into
-// (z / nb1, z % nb1): the two collapsed batch dims, with a stride pair per operand (0: a
-// broadcast operand). extra0 and extra1 mean what each template says.
+// codegen/matmul.cpp (codegen/qmv.cpp for qmv) packs exactly these fields, each IDX_T.
+// A's and B's element 0 at a_offset / b_offset, leading strides lda / ldb, and the batch
+// index z split into (z / nb1, z % nb1): the two collapsed batch dims, with a stride pair
+// per operand (0: a broadcast operand). extra0 and extra1 mean what each template says.
 #ifndef MLX_MATMUL_PARAMS_GLSL
 #define MLX_MATMUL_PARAMS_GLSL
 
