@@ -764,9 +764,10 @@ struct DeviceFactory {
       use(staging, true);  // no device-local memory at all: arrays live in host memory
     }
     // Staged: the smallest host-made arrays may live in host-visible device memory of any
-    // heap size (a 256 MiB BAR window will do), where the host writes them in place and no
-    // copy command is needed (docs/vulkan.md, "Small host-made arrays": a decode step's
-    // position no longer needs an upload command buffer). MLX_VK_SMALL_MAPPED=0 turns it off.
+    // heap size (a 256 MiB BAR window will do), where the host copies their shadow's bytes at
+    // their first GPU use and no copy command is needed (docs/vulkan.md, "Small host-made
+    // arrays": a decode step's position no longer needs an upload command buffer).
+    // MLX_VK_SMALL_MAPPED=0 turns it off.
     if (!dev.arrays_mapped_ && env_flag("MLX_VK_SMALL_MAPPED", true)) {
       dev.small_mapped_type_ = find_type(mem, device_local | host);
     }

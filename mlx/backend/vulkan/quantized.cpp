@@ -9,6 +9,7 @@
 // docs/matmul.md and docs/quantization.md.
 #include "codegen/matmul.h"
 #include "codegen/quantize.h"
+#include "mlx/backend/gpu/eval.h"
 #include "mlx/backend/vulkan/allocator.h"
 #include "mlx/backend/vulkan/cpu_fallback.h"
 #include "mlx/backend/vulkan/elementwise.h"
@@ -18,7 +19,6 @@
 #include "mlx/backend/vulkan/lookahead.h"
 #include "mlx/backend/vulkan/matmul.h"
 #include "mlx/backend/vulkan/reduce_plan.h"
-#include "mlx/backend/vulkan/serials.h"
 #include "mlx/backend/vulkan/utils.h"
 #include "mlx/fast_primitives.h"
 #include "mlx/primitives.h"
@@ -127,11 +127,10 @@ bool next_weights(const vulkan::Device& dev, const Primitive& self, vulkan::Bind
     if (!a.has_data() || !a.buffer().ptr() || !a.flags().row_contiguous || a.nbytes() < 32) {
       return false;
     }
-    auto* alloc = vulkan::allocation(a.buffer());
-    uint64_t serial = alloc->write_serial.load();
-    if (serial != 0 && !vulkan::serial_completed(serial)) {
+    if (!gpu::is_ready(a)) {
       return false;
     }
+    auto* alloc = vulkan::allocation(a.buffer());
     int64_t words =
         static_cast<int64_t>(std::min<uint64_t>(a.nbytes(), codegen::kPrefetchBytes) / 4);
     auto b = vulkan::bind_operand(dev, {alloc, static_cast<int64_t>(a.offset()), 4, 0, words - 1},
