@@ -25,14 +25,22 @@ struct Shape {
   bool causal;
 };
 
-Timing time_sdpa(const Shape& s, int batch, int reps) {
+// chained: each call's query is the previous call's output (a decode step waits for the
+// one before it), so the calls of a batch run one after another and the GPU time is a
+// call's latency. Independent calls of a batch may overlap on the GPU, which hides the
+// latency of a small grid.
+Timing time_sdpa(const Shape& s, int batch, int reps, bool chained = false) {
   auto q = bench::gpu_uniform({1, s.hq, s.lq, s.d}, 1, s.dt);
   auto k = bench::gpu_uniform({1, s.hkv, s.lkv, s.d}, 2, s.dt);
   auto v = bench::gpu_uniform({1, s.hkv, s.lkv, s.d}, 3, s.dt);
   float scale = 1.0f / std::sqrt(static_cast<float>(s.d));
+  auto cur = q;
   return measure_op(
       [&] {
-        return mx::fast::scaled_dot_product_attention(q, k, v, scale, s.causal ? "causal" : "");
+        auto out = mx::fast::scaled_dot_product_attention(chained ? cur : q, k, v, scale,
+                                                          s.causal ? "causal" : "");
+        cur = out;
+        return out;
       },
       batch, reps);
 }
@@ -59,9 +67,10 @@ int main() {
   bench::warm_gpu(i64a, 500);
   double peak = decode_rows ? bench::measure_peak(i64a, i64b, batch, reps) : 0.0;
 
-  std::vector<TimedRow> rows;
+  std::vector<TimedRow> rows, chained_rows;
   auto decode = [&](const Shape& s) {
     double bytes = 2.0 * s.hkv * s.lkv * s.d * mx::size_of(s.dt);
+    chained_rows.push_back({s.name, bytes, time_sdpa(s, batch, reps, true)});
     rows.push_back({s.name, bytes, time_sdpa(s, batch, reps)});
   };
   if (bench::wanted("ATTENTION_BENCH_ONLY", "decode")) {
@@ -77,6 +86,9 @@ int main() {
     }
   }
   if (decode_rows) {
+    std::printf("\ndecode calls one after another (each call's query the previous output):\n");
+    bench::print_timed_table(chained_rows, peak);
+    std::printf("\nindependent decode calls (a batch's calls may overlap on the GPU):\n");
     bench::print_timed_table(rows, peak);
   }
   if (bench::wanted("ATTENTION_BENCH_ONLY", "prefill")) {

@@ -21,6 +21,7 @@ constexpr uint32_t kFields = 26;      // int32 push constants (sdpa.glsl's Param
 constexpr uint32_t kStepFields = 31;  // the same with STEP 1
 constexpr int64_t kTeams = 8;         // NT in the vector mode
 constexpr int64_t kBusyGroups = 256;  // workgroups that keep a large GPU busy
+constexpr int64_t kStepKeys = 64;     // keys a vector-mode workgroup takes per step, at most
 constexpr int64_t kMaxGroups = 65535;
 
 int64_t ceil_div(int64_t a, int64_t b) {
@@ -208,11 +209,22 @@ std::string bits_literal(const KernelKey& key, const char* name, const std::stri
   return "0x" + v + "u";
 }
 
+// Keys a team takes per step in the vector mode (sdpa.glsl KPS): a power of two with at
+// most 32 of a lane's K values in flight, up to 8; 2 without shuffles.
+int64_t vector_keys_per_step(const AttentionGeometry& g, uint32_t tpr, bool sg) {
+  int64_t kps = 8;
+  while (sg && kps > 1 && kps * (g.d / tpr) > 32) {
+    kps /= 2;
+  }
+  return sg ? kps : 2;
+}
+
 // Shared memory of the step kernel's vector mode (sdpa.glsl): the teams' states (or the
-// query rows), the new rows, the norm statistics and, without shuffles, the team sums.
+// query rows), the new rows, the norm statistics and, without shuffles, the team sums (the
+// step does not take the transposed sums, so they need no slots).
 int64_t step_shared_bytes(const AttentionGeometry& g, uint32_t tpr, uint32_t rb, bool sg) {
   int64_t wgs = tpr * kTeams;
-  int64_t kps = !sg ? 2 : (g.d / tpr >= 32 ? 1 : std::min<int64_t>(8, 32 / (g.d / tpr)));
+  int64_t kps = vector_keys_per_step(g, tpr, sg);
   return 4 * (2 * kTeams + std::max(kTeams * g.dv, int64_t{rb} * g.d) + g.d + g.dv + rb + 1 +
               (sg ? 1 : wgs * rb * kps));
 }
@@ -261,15 +273,18 @@ int64_t attention_splits(const AttentionGeometry& g) {
   if (base >= kBusyGroups) {
     return 1;
   }
-  // Long caches: 2 * kBusyGroups workgroups in chunks of at least 256 keys (32 steps of
-  // the 8 teams) keep the merge cheap. Short ones (up to 128 keys a chunk): at least
-  // kBusyGroups workgroups where the keys allow. On an H200, 32/8 heads at KV 1024 went
-  // from 4 to 8 splits, 17.4 -> 13.8 us, and Qwen3-0.6B decode at context 512 from 1.149
-  // to 1.087 ms of GPU time a token; 128-key chunks for every length cost KV 8192 24 -> 30 us.
-  int64_t splits = std::clamp<int64_t>(ceil_div(2 * kBusyGroups, base), 1, ceil_div(g.lkv, 256));
-  splits = std::max(splits, std::min(ceil_div(kBusyGroups, base), ceil_div(g.lkv, 128)));
-  int64_t chunk = ceil_div(g.lkv, splits);
-  return ceil_div(g.lkv, chunk);
+  // Keys go in steps of at most 64 (NT = 8 teams x KPS <= 8 keys), so a split takes a
+  // whole number of steps: about kBusyGroups workgroups, `per` steps each (the nearest
+  // whole number, so that 4224 keys take 33 splits of 2 steps, not 32 of which one takes
+  // 3). A cache of at most 4 steps is not split: the merge launch costs about what 3 steps
+  // do. Measured on an H200: docs/attention.md, "The split and the merge".
+  int64_t steps = ceil_div(g.lkv, kStepKeys);
+  if (steps <= 4) {
+    return 1;
+  }
+  int64_t target = std::min(ceil_div(kBusyGroups, base), steps);
+  int64_t per = std::max<int64_t>(1, (steps + target / 2) / target);
+  return ceil_div(steps, per);
 }
 
 KernelKey attention_key(const std::string& dtype, const AttentionGeometry& g,
