@@ -1,6 +1,8 @@
 // scaled_dot_product_attention (the sdpa family) on the shapes: decode against the
 // bandwidth peak measured in the same run (bytes: K and V read once), prefill in TFLOPS
-// (4 * B * Hq * Lq * Lkv * D, halved for causal). docs/attention.md, docs/performance.md.
+// (4 * B * Hq * Lq * Lkv * D, halved for causal). Decode rows come twice: calls chained
+// (each call's query the previous call's output: a call's latency, as in a decode loop) and
+// independent (a batch's calls may overlap). docs/attention.md, docs/performance.md.
 //
 // Usage: attention_bench   (ATTENTION_BENCH_ONLY=decode,curve,prefill runs a subset;
 // ATTENTION_BENCH_PREFILL_L=64,256 replaces the prefill lengths)
