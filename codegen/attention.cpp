@@ -273,11 +273,13 @@ int64_t attention_splits(const AttentionGeometry& g) {
   if (base >= kBusyGroups) {
     return 1;
   }
-  // Keys go in steps of at most 64 (NT = 8 teams x KPS <= 8 keys), so a split takes a
-  // whole number of steps: about kBusyGroups workgroups, `per` steps each (the nearest
-  // whole number, so that 4224 keys take 33 splits of 2 steps, not 32 of which one takes
-  // 3). A cache of at most 4 steps is not split: the merge launch costs about what 3 steps
-  // do. Measured on an H200: docs/attention.md, "The split and the merge".
+  // A workgroup takes at most 64 keys a step (NT = 8 teams x KPS <= 8 keys; 64 exactly at
+  // head dim 128 on 32-lane teams). Counted in such steps, the keys go to about kBusyGroups
+  // workgroups (up to ~1.5x, as `per` is rounded to the nearest), at most `per` steps each:
+  // 4224 keys take 33 splits of 128 keys (2 steps), not 32 of 132 keys of which every one
+  // takes a third step of 4 keys. The launch's chunk stays ceil(Lkv / splits) keys. A cache
+  // of at most 4 steps is not split: the merge launch costs about what 3 steps do. Measured
+  // on an H200: docs/attention.md, "The split and the merge".
   int64_t steps = ceil_div(g.lkv, kStepKeys);
   if (steps <= 4) {
     return 1;

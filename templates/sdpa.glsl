@@ -416,7 +416,7 @@ void main() {
 #define TEAM_VALUES (RB * KPS)
 #include "include/teams.glsl"
 
-// TRANSPOSED: a step's RB x KPS team sums take TEAM_VALUES - 1 shuffles and leave each lane
+// TRANSPOSED: a step's RB x KPS team sums take about TEAM_VALUES shuffles and leave each lane
 // the scores of a few keys of one row (include/team_transpose.glsl), so the mask, the row
 // max and the exponentials run once per score rather than in all TPR lanes. The weights and
 // each row's rescale reach the lanes' V updates through shared memory (two slots, so a step

@@ -2,8 +2,9 @@
 // step). Each lane holds TEAM_VALUES partial values; a butterfly per value would cost
 // TEAM_VALUES * log2(TPR) shuffles and leave every lane with every sum. Here each stage
 // keeps half of a lane's values and sends the other half to its partner, so the team spends
-// TEAM_VALUES - 1 shuffles (31 instead of 160 for 4 rows x 8 keys on 32 lanes) and each
-// lane ends with TT_E whole sums: the values from transposed_first(lane) on.
+// TEAM_VALUES - 1 shuffles (31 instead of 160 for 4 rows x 8 keys on 32 lanes), plus one
+// butterfly per stage left once a lane holds a single value (fewer values than lanes), and
+// each lane ends with TT_E whole sums: the values from transposed_first(lane) on.
 // Expects TPR and TEAM_VALUES (powers of two) and subgroup shuffles, the team's lanes one
 // shuffle cluster (teams.glsl).
 #ifndef MLX_TEAM_TRANSPOSE_GLSL

@@ -279,9 +279,9 @@ TEST_CASE("sdpa decode step keys: params, compile, and shared memory within the 
 }
 
 TEST_CASE("a decode splits its keys into whole steps, about 256 workgroups in all") {
-  // 8 KV heads, 4 query heads each, one query: 8 workgroups a split. A split takes a whole
-  // number of 64-key steps; a cache of at most 4 steps is not split (its merge would cost
-  // more than it saves).
+  // 8 KV heads, 4 query heads each, one query: 8 workgroups a split. Counted in 64-key
+  // steps, no split takes more than the even share rounded up; a cache of at most 4 steps is
+  // not split (its merge would cost more than it saves).
   auto g = prefill(128, 128, "none");
   g.lq = 1;
   for (auto [lkv, want] : {std::pair<int64_t, int64_t>{1, 1},
