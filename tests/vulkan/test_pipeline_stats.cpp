@@ -1,9 +1,14 @@
 // Compiler statistics (pipeline_stats.h): with capture on, a freshly built kernel reports
 // what the driver made of it, where the device has VK_KHR_pipeline_executable_properties.
 // The kernels are built through the library from keys no other test uses (binary
-// Subtract and Maximum on u16), so each build here is the kernel's first in the process.
+// Subtract, Maximum and Minimum on u16, decode attention), so each build here is the
+// kernel's first in the process.
 #include "vk_test.h"
 
+#include <algorithm>
+#include <cctype>
+
+#include "codegen/attention.h"
 #include "codegen/elementwise.h"
 #include "mlx/backend/vulkan/kernel_library.h"
 #include "mlx/backend/vulkan/pipeline_stats.h"
@@ -33,7 +38,79 @@ std::vector<vk::PipelineStat> build_and_read(const vk::codegen::KernelKey& key) 
   return vk::pipeline_stats(key.canonical());
 }
 
+// The driver's local (scratch) memory statistic of a kernel: NVIDIA's "Local Memory Size"
+// (2^36 for a kernel that keeps everything in registers), "Scratch" on RADV and ANV.
+// Empty when the driver reports none.
+std::string local_memory(const std::vector<vk::PipelineStat>& stats) {
+  for (const auto& s : stats) {
+    std::string n = s.name;
+    std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (n.find("local memory") != std::string::npos || n.find("scratch") != std::string::npos) {
+      return s.value;
+    }
+  }
+  return {};
+}
+
 }  // namespace
+
+// Decode attention's vector kernels hold q, K, V and the accumulators in arrays that must
+// stay in registers: a compiler that leaves a loop over them rolled puts all of them in
+// local memory, which made these kernels 2x slower on an H200 (docs/attention.md,
+// "Transposed team sums and unrolled loops"). Checked against a plain binary kernel's value,
+// on devices that report the statistic.
+TEST_CASE("decode attention kernels keep their arrays out of local memory") {
+  VK_REQUIRE_DEVICE();
+  if (!vk::device().has_pipeline_executable_info()) {
+    MESSAGE(vk::device().name() << " reports no compiler statistics; nothing to check.");
+    return;
+  }
+  bool was = vk::pipeline_stats_enabled();
+  vk::set_pipeline_stats(true);
+  std::string base = local_memory(build_and_read(u16_binary_key("Minimum")));
+  if (base.empty()) {
+    vk::set_pipeline_stats(was);
+    MESSAGE(vk::device().name() << " reports no local memory statistic; nothing to check.");
+    return;
+  }
+  const auto& caps = vk::device().caps();
+  std::vector<std::string> dtypes{"f32"};
+  if (caps.storage_16bit) {
+    dtypes.insert(dtypes.end(), {"f16", "bf16"});
+  }
+  auto& lib = vk::kernel_library();
+  int checked = 0;
+  for (const auto& dt : dtypes) {
+    for (int64_t groups : {1, 2, 4, 8}) {
+      vk::codegen::AttentionGeometry g;
+      g.hkv = 8, g.groups = groups, g.lq = 1, g.lkv = 4096, g.d = g.dv = 128;
+      g.q_si = 128, g.q_sh = 128, g.q_sb = 8 * groups * 128;
+      g.k_sj = g.v_sj = 128, g.k_sh = g.v_sh = 4096 * 128, g.k_sb = g.v_sb = 8 * 4096 * 128;
+      vk::codegen::AttentionStep st;
+      st.cap = 4096;
+      st.q_norm = st.k_norm = true;
+      std::vector<vk::codegen::KernelKey> keys{vk::codegen::attention_key(dt, g, caps)};
+      if (vk::codegen::attention_step_supported(g, st, caps)) {
+        keys.push_back(vk::codegen::attention_step_key(dt, g, st, caps));
+      }
+      for (const auto& key : keys) {
+        size_t builds = lib.builds();
+        const auto& k = lib.get(key);
+        INFO("kernel " << key.canonical());
+        REQUIRE(k.pipeline != VK_NULL_HANDLE);
+        if (lib.builds() == builds) {
+          MESSAGE("already built without capture in this process: " << key.canonical());
+          continue;
+        }
+        std::string local = local_memory(vk::pipeline_stats(key.canonical()));
+        CHECK(local == base);
+        ++checked;
+      }
+    }
+  }
+  vk::set_pipeline_stats(was);
+  CHECK(checked > 0);
+}
 
 TEST_CASE("a kernel built with capture on reports the driver's compiler statistics") {
   VK_REQUIRE_DEVICE();
