@@ -20,8 +20,9 @@ uint transposed_first(uint lane) {
 
 // Stage o halves the TEAM_VALUES * 2o / TPR values a lane holds; once one is left, a stage
 // is a plain butterfly. The stages are written out and chosen by the preprocessor, so that
-// every index into v is a constant and no loop is empty (an empty loop indexing v made
-// NVIDIA's compiler keep all of the kernel's arrays in local memory).
+// every index into v is a constant once the short loops unroll, and no loop is empty. (A
+// loop over a register array left rolled puts the kernel's arrays in local memory on
+// NVIDIA: docs/attention.md.)
 #define TT_HALVE(o)                                                         \
   {                                                                         \
     const uint h = (TEAM_VALUES * (o)) / TPR;                               \
