@@ -113,14 +113,18 @@ KernelKey qmm_key(const std::string& dtype, const MatmulGeometry& g, const GemmT
 KernelSource render_qmm(const KernelKey& key, const DeviceCaps& caps);
 Launch qmm_launch(const KernelKey& key, const KernelSource& source, const MatmulGeometry& g);
 
-// Whether the qmvc family (templates/qmv_coop.glsl: 2 to 16 rows on cooperative matrices)
+// Whether the qmvc family (templates/qmv_coop.glsl: 1 to 16 rows on cooperative matrices)
 // can run the quantized product: transpose=true, k a multiple of 64, x's rows on 16 bytes,
 // f16 (NV or KHR) or bf16 (KHR) on 32-lane subgroups, no absorbed ops. Preferred to qmv
 // where it applies (docs/matmul.md).
 bool qmvc_applies(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps);
-// Whether qmvc is the faster choice where it applies (by rows: qmv wins for few).
-bool qmvc_preferred(const std::string& dtype, const MatmulGeometry& g);
-// "qmvc:bits,dtype=f16|bf16,gs,idx=32|64,kc=64,path=nv|khr,sg=8,wvec=0|1".
+// Whether qmvc is the faster choice where it applies (by rows: qmv wins for few; dq=magic
+// moves the line down).
+bool qmvc_preferred(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps);
+// "qmvc:bits,dq=magic|convert,dtype=f16|bf16,gs,idx=32|64,kc=64,path=nv|khr,rows=8|16,sg=8,
+// wvec=0|1". dq=magic (W's values as exact offset integers, scales and biases applied in
+// f32) where the accumulators have NVIDIA's layout, for 4 bits, groups of >= 64, and at
+// most 8 rows (any rows for bf16); rows=8 stages 8 rows of x.
 KernelKey qmvc_key(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps);
 KernelSource render_qmvc(const KernelKey& key, const DeviceCaps& caps);
 Launch qmvc_launch(const KernelKey& key, const KernelSource& source, const MatmulGeometry& g);

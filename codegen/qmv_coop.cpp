@@ -1,4 +1,4 @@
-// The "qmvc" family (codegen/matmul.h): quantized products of 2 to 16 rows on cooperative
+// The "qmvc" family (codegen/matmul.h): quantized products of 1 to 16 rows on cooperative
 // matrices, templates/qmv_coop.glsl. When it applies, its key, rendering and launch.
 #include <algorithm>
 #include <stdexcept>
@@ -18,9 +18,23 @@ constexpr int64_t kSubgroups = 8;
 constexpr int64_t kChunk = 64;
 
 // The template's shared memory: two stages (W and x) of 16 rows of kChunk 16-bit values
-// plus one uvec4 of padding, per subgroup.
-int64_t stage_bytes(int64_t subgroups, int64_t chunk) {
-  return subgroups * 2 * 16 * (chunk / 8 + 1) * 16;
+// plus one uvec4 of padding, per subgroup; with dq=magic also each subgroup's 16 scales
+// and biases (f32), a 16 x 16 matrix of ones and one of row indices.
+int64_t stage_bytes(int64_t subgroups, int64_t chunk, bool magic) {
+  return subgroups * 2 * 16 * (chunk / 8 + 1) * 16 +
+         (magic ? subgroups * 2 * 16 * 4 + 16 * 16 * 2 + 256 * 4 : 0);
+}
+
+// dq=magic (templates/qmv_coop.glsl, DQ_MAGIC): W's values as exact offset integers, the
+// chunk's scale and bias applied in f32 by element of the accumulator, whose layout must be
+// NVIDIA's. 4 bits, a chunk inside one group. At 16 rows the f16 kernel needs 149
+// registers (one workgroup a multiprocessor) and was slower than the conversion path
+// (H200: 48.6 against 41.4 us for [16,14336] x [4096,14336]^T); bf16's conversion path
+// (its rounding in integers) is slower still. 8 bits in f16 measured no faster (48.3
+// against 47.3 us at 8 rows, 132 registers), and bf16 cannot hold 8-bit values this way.
+bool magic_dequant(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps) {
+  return caps.coop_acc_nv_layout && g.bits == 4 && g.group_size % kChunk == 0 &&
+         (g.m <= 8 || dtype == "bf16");
 }
 
 // The cooperative-matrix path for the dtype: "khr" where the device has the KHR extension
@@ -35,7 +49,7 @@ std::string coop_path(const std::string& dtype, const DeviceCaps& caps) {
 }  // namespace
 
 bool qmvc_applies(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps) {
-  if (g.m < 2 || g.m > 16 || !g.b_t || g.a_t || g.bits <= 0 || g.k <= 0 || g.k % kChunk != 0 ||
+  if (g.m < 1 || g.m > 16 || !g.b_t || g.a_t || g.bits <= 0 || g.k <= 0 || g.k % kChunk != 0 ||
       g.n <= 0 || g.prenorm || g.residual || g.glu || coop_path(dtype, caps).empty()) {
     return false;
   }
@@ -47,34 +61,43 @@ bool qmvc_applies(const std::string& dtype, const MatmulGeometry& g, const Devic
   }
   return caps.subgroup_size == 32 &&
          static_cast<uint64_t>(kSubgroups * 32) <= caps.max_workgroup_invocations &&
-         stage_bytes(kSubgroups, kChunk) <= static_cast<int64_t>(caps.max_shared_memory);
+         stage_bytes(kSubgroups, kChunk, magic_dequant(dtype, g, caps)) <=
+             static_cast<int64_t>(caps.max_shared_memory);
 }
 
-bool qmvc_preferred(const std::string& dtype, const MatmulGeometry& g) {
+bool qmvc_preferred(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps) {
   // Up to 8 rows qmv can run the product too; it wins for few rows, whose multiply-adds
-  // are cheap, and more so for bf16, whose values qmvc must round to bf16 in integer
-  // arithmetic (H100, docs/matmul.md). At 4 f16 rows qmvc is ~5% faster; qmv keeps them
-  // for its f32 weights (qmvc rounds them to the dtype).
+  // are cheap. With dq=magic (f32 scales and biases, as qmv) qmvc takes 4 rows and more
+  // (H200: 39.3-39.6 against qmv's 42.7-43.2 us at 4 rows, f16 and bf16; docs/matmul.md).
+  // Otherwise qmvc rounds W's values to the dtype, in integer arithmetic for bf16: 5 f16
+  // rows and 6 bf16 rows (H100).
+  if (magic_dequant(dtype, g, caps)) {
+    return g.m >= 4;
+  }
   return g.m >= (dtype == "bf16" ? 6 : 5);
 }
 
 KernelKey qmvc_key(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps) {
   bool wvec = g.bits % 4 == 0 && g.b_offset % 4 == 0 && g.ldb % 4 == 0 && g.b_bs0 % 4 == 0 &&
               g.b_bs1 % 4 == 0;
+  bool magic = magic_dequant(dtype, g, caps);
   return KernelKey{"qmvc",
                    {{"bits", std::to_string(g.bits)},
+                    {"dq", magic ? "magic" : "convert"},
                     {"dtype", dtype},
                     {"gs", std::to_string(g.group_size)},
                     {"idx", geometry_idx64(g, 16, 16, kChunk) ? "64" : "32"},
                     {"kc", std::to_string(kChunk)},
                     {"path", coop_path(dtype, caps)},
+                    {"rows", magic && g.m <= 8 ? "8" : "16"},
                     {"sg", std::to_string(kSubgroups)},
                     {"wvec", wvec ? "1" : "0"}}};
 }
 
 KernelSource render_qmvc(const KernelKey& key, const DeviceCaps& caps) {
   const std::string where = "kernel " + key.canonical();
-  check_params(key, {"bits", "dtype", "gs", "idx", "kc", "path", "sg", "wvec"}, where);
+  check_params(key, {"bits", "dq", "dtype", "gs", "idx", "kc", "path", "rows", "sg", "wvec"},
+               where);
   const DtypeInfo& dt = float_dtype(key, where);
   bool idx64 = parse_idx(key, where);
   int bits = 0, gs = 0;
@@ -84,21 +107,28 @@ KernelSource render_qmvc(const KernelKey& key, const DeviceCaps& caps) {
   const std::string& sg_text = key_param(key, "sg", where);
   const std::string& kc_text = key_param(key, "kc", where);
   const std::string& wvec = key_param(key, "wvec", where);
+  const std::string& dq = key_param(key, "dq", where);
+  const std::string& rows = key_param(key, "rows", where);
+  bool magic = dq == "magic";
   int64_t sg = std::atoll(sg_text.c_str());
   int64_t kc = std::atoll(kc_text.c_str());
   if ((path != "nv" && path != "khr") || (dtype != "f16" && !(path == "khr" && dtype == "bf16")) ||
       (sg != 1 && sg != 2 && sg != 4 && sg != 8) || std::to_string(sg) != sg_text ||
       (kc != 32 && kc != 64 && kc != 128) || std::to_string(kc) != kc_text ||
-      (wvec != "0" && wvec != "1") || (wvec == "1" && bits % 4 != 0)) {
-    throw std::invalid_argument("[render] " + where +
-                                ": path must be nv (f16) or khr (f16, bf16), sg 1, 2, 4 or 8, kc "
-                                "32, 64 or 128, wvec 0 or 1 (1 only for 4 or 8 bits).");
+      (wvec != "0" && wvec != "1") || (wvec == "1" && bits % 4 != 0) ||
+      (dq != "magic" && dq != "convert") || (rows != "8" && rows != "16") ||
+      (!magic && rows != "16") || (magic && (bits != 4 || gs % kc != 0))) {
+    throw std::invalid_argument(
+        "[render] " + where +
+        ": path must be nv (f16) or khr (f16, bf16), sg 1, 2, 4 or 8, kc 32, 64 or 128, wvec 0 "
+        "or 1 (1 only for 4 or 8 bits), dq magic (4 bits, gs a multiple of kc) or convert, "
+        "rows 8 (magic only) or 16.");
   }
   bool supported =
       path == "nv" ? caps.cooperative_matrix
                    : (dtype == "f16" ? caps.cooperative_matrix_khr : caps.cooperative_matrix_bf16);
-  if (!supported || caps.subgroup_size != 32 ||
-      stage_bytes(sg, kc) > static_cast<int64_t>(caps.max_shared_memory)) {
+  if (!supported || caps.subgroup_size != 32 || (magic && !caps.coop_acc_nv_layout) ||
+      stage_bytes(sg, kc, magic) > static_cast<int64_t>(caps.max_shared_memory)) {
     throw std::runtime_error("[vulkan] " + where +
                              ": the device has no cooperative matrices for this dtype on 32-lane "
                              "subgroups, or too little shared memory.");
@@ -116,6 +146,10 @@ KernelSource render_qmvc(const KernelKey& key, const DeviceCaps& caps) {
   if (dtype == "bf16") {
     defines.push_back("COOP_BF16 1");
   }
+  if (magic) {
+    defines.push_back("DQ_MAGIC 1");
+    defines.push_back(std::string("ROWS8 ") + (rows == "8" ? "1" : "0"));
+  }
   KernelSource source = row_kernel_source("qmv_coop.glsl", defines, 5, kFields, idx64, caps);
   source.coop_khr = path == "khr";
   source.coop_khr_bf16 = dtype == "bf16";
@@ -128,10 +162,12 @@ KernelSource render_qmvc(const KernelKey& key, const DeviceCaps& caps) {
 Launch qmvc_launch(const KernelKey& key, const KernelSource& source, const MatmulGeometry& g) {
   const std::string where = "kernel " + key.canonical();
   check_geometry(g, where);
-  // path comes from the device's caps; every other parameter from the geometry.
+  // path and dq come from the device's caps; every other parameter from the geometry.
   KernelKey expect = qmvc_key(key_param(key, "dtype", where), g, DeviceCaps{});
   expect.params["path"] = key_param(key, "path", where);
-  if (g.m < 2 || g.m > 16 || !g.b_t || g.a_t || g.k % kChunk != 0 || key != expect) {
+  expect.params["dq"] = key_param(key, "dq", where);
+  expect.params["rows"] = expect.params["dq"] == "magic" && g.m <= 8 ? "8" : "16";
+  if (g.m < 1 || g.m > 16 || !g.b_t || g.a_t || g.k % kChunk != 0 || key != expect) {
     throw std::invalid_argument("[launch] " + where + " does not match the geometry.");
   }
   int64_t gx = (g.n + 15) / 16;

@@ -361,10 +361,27 @@ void main() {
               xsum += xs[j];
             }
             for (uint c = 0; c < NC; ++c) {
+#if MR == 1 && defined(PACK_POSITIONS)
+              // Values scaled by their position in a 16-bit half (pack_value_scaled): one
+              // sum per position, scaled once.
+              float part[PACK_POSITIONS];
+              for (uint q = 0; q < PACK_POSITIONS; ++q) {
+                part[q] = 0.0f;
+              }
+              for (uint j = 0; j < 32; ++j) {
+                uint q = pack_position(j);
+                part[q] = fma(xs[j], pack_value_scaled(words[u][c], j), part[q]);
+              }
+              float qdot = part[0];
+              for (uint q = 1; q < PACK_POSITIONS; ++q) {
+                qdot = fma(part[q], pack_position_scale(q), qdot);
+              }
+#else
               float qdot = 0.0f;
               for (uint j = 0; j < 32; ++j) {
                 qdot = fma(xs[j], PACK_VALUE(c, j), qdot);
               }
+#endif
               acc[i][c] = fma(s[c], qdot, fma(b[c], xsum, acc[i][c]));
             }
           }

@@ -3,11 +3,12 @@
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_vote : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int16 : require
 #extension GL_EXT_control_flow_attributes : require
 // Quantized products of a few rows on cooperative matrices (the "qmvc" family:
-// quantized_matmul with transpose=true and 2 to 16 rows: batched decode, a speculative
+// quantized_matmul with transpose=true and 1 to 16 rows: batched decode, a speculative
 // step's draft tokens, a short prompt). qmv.glsl multiplies each row on the FMA units, so
 // its time grows with the rows (8 rows: 8 multiply-adds per weight value, 4.5x the time of
 // one row on an H100); here the rows, padded to 16, cost one fragment multiply whatever
@@ -27,10 +28,12 @@
 // once. Stages are private to a subgroup: the chunk loop has no workgroup barrier.
 //
 // W's values become scale * q + bias in f32, then f16 (bf16) for the multiply-adds, as
-// gemm_coop.glsl's qmm does (a step coarser than qmv.glsl's f32 sums: docs/matmul.md).
+// gemm_coop.glsl's qmm does (a step coarser than qmv.glsl's f32 sums: docs/matmul.md);
+// with DQ_MAGIC (below) they stay exact and the scales apply in f32, as in qmv.glsl.
 //
 // The engine defines BITS, GS, SG, KC (a multiple of 32 dividing k), WVEC (1: packs read as
-// uvec4s), COOP_BF16, IN0_* and OUT_* (f16 or bf16), and the workgroup size (SG subgroups
+// uvec4s), COOP_BF16, DQ_MAGIC and ROWS8 (below), IN0_* and OUT_* (f16 or bf16), and the
+// workgroup size (SG subgroups
 // of 32 lanes) as spec constant 0. codegen/qmv_coop.cpp (qmvc_applies) picks it only where
 // x's rows start on 16 bytes. The KHR path is this module rewritten (codegen/coop_rewrite.h).
 #ifndef BITS
@@ -48,6 +51,12 @@
 #endif
 #ifndef COOP_BF16
 #define COOP_BF16 0
+#endif
+#ifndef DQ_MAGIC
+#define DQ_MAGIC 0
+#endif
+#ifndef ROWS8
+#define ROWS8 0
 #endif
 #ifndef IN0_ST
 #define MLX_STORAGE_16BIT 1
@@ -98,10 +107,53 @@ layout(constant_id = 1) const uint COOP_K = 16;
 #define LANE_PACKS (16 * PACKS / 32)     // packs a lane dequantizes per chunk
 #define LD (KC / 8 + 1)                  // a stage row in uvec4s (8 values), 1 of padding
 #define STAGE (16 * LD)                  // one subgroup's stage, in uvec4s
-#define X_CHUNKS (16 * (KC / 8) / 32)    // uvec4s of x per lane and chunk (rows < M only)
+// x rows staged per chunk: 8 with ROWS8 (rows 8..15 stay zero), which keeps the kernel
+// at <= 128 registers so that two 256-lane workgroups share a multiprocessor.
+#define X_ROWS (ROWS8 != 0 ? 8 : 16)
+#define X_CHUNKS (X_ROWS * (KC / 8) / 32)  // uvec4s of x per lane and chunk (rows < M only)
 
 shared uvec4 ws4[SG * STAGE];  // dequantized W, [n][k]: B (k x n) read column-major
 shared uvec4 xs4[SG * STAGE];  // x rows, [m][k]: A
+
+#if DQ_MAGIC
+// DQ_MAGIC 1 (4 bits; GS a multiple of KC; NVIDIA's accumulator layout): W's values enter
+// the fragments as exact integers, offset: a word's values at one shift, masked to the low
+// 4 bits of both 16-bit halves and ORed into the bits of OFF (1024 in f16, 128 in bf16,
+// where the dtype's unit in the last place is 1), are OFF + q for two values at once, one
+// AND-OR each. So a value costs about one integer operation where the conversion path
+// spends an extraction, a conversion, a multiply-add and half a pack. A pair holds values
+// i and i + 4 of its word, so the stage holds each word's values in that order and x is
+// staged in the same order (permute_x). Each chunk (inside
+// one group) multiplies into fresh accumulators: cw = x (OFF + q) and cx = x 1 (the row
+// sums of x, by a product with a matrix of ones), and the chunk's sum
+//   s * sum x q + b * sum x = s * cw + (b - OFF * s) * cx
+// is added to acc per element, in f32: the same f32 sums of s * q and b as qmv.glsl, where
+// the conversion path rounds s * q + b to the dtype first. Cancellation in s * cw against
+// OFF * s * cx costs about 2^-24 * OFF * s * sum |x| (2^-14 relative at f16's offset),
+// well inside a 16-bit output's rounding.
+#define VPW 8  // values per word
+#if COOP_BF16
+#define MAGIC 0x43004300u
+#define OFF 128.0f
+#else
+#define MAGIC 0x64006400u
+#define OFF 1024.0f
+#endif
+shared float sc_s[SG * 16];   // the chunk's scales, by column n
+shared float sc_bb[SG * 16];  // b - OFF * s, by column n
+shared uvec4 ones4[32];       // a 16 x 16 matrix of ones in the dtype (B of cx)
+shared float ridx[256];       // the row of each element of a 16 x 16 matrix (layout check)
+
+// x's 8 values of v (k = 8 j .. 8 j + 7, one W word's) in the stage's order: values i and
+// i + 4 side by side.
+uvec4 permute_x(uvec4 v) {
+  return uvec4((v.x & 0xFFFFu) | (v.z << 16), (v.x >> 16) | (v.z & 0xFFFF0000u),
+               (v.y & 0xFFFFu) | (v.w << 16), (v.y >> 16) | (v.w & 0xFFFF0000u));
+}
+#define STAGE_X(v) permute_x(v)
+#else
+#define STAGE_X(v) (v)
+#endif
 
 // One chunk's loads: W's words with their scales and biases, and this lane's x vectors.
 struct ChunkRegs {
@@ -144,6 +196,32 @@ void main() {
       xs4[stage + i] = uvec4(0);
     }
   }
+#if DQ_MAGIC
+  // The matrix of ones, and a check of the accumulator layout the chunk sums assume
+  // (element i of lane t: row t / 4 + 8 (i / 4), column 2 (t % 4) + i % 2 + 8 ((i / 2) % 2),
+  // as in sdpa_coop.glsl): a driver that lays it out otherwise gets NaN outputs.
+  const uint one = COOP_BF16 != 0 ? 0x3F803F80u : 0x3C003C00u;
+  for (uint i = gl_LocalInvocationID.x; i < 32u; i += WGS) {
+    ones4[i] = uvec4(one);
+  }
+  for (uint e = gl_LocalInvocationID.x; e < 256u; e += WGS) {
+    ridx[e] = float(e / 16u);
+  }
+  barrier();
+  bool layout_ok;
+  {
+    fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> rowm, colm;
+    coopMatLoadNV(rowm, ridx, 0, 16, false);
+    coopMatLoadNV(colm, ridx, 0, 16, true);  // the transpose: element (r, c) is c
+    layout_ok = rowm.length() == 8;
+    for (int i = 0; i < rowm.length(); ++i) {
+      uint want_r = lane / 4u + 8u * (uint(i) / 4u);
+      uint want_c = 2u * (lane % 4u) + uint(i) % 2u + 8u * ((uint(i) / 2u) % 2u);
+      layout_ok = layout_ok && uint(rowm[i]) == want_r && uint(colm[i]) == want_c;
+    }
+    layout_ok = subgroupAll(layout_ok);
+  }
+#endif
 
 #define LOAD_CHUNK(R, c)                                                                 \
   {                                                                                      \
@@ -185,15 +263,34 @@ void main() {
 #else
 #define PACK_PAIR(lo, hi) packHalf2x16(vec2(lo, hi))
 #endif
+#if DQ_MAGIC
+// Pair i of word w: values i and i + VPW / 2 as OFF + q; the chunk's scale and b - OFF * s
+// of each column go to shared memory from the lane holding its first pack.
+#define DEQUANT_PAIRS(R, t, pairs)                                                       \
+  [[unroll]] for (uint w = 0; w < BITS; ++w) {                                           \
+    [[unroll]] for (uint i = 0; i < VPW / 2u; ++i) {                                     \
+      pairs[w * (VPW / 2u) + i] = ((R.words[t][w] >> (i * BITS)) & (MASK * 0x10001u)) |  \
+                                  MAGIC;                                                 \
+    }                                                                                    \
+  }                                                                                      \
+  if ((lane + 32u * t) % PACKS == 0u) {                                                  \
+    uint col = (lane + 32u * t) / PACKS;                                                 \
+    sc_s[sg * 16u + col] = R.s[t];                                                       \
+    sc_bb[sg * 16u + col] = fma(-OFF, R.s[t], R.b[t]);                                   \
+  }
+#else
+#define DEQUANT_PAIRS(R, t, pairs)                                                       \
+  [[unroll]] for (uint i = 0; i < 16u; ++i) {                                            \
+    float lo = R.s[t] * float(pack_value(R.words[t], 2u * i)) + R.b[t];                  \
+    float hi = R.s[t] * float(pack_value(R.words[t], 2u * i + 1u)) + R.b[t];             \
+    pairs[i] = PACK_PAIR(lo, hi);                                                        \
+  }
+#endif
 #define STAGE_CHUNK(R)                                                                   \
   {                                                                                      \
     [[unroll]] for (uint t = 0; t < LANE_PACKS; ++t) {                                   \
       uint pairs[16];                                                                    \
-      [[unroll]] for (uint i = 0; i < 16u; ++i) {                                        \
-        float lo = R.s[t] * float(pack_value(R.words[t], 2u * i)) + R.b[t];              \
-        float hi = R.s[t] * float(pack_value(R.words[t], 2u * i + 1u)) + R.b[t];         \
-        pairs[i] = PACK_PAIR(lo, hi);                                                    \
-      }                                                                                  \
+      DEQUANT_PAIRS(R, t, pairs)                                                         \
       [[unroll]] for (uint q = 0; q < 4u; ++q) {                                         \
         ws4[w_stage[t] + q] =                                                            \
             uvec4(pairs[4 * q], pairs[4 * q + 1], pairs[4 * q + 2], pairs[4 * q + 3]);   \
@@ -203,12 +300,35 @@ void main() {
       uint e = lane + 32u * t;                                                           \
       uint row = e / (KC / 8);                                                           \
       if (IDX_T(row) < pc.m) {                                                           \
-        xs4[stage + row * LD + e % (KC / 8)] = R.xv[t];                                  \
+        xs4[stage + row * LD + e % (KC / 8)] = STAGE_X(R.xv[t]);                         \
       }                                                                                  \
     }                                                                                    \
     subgroupMemoryBarrierShared();                                                       \
     subgroupBarrier();                                                                   \
   }
+#if DQ_MAGIC
+// The chunk's products into fresh accumulators, then s * cw + (b - OFF * s) * cx added to
+// acc element by element (column n of element i: the layout checked above). With at most
+// 8 rows (ROWS8) the elements of rows 8..15 (i >= 4) are zero and skipped.
+#define MULTIPLY_CHUNK()                                                                 \
+  {                                                                                      \
+    fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> cw = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0); \
+    fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> cx = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0); \
+    [[unroll]] for (uint kk = 0; kk < KC; kk += 16) {                                    \
+      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa;                                       \
+      fcoopmatNV<16, gl_ScopeSubgroup, COOP_K, 16> fb;                                   \
+      coopMatLoadNV(fa, xs4, stage + kk / 8u, LD, false);                                \
+      coopMatLoadNV(fb, ws4, stage + kk / 8u, LD, true);                                 \
+      cw = coopMatMulAddNV(fa, fb, cw);                                                  \
+      cx = coopMatMulAddNV(fa, ones, cx);                                                \
+    }                                                                                    \
+    [[unroll]] for (uint i = 0; i < (ROWS8 != 0 ? 4u : 8u); ++i) {                       \
+      uint col = sg * 16u + 2u * (lane % 4u) + i % 2u + 8u * ((i / 2u) % 2u);            \
+      acc[i] = fma(sc_s[col], cw[i], fma(sc_bb[col], cx[i], acc[i]));                    \
+    }                                                                                    \
+    subgroupBarrier();                                                                   \
+  }
+#else
 #define MULTIPLY_CHUNK()                                                                 \
   {                                                                                      \
     [[unroll]] for (uint kk = 0; kk < KC; kk += 16) {                                    \
@@ -220,8 +340,13 @@ void main() {
     }                                                                                    \
     subgroupBarrier();                                                                   \
   }
+#endif
 
   fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+#if DQ_MAGIC
+  fcoopmatNV<16, gl_ScopeSubgroup, COOP_K, 16> ones;
+  coopMatLoadNV(ones, ones4, 0, 2, false);
+#endif
   IDX_T chunks = pc.k / KC;
   ChunkRegs r0, r1, r2;
   IDX_T c = IDX_T(sg);
@@ -272,6 +397,11 @@ void main() {
       [[unroll]] for (uint s = 0; s < SG; ++s) {
         v += uintBitsToFloat(ws4[s * STAGE + e / 4u][e % 4u]);
       }
+#if DQ_MAGIC
+      if (!layout_ok) {
+        v = uintBitsToFloat(0x7fc00000u);
+      }
+#endif
       outv[uint(out_base + row * pc.n + n)] = OUT_STORE(v);
     }
   }

@@ -35,10 +35,11 @@ cg::MatmulGeometry rows(int64_t m, int64_t n, int64_t k, int bits = 4, int gs = 
 
 }  // namespace
 
-TEST_CASE("qmvc takes 2 to 16 rows of an aligned f16 or bf16 product on cooperative matrices") {
+TEST_CASE("qmvc takes 1 to 16 rows of an aligned f16 or bf16 product on cooperative matrices") {
   auto all = coop_caps(true, true, true);
-  CHECK_FALSE(cg::qmvc_applies("f16", rows(1, 4096, 4096), all));  // one row: qmv
+  CHECK(cg::qmvc_applies("f16", rows(1, 4096, 4096), all));  // qmvc_preferred decides
   CHECK(cg::qmvc_applies("f16", rows(2, 4096, 4096), all));
+  CHECK_FALSE(cg::qmvc_applies("f16", rows(0, 4096, 4096), all));
   CHECK(cg::qmvc_applies("bf16", rows(16, 4096, 4096), all));
   CHECK_FALSE(cg::qmvc_applies("f16", rows(17, 4096, 4096), all));
   CHECK_FALSE(cg::qmvc_applies("f32", rows(4, 4096, 4096), all));
@@ -62,7 +63,32 @@ TEST_CASE("qmvc takes 2 to 16 rows of an aligned f16 or bf16 product on cooperat
   CHECK_FALSE(cg::qmvc_applies("f16", rows(4, 4096, 4096), wave64));
 
   auto key = cg::qmvc_key("f16", rows(8, 4096, 14336), all);
-  CHECK(key.canonical() == "qmvc:bits=4,dtype=f16,gs=64,idx=32,kc=64,path=khr,sg=8,wvec=1");
+  CHECK(key.canonical() ==
+        "qmvc:bits=4,dq=convert,dtype=f16,gs=64,idx=32,kc=64,path=khr,rows=16,sg=8,wvec=1");
+  // dq=magic where the accumulators have NVIDIA's layout: 4 bits, with the 64-value chunk
+  // inside one group, at most 8 rows (any for bf16); rows=8 skips the accumulator rows 8..15.
+  auto nv_layout = all;
+  nv_layout.coop_acc_nv_layout = true;
+  auto magic = cg::qmvc_key("f16", rows(8, 4096, 14336), nv_layout);
+  CHECK(magic.canonical() ==
+        "qmvc:bits=4,dq=magic,dtype=f16,gs=64,idx=32,kc=64,path=khr,rows=8,sg=8,wvec=1");
+  CHECK(cg::qmvc_key("f16", rows(9, 4096, 14336), nv_layout).params.at("dq") == "convert");
+  CHECK(cg::qmvc_key("f16", rows(9, 4096, 14336), nv_layout).params.at("rows") == "16");
+  CHECK(cg::qmvc_key("bf16", rows(12, 4096, 14336), nv_layout).canonical() ==
+        "qmvc:bits=4,dq=magic,dtype=bf16,gs=64,idx=32,kc=64,path=khr,rows=16,sg=8,wvec=1");
+  // Preferred to qmv from 4 rows with dq=magic, else from 5 (f16) or 6 (bf16).
+  CHECK_FALSE(cg::qmvc_preferred("f16", rows(3, 4096, 14336), nv_layout));
+  CHECK(cg::qmvc_preferred("f16", rows(4, 4096, 14336), nv_layout));
+  CHECK(cg::qmvc_preferred("bf16", rows(4, 4096, 14336), nv_layout));
+  CHECK_FALSE(cg::qmvc_preferred("f16", rows(4, 4096, 14336), all));
+  CHECK(cg::qmvc_preferred("f16", rows(5, 4096, 14336), all));
+  CHECK_FALSE(cg::qmvc_preferred("bf16", rows(5, 4096, 14336), all));
+  CHECK(cg::qmvc_preferred("f16", rows(4, 4096, 14336, 3), nv_layout) == false);
+  CHECK(cg::qmvc_key("bf16", rows(1, 4096, 14336), nv_layout).params.at("dq") == "magic");
+  CHECK(cg::qmvc_key("f16", rows(1, 4096, 14336, 8), nv_layout).params.at("dq") == "convert");
+  CHECK(cg::qmvc_key("bf16", rows(1, 4096, 14336, 8), nv_layout).params.at("dq") == "convert");
+  CHECK(cg::qmvc_key("f16", rows(1, 4096, 14336, 3), nv_layout).params.at("dq") == "convert");
+  CHECK(cg::qmvc_key("f16", rows(1, 4096, 14336, 4, 32), nv_layout).params.at("dq") == "convert");
   CHECK(
       cg::qmvc_key("f16", rows(8, 4096, 14336), coop_caps(true, false, false)).params.at("path") ==
       "nv");
@@ -75,21 +101,26 @@ TEST_CASE("every qmvc variant renders and compiles, the KHR path through the rew
     for (int gs : {32, 64, 128}) {
       for (const char* dtype : {"f16", "bf16"}) {
         for (bool nv : {true, false}) {
-          if (nv && std::string(dtype) == "bf16") {
-            continue;
+          for (bool nv_layout : {false, true}) {
+            if (nv && std::string(dtype) == "bf16") {
+              continue;
+            }
+            auto caps = nv ? coop_caps(true, false, false) : all;
+            caps.coop_acc_nv_layout = nv_layout;
+            for (int64_t m : {5, 12}) {
+              auto g = rows(m, 100, 256, bits, gs);
+              REQUIRE(cg::qmvc_applies(dtype, g, caps));
+              auto key = cg::qmvc_key(dtype, g, caps);
+              CAPTURE(key.canonical());
+              auto src = cg::render(key, caps);
+              CHECK(src.coop_khr == !nv);
+              CHECK(src.workgroup_size[0] == 256);
+              auto mod = cg::compile(key, src);
+              CHECK(!mod.words.empty());
+              auto launch = cg::qmvc_launch(key, src, g);
+              CHECK(launch.groups[0] == 7);  // 100 columns, 16 a workgroup
+            }
           }
-          auto caps = nv ? coop_caps(true, false, false) : all;
-          auto g = rows(5, 100, 256, bits, gs);
-          REQUIRE(cg::qmvc_applies(dtype, g, caps));
-          auto key = cg::qmvc_key(dtype, g, caps);
-          CAPTURE(key.canonical());
-          auto src = cg::render(key, caps);
-          CHECK(src.coop_khr == !nv);
-          CHECK(src.workgroup_size[0] == 256);
-          auto mod = cg::compile(key, src);
-          CHECK(!mod.words.empty());
-          auto launch = cg::qmvc_launch(key, src, g);
-          CHECK(launch.groups[0] == 7);  // 100 columns, 16 a workgroup
         }
       }
     }
@@ -108,4 +139,19 @@ TEST_CASE("every qmvc variant renders and compiles, the KHR path through the rew
   auto bad = with("bf16", "path", "nv");  // bf16 has no NV path
   CHECK_THROWS_AS(cg::render(bad, all), std::invalid_argument);
   CHECK_THROWS_AS(cg::render(key, coop_caps(false, false, false)), std::runtime_error);
+  // dq=magic needs NVIDIA's accumulator layout, 4 bits and rows 8 or 16.
+  auto nv_layout = all;
+  nv_layout.coop_acc_nv_layout = true;
+  auto magic = cg::qmvc_key("f16", g, nv_layout);
+  REQUIRE(magic.params.at("dq") == "magic");
+  CHECK_THROWS_AS(cg::render(magic, all), std::runtime_error);
+  auto changed = [&](const std::string& name, const std::string& value) {
+    auto k = magic;
+    k.params.insert_or_assign(name, value);
+    return k;
+  };
+  CHECK_THROWS_AS(cg::render(changed("bits", "3"), nv_layout), std::invalid_argument);
+  CHECK_THROWS_AS(cg::render(changed("rows", "4"), nv_layout), std::invalid_argument);
+  CHECK_THROWS_AS(cg::qmvc_launch(magic, cg::render(magic, nv_layout), rows(12, 100, 256)),
+                  std::invalid_argument);  // rows=8 planned for 5 rows
 }

@@ -1,6 +1,6 @@
 // eval_gpu of AddMM, QuantizedMatmul, Dequantize and AffineQuantize.
 //   AddMM: C copied into the output, then the gemm family with its addmm epilogue.
-//   QuantizedMatmul: "qmvc" (transpose=true, 5 to 16 rows on cooperative matrices, and up to
+//   QuantizedMatmul: "qmvc" (transpose=true, 4-6 to 16 rows on cooperative matrices, and up to
 //     64 in 16-row launches), "qmv"
 //     (transpose=true, M <= 8: a decode step) or "qmm" (the gemm template reading B from
 //     the packed format), on dense operands; with 2-d weights every batch row of x folds
@@ -291,6 +291,14 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
     const auto& planned = vulkan::memoized(vulkan::matmul_signature(family, dtype, g), [&] {
       if (coop_rows) {
         auto key = codegen::qmvc_key(dtype, g, dev.caps());
+        // MLX_VK_QMVC_DEQUANT=convert keeps the conversion path where dq=magic applies (for
+        // measuring, docs/matmul.md).
+        static const bool convert_only =
+            vulkan::env_string("MLX_VK_QMVC_DEQUANT", "auto") == "convert";
+        if (convert_only) {
+          key.params["dq"] = "convert";
+          key.params["rows"] = "16";
+        }
         if (const auto* kernel = vulkan::get_kernel_or_drop_coop(key, true)) {
           return vulkan::MemoEntry{kernel, codegen::qmvc_launch(key, kernel->source, g)};
         }
@@ -346,7 +354,7 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
     }
   }
   record(g, coop && codegen::qmvc_applies(dtype, g, dev.caps()) &&
-                (qmvc_mode == "on" || codegen::qmvc_preferred(dtype, g)));
+                (qmvc_mode == "on" || codegen::qmvc_preferred(dtype, g, dev.caps())));
 }
 
 void Dequantize::eval_gpu(const std::vector<array>& inputs, array& out) {
