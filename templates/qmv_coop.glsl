@@ -33,9 +33,8 @@
 //
 // The engine defines BITS, GS, SG, KC (a multiple of 32 dividing k), WVEC (1: packs read as
 // uvec4s), COOP_BF16, DQ_MAGIC and ROWS8 (below), IN0_* and OUT_* (f16 or bf16), and the
-// workgroup size (SG subgroups
-// of 32 lanes) as spec constant 0. codegen/qmv_coop.cpp (qmvc_applies) picks it only where
-// x's rows start on 16 bytes. The KHR path is this module rewritten (codegen/coop_rewrite.h).
+// workgroup size (SG subgroups of 32 lanes) as spec constant 0. codegen/qmv_coop.cpp
+// (qmvc_applies) picks it only where x's rows start on 16 bytes. The KHR path is this module rewritten (codegen/coop_rewrite.h).
 #ifndef BITS
 #define BITS 4
 #define GS 64
@@ -123,9 +122,9 @@ shared uvec4 xs4[SG * STAGE];  // x rows, [m][k]: A
 // AND-OR each. So a value costs about one integer operation where the conversion path
 // spends an extraction, a conversion, a multiply-add and half a pack. A pair holds values
 // i and i + 4 of its word, so the stage holds each word's values in that order and x is
-// staged in the same order (permute_x). Each chunk (inside
-// one group) multiplies into fresh accumulators: cw = x (OFF + q) and cx = x 1 (the row
-// sums of x, by a product with a matrix of ones), and the chunk's sum
+// staged in the same order (permute_x). Each chunk (inside one group) multiplies into
+// fresh accumulators: cw = x (OFF + q) and cx = x 1 (the row sums of x, by a product with
+// a matrix of ones), and the chunk's sum
 //   s * sum x q + b * sum x = s * cw + (b - OFF * s) * cx
 // is added to acc per element, in f32: the same f32 sums of s * q and b as qmv.glsl, where
 // the conversion path rounds s * q + b to the dtype first. Cancellation in s * cw against
