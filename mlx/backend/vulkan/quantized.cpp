@@ -338,7 +338,8 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
   };
   // 17 to 64 rows of one weight matrix: qmvc in blocks of 16 rows, a launch each. Each reads
   // W again, but the qmm tiles these rows would take cost more than four blocks. A last
-  // block of one row takes qmv.
+  // block of few rows takes qmv where qmv is faster (qmvc_preferred: 1 to 3 rows, or 4 to 5
+  // without dq=magic).
   bool coop = qmvc_mode != "off";
   if (coop && g.batches == 1 && g.m > 16 && g.m <= kQmvcBlockedRows) {
     codegen::MatmulGeometry block = g;
@@ -348,7 +349,9 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
         block.m = std::min<int64_t>(16, g.m - r0);
         block.a_offset = g.a_offset + static_cast<uint64_t>(r0 * g.lda);
         block.out_offset = g.out_offset + static_cast<uint64_t>(r0 * g.n);
-        record(block, codegen::qmvc_applies(dtype, block, dev.caps()));
+        record(block, codegen::qmvc_applies(dtype, block, dev.caps()) &&
+                          (block.m == 16 || qmvc_mode == "on" ||
+                           codegen::qmvc_preferred(dtype, block, dev.caps())));
       }
       return;
     }
