@@ -305,6 +305,12 @@ void main() {
     subgroupMemoryBarrierShared();                                                       \
     subgroupBarrier();                                                                   \
   }
+// fa: x's 16 rows and fb: W's 16 columns, for the chunk's k values kk .. kk + 15.
+#define CHUNK_FRAGMENTS(kk)                                                              \
+  fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa;                                           \
+  fcoopmatNV<16, gl_ScopeSubgroup, COOP_K, 16> fb;                                       \
+  coopMatLoadNV(fa, xs4, stage + (kk) / 8u, LD, false);                                  \
+  coopMatLoadNV(fb, ws4, stage + (kk) / 8u, LD, true);
 #if DQ_MAGIC
 // The chunk's products into fresh accumulators, then s * cw + (b - OFF * s) * cx added to
 // acc element by element (column n of element i: the layout checked above). With at most
@@ -314,10 +320,7 @@ void main() {
     fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> cw = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0); \
     fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> cx = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0); \
     [[unroll]] for (uint kk = 0; kk < KC; kk += 16) {                                    \
-      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa;                                       \
-      fcoopmatNV<16, gl_ScopeSubgroup, COOP_K, 16> fb;                                   \
-      coopMatLoadNV(fa, xs4, stage + kk / 8u, LD, false);                                \
-      coopMatLoadNV(fb, ws4, stage + kk / 8u, LD, true);                                 \
+      CHUNK_FRAGMENTS(kk)                                                                \
       cw = coopMatMulAddNV(fa, fb, cw);                                                  \
       cx = coopMatMulAddNV(fa, ones, cx);                                                \
     }                                                                                    \
@@ -331,10 +334,7 @@ void main() {
 #define MULTIPLY_CHUNK()                                                                 \
   {                                                                                      \
     [[unroll]] for (uint kk = 0; kk < KC; kk += 16) {                                    \
-      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa;                                       \
-      fcoopmatNV<16, gl_ScopeSubgroup, COOP_K, 16> fb;                                   \
-      coopMatLoadNV(fa, xs4, stage + kk / 8u, LD, false);                                \
-      coopMatLoadNV(fb, ws4, stage + kk / 8u, LD, true);                                 \
+      CHUNK_FRAGMENTS(kk)                                                                \
       acc = coopMatMulAddNV(fa, fb, acc);                                                \
     }                                                                                    \
     subgroupBarrier();                                                                   \
