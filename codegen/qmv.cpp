@@ -118,8 +118,17 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
   while (u > 1 && u > per_lane) {
     u /= 2;
   }
+  // One f16 row of 4-bit values summed in f16 pairs (templates/qmv.glsl, F16_DOT) where a
+  // lane has packs to pipeline: the split rule's long rows (2 parts), no fused norm (its
+  // weighed x would be rounded to f16 unnormalized), on devices with f16 arithmetic. On an
+  // H200, [1,14336] x [4096,14336]^T 17.1-17.3 -> 14.9-15.0 us; the same for bf16 x
+  // (converted to f16 with a power-of-two scale per pack) and for Qwen3-0.6B's short rows
+  // was not faster (docs/matmul.md, "qmv's single row in f16 pairs").
+  bool f16_dot = dtype == "f16" && mr == 1 && g.bits == 4 && vec == 8 && shares.ks == 2 &&
+                 !g.prenorm && !g.glu && caps.shader_float16;
   return KernelKey{"qmv",
                    {{"bits", std::to_string(g.bits)},
+                    {"dot", f16_dot ? "f16" : "f32"},
                     {"dtype", dtype},
                     {"glu", bit(g.glu)},
                     {"gs", std::to_string(g.group_size)},
@@ -140,8 +149,8 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
 KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
   const std::string where = "kernel " + key.canonical();
   check_params(key,
-               {"bits", "dtype", "glu", "gs", "idx", "ks", "mr", "nc", "norm", "pf", "res", "sg",
-                "tpr", "u", "vec", "wvec"},
+               {"bits", "dot", "dtype", "glu", "gs", "idx", "ks", "mr", "nc", "norm", "pf", "res",
+                "sg", "tpr", "u", "vec", "wvec"},
                where);
   const DtypeInfo& dt = float_dtype(key, where);
   bool idx64 = parse_idx(key, where);
@@ -160,6 +169,16 @@ KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
   const std::string& ks = key_param(key, "ks", where);
   uint32_t lanes = 128u / static_cast<uint32_t>(dt.bits);
   uint32_t wg = row_workgroup_size(caps);
+  const std::string& dot = key_param(key, "dot", where);
+  bool f16_dot = dot == "f16";
+  if ((dot != "f32" && !f16_dot) ||
+      (f16_dot && (std::string(dt.name) != "f16" || mr != "1" || bits != 4 ||
+                   vec != std::to_string(lanes) || norm || glu || !caps.shader_float16))) {
+    throw std::invalid_argument("[render] " + where +
+                                ": dot must be f32, or f16 for one f16 row of 4-bit values read "
+                                "as 16-byte vectors, unfused with a norm or SwiGLU, on a device "
+                                "with f16 arithmetic.");
+  }
   if (ks != "1" && ks != "2" && ks != "4") {
     throw std::invalid_argument("[render] " + where + ": ks must be 1, 2 or 4.");
   }
@@ -191,6 +210,7 @@ KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
     throw std::invalid_argument("[render] " + where + ": u must be 1, 2 or 4.");
   }
   defines.push_back("U " + u);
+  defines.push_back(std::string("F16_DOT ") + bit(f16_dot));
   defines.push_back("TPR " + std::to_string(tpr));
   defines.push_back("KS " + ks);
   defines.push_back(std::string("SUBGROUP ") + bit(sg));
@@ -228,6 +248,7 @@ Launch qmv_launch(const KernelKey& key, const KernelSource& source, const Matmul
   expect.params["u"] = key_param(key, "u", where);
   expect.params["ks"] = key_param(key, "ks", where);
   expect.params["pf"] = key_param(key, "pf", where);
+  expect.params["dot"] = key_param(key, "dot", where);
   if (!qmv_applies(g) || key != expect) {
     throw std::invalid_argument("[launch] " + where + " does not match the geometry.");
   }

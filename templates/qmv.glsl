@@ -43,6 +43,15 @@
 // PREFETCH 1 (a decode step, whose next product the runtime knows): workgroups after the
 // product's own bring the next product's weights into L2 (include/prefetch.glsl).
 //
+// F16_DOT 1 (one f16 row of 4-bit values, long rows split in parts; codegen/qmv.cpp): each
+// pack's sum_j x_j q_j is taken in f16 pairs, one f16 multiply-add per two values, the
+// values made exact f16 integers by bit operations instead of one integer-to-float
+// conversion and one f32 multiply-add each, and each lane requests its next packs before
+// this step's arithmetic. The pairs' sum of 16 products per half is rounded in f16 (the
+// products of an f16 x and q <= 15 are exact until the sum passes 2048 |x|), then scaled
+// in f32; a pack whose f16 sum overflows (|x| in the hundreds) is summed again in f32.
+// On an H200 [1,14336] x [4096,14336]^T 17.1-17.3 -> 14.9-15.0 us (docs/matmul.md).
+//
 // The engine defines BITS, GS, MR (rows held in registers: M rounded up to 1, 2, 4 or 8),
 // NC (columns per team: 1, 2 or 4), U (packs in flight per lane and column), TPR, KS
 // (parts per column group: 1, 2 or 4; WGS / TPR is a multiple of it), SUBGROUP, VEC (x's
@@ -86,6 +95,12 @@
 #endif
 #ifndef PREFETCH
 #define PREFETCH 0
+#endif
+#ifndef F16_DOT
+#define F16_DOT 0
+#endif
+#if F16_DOT
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #endif
 #ifndef GLU_SIGMOID
 #define GLU_SIGMOID(x) m_sigmoid(x)
@@ -231,6 +246,69 @@ void weigh_x(IDX_T p, inout float xs[32], inout float ss) {
 }
 #endif
 
+// A lane's packs p0 + u * TPR * KS (u < U) of its NC columns, those before `packs`.
+void load_packs(IDX_T p0, IDX_T packs, IDX_T cols[NC], IDX_T w_batch, inout uint words[U][NC][BITS]) {
+  for (uint u = 0; u < U; ++u) {
+    IDX_T p = p0 + IDX_T(u * TPR * KS);
+    if (p < packs) {
+      for (uint c = 0; c < NC; ++c) {
+        IDX_T w_row = pc.b_offset + w_batch + cols[c] * pc.ldb;
+#if WVEC
+        IDX_T at = (w_row + p * BITS) / 4;
+        for (uint q = 0; q < BITS / 4; ++q) {
+          uvec4 v = wq4[uint(at + q)];
+          words[u][c][4 * q] = v.x;
+          words[u][c][4 * q + 1] = v.y;
+          words[u][c][4 * q + 2] = v.z;
+          words[u][c][4 * q + 3] = v.w;
+        }
+#else
+        for (uint q = 0; q < BITS; ++q) {
+          words[u][c][q] = wq[uint(w_row + p * BITS + q)];
+        }
+#endif
+      }
+    }
+  }
+}
+
+#if F16_DOT
+// The pack's 32 x values as 16 f16 pairs (x_{8k+i}, x_{8k+i+4}), index 4k + i: the order in
+// which pack_dot_f16 takes a word's values, two at a time. Exact (x is f16).
+void make_pairs(float xs[32], out f16vec2 xp[16]) {
+  for (uint k = 0; k < 4; ++k) {
+    for (uint i = 0; i < 4; ++i) {
+      xp[4 * k + i] = f16vec2(xs[8 * k + i], xs[8 * k + i + 4]);
+    }
+  }
+}
+
+// sum_j x_j q_j of one 4-bit pack in f16 pairs. Word values i and i + 4 (bits 4i and
+// 4i + 16) come out together: ORed under the exponent of 1024 they are the exact f16 pair
+// 1024 + q (positions 0 and 2, after a shift by 8) or 1024 + 16 q (positions 1 and 3),
+// which one exact add (or multiply-add) brings to q.
+float pack_dot_f16(uint words[BITS], f16vec2 xp[16]) {
+  const f16vec2 minus_off = f16vec2(-1024.0hf);
+  const f16vec2 sixteenth = f16vec2(0.0625hf);
+  const f16vec2 minus_off16 = f16vec2(-64.0hf);
+  f16vec2 acc = f16vec2(0.0hf);
+  for (uint k = 0; k < 4; ++k) {
+    uint w = words[k];
+    uint w8 = w >> 8;
+    f16vec2 q0 = unpackFloat2x16((w & 0x000F000Fu) | 0x64006400u) + minus_off;
+    f16vec2 q1 = fma(unpackFloat2x16((w & 0x00F000F0u) | 0x64006400u), sixteenth, minus_off16);
+    f16vec2 q2 = unpackFloat2x16((w8 & 0x000F000Fu) | 0x64006400u) + minus_off;
+    f16vec2 q3 = fma(unpackFloat2x16((w8 & 0x00F000F0u) | 0x64006400u), sixteenth, minus_off16);
+    acc = fma(xp[4 * k], q0, acc);
+    acc = fma(xp[4 * k + 1], q1, acc);
+    acc = fma(xp[4 * k + 2], q2, acc);
+    acc = fma(xp[4 * k + 3], q3, acc);
+  }
+  vec2 sums = vec2(acc);
+  return sums.x + sums.y;
+}
+#endif
+
 void main() {
 #if PREFETCH
   if (prefetch_workgroup()) {
@@ -300,30 +378,21 @@ void main() {
   }
 #endif
   if (LIVE) {
-    for (IDX_T p0 = IDX_T(part * TPR + lane); p0 < packs; p0 += IDX_T(TPR * KS * U)) {
-      uint words[U][NC][BITS];
-      for (uint u = 0; u < U; ++u) {
-        IDX_T p = p0 + IDX_T(u * TPR * KS);
-        if (p < packs) {
-          for (uint c = 0; c < NC; ++c) {
-            IDX_T w_row = pc.b_offset + w_batch + cols[c] * pc.ldb;
-#if WVEC
-            IDX_T at = (w_row + p * BITS) / 4;
-            for (uint q = 0; q < BITS / 4; ++q) {
-              uvec4 v = wq4[uint(at + q)];
-              words[u][c][4 * q] = v.x;
-              words[u][c][4 * q + 1] = v.y;
-              words[u][c][4 * q + 2] = v.z;
-              words[u][c][4 * q + 3] = v.w;
-            }
-#else
-            for (uint q = 0; q < BITS; ++q) {
-              words[u][c][q] = wq[uint(w_row + p * BITS + q)];
-            }
+#if F16_DOT
+    // Each step's packs were requested before the step before's arithmetic: on an H200
+    // this alone was slower (80 registers, the rest spilled to shared memory), with the f16
+    // sums it is what made them faster (128 registers).
+    uint next[U][NC][BITS];
+    load_packs(IDX_T(part * TPR + lane), packs, cols, w_batch, next);
 #endif
-          }
-        }
-      }
+    for (IDX_T p0 = IDX_T(part * TPR + lane); p0 < packs; p0 += IDX_T(TPR * KS * U)) {
+#if F16_DOT
+      uint words[U][NC][BITS] = next;
+      load_packs(p0 + IDX_T(TPR * KS * U), packs, cols, w_batch, next);
+#else
+      uint words[U][NC][BITS];
+      load_packs(p0, packs, cols, w_batch, words);
+#endif
       for (uint u = 0; u < U; ++u) {
         IDX_T p = p0 + IDX_T(u * TPR * KS);
         if (p >= packs) {
@@ -360,8 +429,21 @@ void main() {
             for (uint j = 0; j < 32; ++j) {
               xsum += xs[j];
             }
+#if F16_DOT
+            f16vec2 xp[16];
+            make_pairs(xs, xp);
+#endif
             for (uint c = 0; c < NC; ++c) {
-#if MR == 1 && defined(PACK_POSITIONS)
+#if F16_DOT
+              float qdot = pack_dot_f16(words[u][c], xp);
+              if (isinf(qdot)) {
+                // An f16 sum overflowed: this pack again in f32.
+                qdot = 0.0f;
+                for (uint j = 0; j < 32; ++j) {
+                  qdot = fma(xs[j], float(pack_value(words[u][c], j)), qdot);
+                }
+              }
+#elif MR == 1 && defined(PACK_POSITIONS)
               // Values scaled by their position in a 16-bit half (pack_value_scaled): one
               // sum per position, scaled once.
               float part[PACK_POSITIONS];

@@ -40,6 +40,7 @@ struct QCase {
   int n = 40;
   int k_groups = 3;
   std::vector<int> batch = {};
+  float x_shift = 0.0f;  // added to x's uniform [-1, 1) values
 };
 
 void check_qmm(const QCase& c, uint64_t seed) {
@@ -55,6 +56,9 @@ void check_qmm(const QCase& c, uint64_t seed) {
   }
   auto cpu = mx::Device::cpu;
   auto x = uniform(xs, c.dt, seed);
+  if (c.x_shift != 0.0f) {
+    x = mx::astype(mx::add(mx::astype(x, mx::float32, cpu), mx::array(c.x_shift), cpu), c.dt, cpu);
+  }
   auto w = uniform(ws, c.dt, seed + 1);
   auto q = mx::quantize(w, c.gs, c.bits, "affine", std::nullopt, cpu);
   mx::eval(q);
@@ -226,6 +230,21 @@ TEST_CASE("quantized_matmul of one row with a long K: parts of a column group sp
   for (int i = 0; i < 4; ++i) {
     check_qmm({bits[i], 64, dts[i], true, 1, 72, 131}, seed += 2);
   }
+  auto counts = mx::vulkan::fallback_counts();
+  CHECK(counts["QuantizedMatmul"] == 0);
+}
+
+TEST_CASE("quantized_matmul of one f16 row of 4 bits: f16 pair sums, and sums that overflow f16") {
+  if (!gpu_present())
+    return;
+  mx::vulkan::reset_fallback_counts();
+  // Long rows in two parts (K = 1024: 32 packs, >= 4 a team of 8 lanes; K = 8384 for
+  // 32-lane teams) take qmv's f16 pair sums on devices with f16 arithmetic (dot=f16,
+  // codegen/qmv.cpp). With x near 1000 every pack's f16 sum of 16 products passes 65504:
+  // those packs are summed again in f32, and the outputs (|sum| well inside f16) stay finite.
+  check_qmm({4, 64, mx::float16, true, 1, 72, 131}, 4700);
+  check_qmm({4, 64, mx::float16, true, 1, 40, 16, {}, 1000.0f}, 4702);
+  check_qmm({4, 32, mx::float16, true, 1, 40, 32, {}, -1000.0f}, 4704);
   auto counts = mx::vulkan::fallback_counts();
   CHECK(counts["QuantizedMatmul"] == 0);
 }
