@@ -47,9 +47,10 @@
 // pack's sum_j x_j q_j is taken in f16 pairs, one f16 multiply-add per two values, the
 // values made exact f16 integers by bit operations instead of one integer-to-float
 // conversion and one f32 multiply-add each, and each lane requests its next packs before
-// this step's arithmetic. The pairs' sum of 16 products per half is rounded in f16 (the
-// products of an f16 x and q <= 15 are exact until the sum passes 2048 |x|), then scaled
-// in f32; a pack whose f16 sum overflows (|x| in the hundreds) is summed again in f32.
+// this step's arithmetic. Each half of a pair sums 16 products in f16 (each multiply-add
+// rounds once, to 11 bits), and the pack's sum is then scaled in f32: the result may differ
+// from the f32 sums by a few f16 units of the pack sums (docs/matmul.md). A pack whose f16
+// sum overflows (|x| in the hundreds) is summed again in f32.
 // On an H200 [1,14336] x [4096,14336]^T 17.1-17.3 -> 14.9-15.0 us (docs/matmul.md).
 //
 // The engine defines BITS, GS, MR (rows held in registers: M rounded up to 1, 2, 4 or 8),
