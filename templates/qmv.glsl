@@ -50,7 +50,7 @@
 // this step's arithmetic. Each half of a pair sums 16 products in f16 (each multiply-add
 // rounds once, to 11 bits), and the pack's sum is then scaled in f32: the result may differ
 // from the f32 sums by a few f16 units of the pack sums (docs/matmul.md). A pack whose f16
-// sum overflows (|x| in the hundreds) is summed again in f32.
+// sum is not finite (|x| in the hundreds) is summed again in f32.
 // On an H200 [1,14336] x [4096,14336]^T 17.1-17.3 -> 14.9-15.0 us (docs/matmul.md).
 //
 // The engine defines BITS, GS, MR (rows held in registers: M rounded up to 1, 2, 4 or 8),
@@ -437,8 +437,9 @@ void main() {
             for (uint c = 0; c < NC; ++c) {
 #if F16_DOT
               float qdot = pack_dot_f16(words[u][c], xp);
-              if (isinf(qdot)) {
-                // An f16 sum overflowed: this pack again in f32.
+              if (isinf(qdot) || isnan(qdot)) {
+                // An f16 sum overflowed (two halves gone to +inf and -inf add to NaN), or
+                // x holds a NaN: this pack again in f32.
                 qdot = 0.0f;
                 for (uint j = 0; j < 32; ++j) {
                   qdot = fma(xs[j], float(pack_value(words[u][c], j)), qdot);

@@ -41,6 +41,7 @@ struct QCase {
   int k_groups = 3;
   std::vector<int> batch = {};
   float x_shift = 0.0f;  // added to x's uniform [-1, 1) values
+  float x_split = 0.0f;  // added to values 0-3 of every 8, subtracted from values 4-7
 };
 
 void check_qmm(const QCase& c, uint64_t seed) {
@@ -58,6 +59,14 @@ void check_qmm(const QCase& c, uint64_t seed) {
   auto x = uniform(xs, c.dt, seed);
   if (c.x_shift != 0.0f) {
     x = mx::astype(mx::add(mx::astype(x, mx::float32, cpu), mx::array(c.x_shift), cpu), c.dt, cpu);
+  }
+  if (c.x_split != 0.0f) {
+    std::vector<float> split(static_cast<size_t>(k));
+    for (int j = 0; j < k; ++j) {
+      split[static_cast<size_t>(j)] = j % 8 < 4 ? c.x_split : -c.x_split;
+    }
+    auto sx = mx::array(split.data(), {k}, mx::float32);
+    x = mx::astype(mx::add(mx::astype(x, mx::float32, cpu), sx, cpu), c.dt, cpu);
   }
   auto w = uniform(ws, c.dt, seed + 1);
   auto q = mx::quantize(w, c.gs, c.bits, "affine", std::nullopt, cpu);
@@ -242,9 +251,12 @@ TEST_CASE("quantized_matmul of one f16 row of 4 bits: f16 pair sums, and sums th
   // 32-lane teams) take qmv's f16 pair sums on devices with f16 arithmetic (dot=f16,
   // codegen/qmv.cpp). With x near 1000 every pack's f16 sum of 16 products passes 65504:
   // those packs are summed again in f32, and the outputs (|sum| well inside f16) stay finite.
+  // With x near +1000 in values 0-3 of every 8 and -1000 in 4-7, the pairs' two halves
+  // overflow to +inf and -inf, whose sum is NaN: summed again too.
   check_qmm({4, 64, mx::float16, true, 1, 72, 131}, 4700);
   check_qmm({4, 64, mx::float16, true, 1, 40, 16, {}, 1000.0f}, 4702);
   check_qmm({4, 32, mx::float16, true, 1, 40, 32, {}, -1000.0f}, 4704);
+  check_qmm({4, 64, mx::float16, true, 1, 40, 16, {}, 0.0f, 1000.0f}, 4706);
   auto counts = mx::vulkan::fallback_counts();
   CHECK(counts["QuantizedMatmul"] == 0);
 }
