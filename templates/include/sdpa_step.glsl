@@ -60,6 +60,26 @@ void step_set(uint r, uint e, float v) {
 // comb_acc and the key and value rows in fresh_k, fresh_v. Every invocation calls it.
 void step_rows(int b, int kvh, int r0, int rows, bool need_kv, bool writer, int wrow) {
   uint t = gl_LocalInvocationID.x;
+  // The norms' weights and the position are read with the rows, not after the barriers
+  // that need them: each was a memory round trip on the step's critical path.
+  float pos = float(posv[uint(pc.pos_offset)]) * uintBitsToFloat(ROPE_SCALE);
+#if QNORM || KNORM
+  const uint WPRE = ((RB + 1) * D + WGS - 1) / WGS;
+  float wpre[WPRE];
+  [[unroll]] for (uint i = 0; i < WPRE; ++i) {
+    uint e = t + i * WGS;
+    uint r = e / D;
+    uint j = e % D;
+    float w = 1.0f;
+#if QNORM
+    w = r < RB ? float(IN0_LOAD(qwv[uint(pc.qw_offset + int(j))])) : w;
+#endif
+#if KNORM
+    w = r == RB ? float(IN0_LOAD(kwv[uint(pc.kw_offset + int(j))])) : w;
+#endif
+    wpre[i] = w;
+  }
+#endif
   for (uint e = t; e < RB * D; e += WGS) {
     int rr = r0 + int(e / D);
     int h = kvh * pc.groups + rr;  // Lq = 1: row rr is query head rr of the group
@@ -80,24 +100,18 @@ void step_rows(int b, int kvh, int r0, int rows, bool need_kv, bool writer, int 
   step_norm_stats();
   barrier();
   // rms_norm's value, rounded to the dtype as the norm's output: x * inv * w.
-  for (uint e = t; e < (RB + 1) * D; e += WGS) {
+  [[unroll]] for (uint i = 0; i < WPRE; ++i) {
+    uint e = t + i * WGS;
     uint r = e / D;
     uint j = e % D;
-#if QNORM
-    if (r < RB) {
-      step_set(r, j, OUT_ROUND(step_get(r, j) * step_inv[r] * float(IN0_LOAD(qwv[uint(pc.qw_offset + int(j))]))));
+    bool normed = e < (RB + 1) * D && (r < RB ? QNORM == 1 : KNORM == 1);
+    if (normed) {
+      step_set(r, j, OUT_ROUND(step_get(r, j) * step_inv[r] * wpre[i]));
     }
-#endif
-#if KNORM
-    if (r == RB) {
-      step_set(r, j, OUT_ROUND(step_get(r, j) * step_inv[r] * float(IN0_LOAD(kwv[uint(pc.kw_offset + int(j))]))));
-    }
-#endif
   }
   barrier();
 #endif
   // The rotation: pair k of a row at the position's angle, rounded once.
-  float pos = float(posv[uint(pc.pos_offset)]) * uintBitsToFloat(ROPE_SCALE);
   for (uint p = t; p < (RB + 1) * (D / 2); p += WGS) {
     uint r = p / (D / 2);
     uint k = p % (D / 2);
