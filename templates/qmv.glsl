@@ -285,9 +285,10 @@ void make_pairs(float xs[32], out f16vec2 xp[16]) {
 }
 
 // sum_j x_j q_j of one 4-bit pack in f16 pairs. Word values i and i + 4 (bits 4i and
-// 4i + 16) come out together: ORed under the exponent of 1024 they are the exact f16 pair
-// 1024 + q (positions 0 and 2, after a shift by 8) or 1024 + 16 q (positions 1 and 3),
-// which one exact add (or multiply-add) brings to q.
+// 4i + 16) come out together: masked in place (positions 2 and 3 after one shift by 8)
+// and ORed under the exponent of 1024, they are the exact f16 pair 1024 + q (positions 0
+// and 2) or 1024 + 16 q (positions 1 and 3), which one exact add (or multiply-add) brings
+// to q.
 float pack_dot_f16(uint words[BITS], f16vec2 xp[16]) {
   const f16vec2 minus_off = f16vec2(-1024.0hf);
   const f16vec2 sixteenth = f16vec2(0.0625hf);
@@ -380,9 +381,9 @@ void main() {
 #endif
   if (LIVE) {
 #if F16_DOT
-    // Each step's packs were requested before the step before's arithmetic: on an H200
-    // this alone was slower (80 registers, the rest spilled to shared memory), with the f16
-    // sums it is what made them faster (128 registers).
+    // Each step's packs are requested before the step before's arithmetic. On an H200 this
+    // alone (with the f32 sums) was slower: 80 registers, the rest spilled to shared memory.
+    // With the f16 sums it is what made them faster (124 registers).
     uint next[U][NC][BITS];
     load_packs(IDX_T(part * TPR + lane), packs, cols, w_batch, next);
 #endif
