@@ -132,6 +132,19 @@ int main() {
     double qb_bytes = 4.0 * qb[0].size() + 2.0 * qb[1].size() + 2.0 * qb[2].size();
     add("q4 g64 bf16 [1,14336] x [4096,14336]^T", qb_bytes,
         [&] { return mx::quantized_matmul(xb, qb[0], qb[1], qb[2], true, 64, 4); });
+    // The K = 4096 products of an 8B-class model in bf16 (gate/up and q/o sized): two packs
+    // a lane in two parts, where the f16 rows above load a step ahead (docs/matmul.md).
+    auto xb4 = bench::gpu_uniform({1, 4096}, 18, mx::bfloat16);
+    for (int n : {14336, 4096}) {
+      auto qn = mx::quantize(bench::gpu_uniform({n, 4096}, 17, mx::bfloat16), 64, 4);
+      mx::eval(qn);
+      double bytes = 4.0 * qn[0].size() + 2.0 * qn[1].size() + 2.0 * qn[2].size();
+      std::string name = "q4 g64 bf16 [1,4096] x [" + std::to_string(n) + ",4096]^T";
+      rows.push_back(
+          {name, bytes,
+           measure_op([&] { return mx::quantized_matmul(xb4, qn[0], qn[1], qn[2], true, 64, 4); },
+                      batch, reps)});
+    }
     // Several rows (batched decode) in bf16, whose x lanes need no conversion instruction.
     auto xb_rows = bench::gpu_uniform({8, 14336}, 16, mx::bfloat16);
     for (int m : {4, 8}) {
