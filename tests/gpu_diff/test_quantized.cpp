@@ -57,16 +57,13 @@ void check_qmm(const QCase& c, uint64_t seed) {
   }
   auto cpu = mx::Device::cpu;
   auto x = uniform(xs, c.dt, seed);
-  if (c.x_shift != 0.0f) {
-    x = mx::astype(mx::add(mx::astype(x, mx::float32, cpu), mx::array(c.x_shift), cpu), c.dt, cpu);
-  }
-  if (c.x_split != 0.0f) {
-    std::vector<float> split(static_cast<size_t>(k));
+  if (c.x_shift != 0.0f || c.x_split != 0.0f) {
+    std::vector<float> offset(static_cast<size_t>(k));
     for (int j = 0; j < k; ++j) {
-      split[static_cast<size_t>(j)] = j % 8 < 4 ? c.x_split : -c.x_split;
+      offset[static_cast<size_t>(j)] = c.x_shift + (j % 8 < 4 ? c.x_split : -c.x_split);
     }
-    auto sx = mx::array(split.data(), {k}, mx::float32);
-    x = mx::astype(mx::add(mx::astype(x, mx::float32, cpu), sx, cpu), c.dt, cpu);
+    auto ox = mx::array(offset.data(), {k}, mx::float32);
+    x = mx::astype(mx::add(mx::astype(x, mx::float32, cpu), ox, cpu), c.dt, cpu);
   }
   auto w = uniform(ws, c.dt, seed + 1);
   auto q = mx::quantize(w, c.gs, c.bits, "affine", std::nullopt, cpu);
