@@ -185,7 +185,7 @@ layout(std430, set = 0, binding = RESIDUAL_BINDING) readonly buffer Residual {
 #define PF_BINDING (RESIDUAL_BINDING + RESIDUAL)
 #include "include/prefetch.glsl"
 #endif
-// b_* are in words; extra0 / extra1: the scales' and biases' offsets.
+  // b_* are in words; extra0 / extra1: the scales' and biases' offsets.
 
 #define TEAM_VALUES (MR * NC)
 #include "include/teams.glsl"
@@ -248,7 +248,8 @@ void weigh_x(IDX_T p, inout float xs[32], inout float ss) {
 #endif
 
 // A lane's packs p0 + u * TPR * KS (u < U) of its NC columns, those before `packs`.
-void load_packs(IDX_T p0, IDX_T packs, IDX_T cols[NC], IDX_T w_batch, inout uint words[U][NC][BITS]) {
+void load_packs(IDX_T p0, IDX_T packs, IDX_T cols[NC], IDX_T w_batch,
+                inout uint words[U][NC][BITS]) {
   for (uint u = 0; u < U; ++u) {
     IDX_T p = p0 + IDX_T(u * TPR * KS);
     if (p < packs) {
@@ -274,12 +275,23 @@ void load_packs(IDX_T p0, IDX_T packs, IDX_T cols[NC], IDX_T w_batch, inout uint
 }
 
 #if F16_DOT
-// The pack's 32 x values as 16 f16 pairs (x_{8k+i}, x_{8k+i+4}), index 4k + i: the order in
-// which pack_dot_f16 takes a word's values, two at a time. Exact (x is f16).
-void make_pairs(float xs[32], out f16vec2 xp[16]) {
+// x's pack p of `row` as 16 f16 pairs (x_{8k+i}, x_{8k+i+4}), index 4k + i: the order in
+// which pack_dot_f16 takes a word's values, two at a time. The pairs come from the loaded
+// words by 16-bit moves (no conversion to f32 and back), and xsum adds each pair in f32.
+void load_x_pairs(IDX_T row, IDX_T p, out f16vec2 xp[16], out float xsum) {
+  IDX_T v0 = row / VEC + p * (32 / VEC);
+  xsum = 0.0f;
   for (uint k = 0; k < 4; ++k) {
+    uvec4 raw = xv[uint(v0 + k)];
+    uint pr[4];
+    pr[0] = (raw.x & 0xffffu) | (raw.z << 16);
+    pr[1] = (raw.x >> 16) | (raw.z & 0xffff0000u);
+    pr[2] = (raw.y & 0xffffu) | (raw.w << 16);
+    pr[3] = (raw.y >> 16) | (raw.w & 0xffff0000u);
     for (uint i = 0; i < 4; ++i) {
-      xp[4 * k + i] = f16vec2(xs[8 * k + i], xs[8 * k + i + 4]);
+      xp[4 * k + i] = unpackFloat2x16(pr[i]);
+      vec2 f = vec2(xp[4 * k + i]);
+      xsum += (f.x + f.y);
     }
   }
 }
@@ -288,8 +300,9 @@ void make_pairs(float xs[32], out f16vec2 xp[16]) {
 // 4i + 16) come out together: masked in place (positions 2 and 3 after one shift by 8)
 // and ORed under the exponent of 1024, they are the exact f16 pair 1024 + q (positions 0
 // and 2) or 1024 + 16 q (positions 1 and 3), which one exact add (or multiply-add) brings
-// to q.
-float pack_dot_f16(uint words[BITS], f16vec2 xp[16]) {
+// to q. `expo` is 0x64006400 held in a register, so that the mask and the OR are one
+// three-input logic operation (with both as immediates NVIDIA's compiler emitted two).
+float pack_dot_f16(uint words[BITS], f16vec2 xp[16], uint expo) {
   const f16vec2 minus_off = f16vec2(-1024.0hf);
   const f16vec2 sixteenth = f16vec2(0.0625hf);
   const f16vec2 minus_off16 = f16vec2(-64.0hf);
@@ -297,10 +310,10 @@ float pack_dot_f16(uint words[BITS], f16vec2 xp[16]) {
   for (uint k = 0; k < 4; ++k) {
     uint w = words[k];
     uint w8 = w >> 8;
-    f16vec2 q0 = unpackFloat2x16((w & 0x000F000Fu) | 0x64006400u) + minus_off;
-    f16vec2 q1 = fma(unpackFloat2x16((w & 0x00F000F0u) | 0x64006400u), sixteenth, minus_off16);
-    f16vec2 q2 = unpackFloat2x16((w8 & 0x000F000Fu) | 0x64006400u) + minus_off;
-    f16vec2 q3 = fma(unpackFloat2x16((w8 & 0x00F000F0u) | 0x64006400u), sixteenth, minus_off16);
+    f16vec2 q0 = unpackFloat2x16((w & 0x000F000Fu) | expo) + minus_off;
+    f16vec2 q1 = fma(unpackFloat2x16((w & 0x00F000F0u) | expo), sixteenth, minus_off16);
+    f16vec2 q2 = unpackFloat2x16((w8 & 0x000F000Fu) | expo) + minus_off;
+    f16vec2 q3 = fma(unpackFloat2x16((w8 & 0x00F000F0u) | expo), sixteenth, minus_off16);
     acc = fma(xp[4 * k], q0, acc);
     acc = fma(xp[4 * k + 1], q1, acc);
     acc = fma(xp[4 * k + 2], q2, acc);
@@ -308,6 +321,19 @@ float pack_dot_f16(uint words[BITS], f16vec2 xp[16]) {
   }
   vec2 sums = vec2(acc);
   return sums.x + sums.y;
+}
+
+// The same sum in f32, from the pairs (the rare pack whose f16 sum is not finite).
+float pack_dot_f32(uint words[BITS], f16vec2 xp[16]) {
+  float qdot = 0.0f;
+  for (uint k = 0; k < 4; ++k) {
+    for (uint i = 0; i < 4; ++i) {
+      vec2 xv2 = vec2(xp[4 * k + i]);
+      qdot = fma(xv2.x, float(pack_value(words, 8 * k + i)), qdot);
+      qdot = fma(xv2.y, float(pack_value(words, 8 * k + i + 4)), qdot);
+    }
+  }
+  return qdot;
 }
 #endif
 
@@ -359,7 +385,8 @@ void main() {
   for (uint i = 0; i < MR; ++i) {
     for (uint c = 0; c < NC; ++c) {
       bool inside = IDX_T(i) < pc.m && col0 + IDX_T(c) < pc.n;
-      res[i][c] = inside ? float(IN0_LOAD(residual[uint(pc.residual_offset + out_at(i, c))])) : 0.0f;
+      res[i][c] =
+          inside ? float(IN0_LOAD(residual[uint(pc.residual_offset + out_at(i, c))])) : 0.0f;
     }
   }
 #endif
@@ -384,6 +411,8 @@ void main() {
     // Each step's packs are requested before the step before's arithmetic. On an H200 this
     // alone (with the f32 sums) was slower: 80 registers, the rest spilled to shared memory.
     // With the f16 sums it is what made them faster (124 registers).
+    // 0x64006400 where the compiler cannot fold it (k < 2^31): pack_dot_f16's comment.
+    uint expo = 0x64006400u | (uint(pc.k) >> 31);
     uint next[U][NC][BITS];
     load_packs(IDX_T(part * TPR + lane), packs, cols, w_batch, next);
 #endif
@@ -421,6 +450,22 @@ void main() {
 #define PACK_VALUE(c, j) float(pack_value(words[u][c], j))
 #endif
         for (uint i = 0; i < MR; ++i) {
+#if F16_DOT
+          if (IDX_T(i) < pc.m) {
+            f16vec2 xp[16];
+            float xsum;
+            load_x_pairs(a_base + IDX_T(i) * pc.lda, p, xp, xsum);
+            for (uint c = 0; c < NC; ++c) {
+              float qdot = pack_dot_f16(words[u][c], xp, expo);
+              if (!(abs(qdot) < uintBitsToFloat(0x7f800000u))) {
+                // An f16 sum overflowed (two halves gone to +inf and -inf add to NaN), or
+                // x holds a NaN: this pack again in f32.
+                qdot = pack_dot_f32(words[u][c], xp);
+              }
+              acc[i][c] = fma(s[c], qdot, fma(b[c], xsum, acc[i][c]));
+            }
+          }
+#else
           if (IDX_T(i) < pc.m) {
             float xs[32];
             load_x(a_base + IDX_T(i) * pc.lda, p, xs);
@@ -431,22 +476,8 @@ void main() {
             for (uint j = 0; j < 32; ++j) {
               xsum += xs[j];
             }
-#if F16_DOT
-            f16vec2 xp[16];
-            make_pairs(xs, xp);
-#endif
             for (uint c = 0; c < NC; ++c) {
-#if F16_DOT
-              float qdot = pack_dot_f16(words[u][c], xp);
-              if (isinf(qdot) || isnan(qdot)) {
-                // An f16 sum overflowed (two halves gone to +inf and -inf add to NaN), or
-                // x holds a NaN: this pack again in f32.
-                qdot = 0.0f;
-                for (uint j = 0; j < 32; ++j) {
-                  qdot = fma(xs[j], float(pack_value(words[u][c], j)), qdot);
-                }
-              }
-#elif MR == 1 && defined(PACK_POSITIONS)
+#if MR == 1 && defined(PACK_POSITIONS)
               // Values scaled by their position in a 16-bit half (pack_value_scaled): one
               // sum per position, scaled once.
               float part[PACK_POSITIONS];
@@ -470,6 +501,7 @@ void main() {
               acc[i][c] = fma(s[c], qdot, fma(b[c], xsum, acc[i][c]));
             }
           }
+#endif
         }
       }
     }
