@@ -185,7 +185,7 @@ layout(std430, set = 0, binding = RESIDUAL_BINDING) readonly buffer Residual {
 #define PF_BINDING (RESIDUAL_BINDING + RESIDUAL)
 #include "include/prefetch.glsl"
 #endif
-  // b_* are in words; extra0 / extra1: the scales' and biases' offsets.
+// b_* are in words; extra0 / extra1: the scales' and biases' offsets.
 
 #define TEAM_VALUES (MR * NC)
 #include "include/teams.glsl"
