@@ -509,8 +509,8 @@ void main() {
 #if KS > 1
   {
     // The parts of a column group each summed a share of the packs: their team sums meet
-    // in shared memory, and the total is left in lane 0 of part 0 (whose team_sum below
-    // then returns it).
+    // in shared memory, and the total is left in lane 0 of each part, the lane that stores
+    // (so the epilogue below sums no team again).
     for (uint i = 0; i < MR; ++i) {
       for (uint c = 0; c < NC; ++c) {
         float t = team_sum(acc[i][c], i * NC + c);
@@ -547,8 +547,19 @@ void main() {
     }
   }
 #endif
+#if KS > 1
+  // Lane 0 holds each total already (the parts' sums above): a second team sum of the
+  // other lanes' zeros cost each column group 5 shuffles and adds a value. Without it, on
+  // an H100: [1,4096] x [14336,4096]^T 4-bit 18.9-19.0 -> 18.0 us (f16), 19.7 -> 18.7
+  // (bf16); [1,14336] x [4096,14336]^T bf16 17.8-17.9 -> 17.4 (docs/matmul.md).
+#define TEAM_TOTAL(v, slot) (v)
+#else
+#define TEAM_TOTAL(v, slot) team_sum(v, slot)
+#endif
   for (uint i = 0; i < MR; ++i) {
-#if PRENORM
+#if PRENORM && KS > 1
+    float inv = inversesqrt(ss[i] / float(pc.k) + uintBitsToFloat(uint(pc.eps_bits)));
+#elif PRENORM
     // Without subgroups team_sum's shared slots are reused: barriers around this sum.
 #if !SUBGROUP
     barrier();
@@ -561,8 +572,8 @@ void main() {
     const float inv = 1.0f;
 #endif
 #if GLU
-    float gate = OUT_ROUND(inv * team_sum(acc[i][0], i * NC));
-    float up = OUT_ROUND(inv * team_sum(acc[i][1], i * NC + 1));
+    float gate = OUT_ROUND(inv * TEAM_TOTAL(acc[i][0], i * NC));
+    float up = OUT_ROUND(inv * TEAM_TOTAL(acc[i][1], i * NC + 1));
     if (lane == 0 && part == 0 && IDX_T(i) < pc.m && LIVE) {
       precise float sig = OUT_ROUND(GLU_SIGMOID(gate));
       precise float silu = OUT_ROUND(gate * sig);
@@ -571,7 +582,7 @@ void main() {
     }
 #else
     for (uint c = 0; c < NC; ++c) {
-      float v = inv * team_sum(acc[i][c], i * NC + c);
+      float v = inv * TEAM_TOTAL(acc[i][c], i * NC + c);
       if (lane == 0 && part == 0 && IDX_T(i) < pc.m && col0 + IDX_T(c) < pc.n) {
 #if RESIDUAL
         v += res[i][c];
