@@ -124,8 +124,13 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
   // H200, [1,14336] x [4096,14336]^T 17.1-17.3 -> 14.9-15.0 us; the same for bf16 x
   // (converted to f16 with a power-of-two scale per pack) and for Qwen3-0.6B's short rows
   // was not faster (docs/matmul.md, "qmv's single row in f16 pairs").
-  bool f16_dot = dtype == "f16" && mr == 1 && g.bits == 4 && vec == 8 && shares.ks == 2 &&
-                 !g.prenorm && !g.glu && caps.shader_float16;
+  // bf16 x too where a lane has >= 3 steps: each pack's x converted to f16, summed again in
+  // f32 where that is not exact (templates/qmv.glsl, X_BF16). On an H100, bf16 [1,14336] x
+  // [4096,14336]^T 17.4 -> 15.4-15.6 us, but [1,4096] x [14336,4096]^T (2 steps a lane)
+  // 18.8-18.9 -> 20.9-21.0. MLX_VK_QMV_F16_DOT=0 keeps the f32 sums (for measuring).
+  bool f16_x = dtype == "f16" || (dtype == "bf16" && per_lane >= 3);
+  bool f16_dot = f16_x && mr == 1 && g.bits == 4 && vec == 8 && shares.ks == 2 && !g.prenorm &&
+                 !g.glu && caps.shader_float16 && tuning_env("MLX_VK_QMV_F16_DOT", 0, 1, 1) == 1;
   return KernelKey{"qmv",
                    {{"bits", std::to_string(g.bits)},
                     {"dot", f16_dot ? "f16" : "f32"},
@@ -172,12 +177,13 @@ KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
   const std::string& dot = key_param(key, "dot", where);
   bool f16_dot = dot == "f16";
   if ((dot != "f32" && !f16_dot) ||
-      (f16_dot && (std::string(dt.name) != "f16" || mr != "1" || bits != 4 ||
-                   vec != std::to_string(lanes) || norm || glu || !caps.shader_float16))) {
+      (f16_dot &&
+       ((std::string(dt.name) != "f16" && std::string(dt.name) != "bf16") || mr != "1" ||
+        bits != 4 || vec != std::to_string(lanes) || norm || glu || !caps.shader_float16))) {
     throw std::invalid_argument("[render] " + where +
-                                ": dot must be f32, or f16 for one f16 row of 4-bit values read "
-                                "as 16-byte vectors, unfused with a norm or SwiGLU, on a device "
-                                "with f16 arithmetic.");
+                                ": dot must be f32, or f16 for one f16 or bf16 row of 4-bit "
+                                "values read as 16-byte vectors, unfused with a norm or SwiGLU, "
+                                "on a device with f16 arithmetic.");
   }
   if (ks != "1" && ks != "2" && ks != "4") {
     throw std::invalid_argument("[render] " + where + ": ks must be 1, 2 or 4.");
@@ -211,6 +217,7 @@ KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
   }
   defines.push_back("U " + u);
   defines.push_back(std::string("F16_DOT ") + bit(f16_dot));
+  defines.push_back(std::string("X_BF16 ") + bit(f16_dot && std::string(dt.name) == "bf16"));
   defines.push_back("TPR " + std::to_string(tpr));
   defines.push_back("KS " + ks);
   defines.push_back(std::string("SUBGROUP ") + bit(sg));

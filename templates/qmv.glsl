@@ -82,6 +82,9 @@
 #ifndef X_F16_PAIRS
 #define X_F16_PAIRS 0
 #endif
+#ifndef X_BF16
+#define X_BF16 0
+#endif
 #ifndef SUBGROUP
 #define SUBGROUP 0
 #endif
@@ -276,13 +279,36 @@ void load_packs(IDX_T p0, IDX_T packs, IDX_T cols[NC], IDX_T w_batch,
 
 #if F16_DOT
 // x's pack p of `row` as 16 f16 pairs (x_{8k+i}, x_{8k+i+4}), index 4k + i: the order in
-// which pack_dot_f16 takes a word's values, two at a time. The pairs come from the loaded
-// words by 16-bit moves (no conversion to f32 and back), and xsum adds each pair in f32.
-void load_x_pairs(IDX_T row, IDX_T p, out f16vec2 xp[16], out float xsum) {
+// which pack_dot_f16 takes a word's values, two at a time, and xsum, their sum in f32.
+// f16 x: the pairs come from the loaded words by 16-bit moves (no conversion to f32 and
+// back). bf16 x (X_BF16): each value to f32 (a shift or a mask), then pairs to f16, exact
+// for 2^-17 <= |x| < 65520 (bf16's 8 bits fit f16's 11 there) and infinite above, which the
+// pack's sum then shows; `inexact` is set when a nonzero |x| is below 2^-17 (or 0: the one
+// comparison does not tell them apart), and the pack is summed again in f32.
+void load_x_pairs(IDX_T row, IDX_T p, out f16vec2 xp[16], out float xsum, inout bool inexact) {
   IDX_T v0 = row / VEC + p * (32 / VEC);
   xsum = 0.0f;
   for (uint k = 0; k < 4; ++k) {
     uvec4 raw = xv[uint(v0 + k)];
+#if X_BF16
+    // Values 8k .. 8k + 7: raw.x holds 0 and 1, raw.y 2 and 3, raw.z 4 and 5, raw.w 6 and 7.
+    float v[8];
+    v[0] = uintBitsToFloat(raw.x << 16);
+    v[1] = uintBitsToFloat(raw.x & 0xffff0000u);
+    v[2] = uintBitsToFloat(raw.y << 16);
+    v[3] = uintBitsToFloat(raw.y & 0xffff0000u);
+    v[4] = uintBitsToFloat(raw.z << 16);
+    v[5] = uintBitsToFloat(raw.z & 0xffff0000u);
+    v[6] = uintBitsToFloat(raw.w << 16);
+    v[7] = uintBitsToFloat(raw.w & 0xffff0000u);
+    for (uint i = 0; i < 4; ++i) {
+      xp[4 * k + i] = f16vec2(v[i], v[i + 4]);
+    }
+    for (uint i = 0; i < 8; ++i) {
+      xsum += v[i];
+      inexact = inexact || abs(v[i]) < 7.62939453e-6f;  // 2^-17
+    }
+#else
     uint pr[4];
     pr[0] = (raw.x & 0xffffu) | (raw.z << 16);
     pr[1] = (raw.x >> 16) | (raw.z & 0xffff0000u);
@@ -293,6 +319,7 @@ void load_x_pairs(IDX_T row, IDX_T p, out f16vec2 xp[16], out float xsum) {
       vec2 f = vec2(xp[4 * k + i]);
       xsum += (f.x + f.y);
     }
+#endif
   }
 }
 
@@ -323,9 +350,17 @@ float pack_dot_f16(uint words[BITS], f16vec2 xp[16], uint expo) {
   return sums.x + sums.y;
 }
 
-// The same sum in f32, from the pairs (the rare pack whose f16 sum is not finite).
-float pack_dot_f32(uint words[BITS], f16vec2 xp[16]) {
+// The same sum in f32 (the rare pack whose f16 sum is not finite, or whose bf16 x is not
+// exact in f16): from the pairs for f16 x, from x loaded again for bf16 x.
+float pack_dot_f32(uint words[BITS], f16vec2 xp[16], IDX_T row, IDX_T p) {
   float qdot = 0.0f;
+#if X_BF16
+  float xs[32];
+  load_x(row, p, xs);
+  for (uint j = 0; j < 32; ++j) {
+    qdot = fma(xs[j], float(pack_value(words, j)), qdot);
+  }
+#else
   for (uint k = 0; k < 4; ++k) {
     for (uint i = 0; i < 4; ++i) {
       vec2 xv2 = vec2(xp[4 * k + i]);
@@ -333,6 +368,7 @@ float pack_dot_f32(uint words[BITS], f16vec2 xp[16]) {
       qdot = fma(xv2.y, float(pack_value(words, 8 * k + i + 4)), qdot);
     }
   }
+#endif
   return qdot;
 }
 #endif
@@ -454,13 +490,15 @@ void main() {
           if (IDX_T(i) < pc.m) {
             f16vec2 xp[16];
             float xsum;
-            load_x_pairs(a_base + IDX_T(i) * pc.lda, p, xp, xsum);
+            bool inexact = false;
+            IDX_T row = a_base + IDX_T(i) * pc.lda;
+            load_x_pairs(row, p, xp, xsum, inexact);
             for (uint c = 0; c < NC; ++c) {
               float qdot = pack_dot_f16(words[u][c], xp, expo);
-              if (!(abs(qdot) < uintBitsToFloat(0x7f800000u))) {
-                // An f16 sum overflowed (two halves gone to +inf and -inf add to NaN), or
-                // x holds a NaN: this pack again in f32.
-                qdot = pack_dot_f32(words[u][c], xp);
+              if (inexact || !(abs(qdot) < uintBitsToFloat(0x7f800000u))) {
+                // An f16 sum overflowed (two halves gone to +inf and -inf add to NaN), x
+                // holds a NaN, or a bf16 x was not exact in f16: this pack again in f32.
+                qdot = pack_dot_f32(words[u][c], xp, row, p);
               }
               acc[i][c] = fma(s[c], qdot, fma(b[c], xsum, acc[i][c]));
             }

@@ -194,12 +194,16 @@ TEST_CASE("qmv teams own up to 4 columns (2 of one row) while the launch keeps 1
   CHECK(param(geometry(1, 16384, 1024), "tpr") == "32");
   CHECK(param(geometry(2, 151936, 1024), "tpr") == "32");
   // One f16 row of 4 bits in two parts sums in f16 pairs (dot=f16), where the device has
-  // f16 arithmetic; bf16, 8 bits, short rows (one part), a fused norm or several rows: f32.
+  // f16 arithmetic, and so does bf16 with >= 3 steps a lane; 8 bits, short rows (one
+  // part), a fused norm or several rows: f32.
   auto dot = [&](const std::string& dt, const cg::MatmulGeometry& g, const cg::DeviceCaps& c) {
     return cg::qmv_key(dt, g, c).params["dot"];
   };
   CHECK(dot("f16", down, caps) == "f16");
-  CHECK(dot("bf16", down, caps) == "f32");
+  CHECK(dot("bf16", down, caps) == "f16");
+  CHECK(dot("f16", geometry(1, 14336, 4096), caps) == "f16");   // 2 steps a lane
+  CHECK(dot("bf16", geometry(1, 14336, 4096), caps) == "f32");  // bf16 needs 3
+  CHECK(dot("f32", down, caps) == "f32");
   CHECK(dot("f16", down8, caps) == "f32");
   CHECK(dot("f16", geometry(1, 14336, 2048), caps) == "f32");
   CHECK(dot("f16", geometry(2, 4096, 14336), caps) == "f32");
@@ -209,9 +213,12 @@ TEST_CASE("qmv teams own up to 4 columns (2 of one row) while the launch keeps 1
   auto no_f16 = caps;
   no_f16.shader_float16 = false;
   CHECK(dot("f16", down, no_f16) == "f32");
-  {
-    auto key = cg::qmv_key("f16", down, caps);
-    auto mod = cg::compile(key, cg::render(key, caps));
+  for (const char* dt : {"f16", "bf16"}) {
+    auto key = cg::qmv_key(dt, down, caps);
+    auto src = cg::render(key, caps);
+    CHECK(std::count(src.defines.begin(), src.defines.end(),
+                     std::string("X_BF16 ") + (dt == std::string("bf16") ? "1" : "0")) == 1);
+    auto mod = cg::compile(key, src);
     CHECK(cg::validate_spirv(mod.words) == "");
     CHECK_THROWS_WITH_AS(cg::render(key, no_f16), doctest::Contains("dot must be f32"),
                          std::invalid_argument);

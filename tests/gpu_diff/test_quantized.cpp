@@ -42,6 +42,7 @@ struct QCase {
   std::vector<int> batch = {};
   float x_shift = 0.0f;  // added to x's uniform [-1, 1) values
   float x_split = 0.0f;  // added to values 0-3 of every 8, subtracted from values 4-7
+  float x_scale = 1.0f;  // a power of two x is multiplied by; the check undoes it
 };
 
 void check_qmm(const QCase& c, uint64_t seed) {
@@ -64,6 +65,10 @@ void check_qmm(const QCase& c, uint64_t seed) {
     }
     auto ox = mx::array(offset.data(), {k}, mx::float32);
     x = mx::astype(mx::add(mx::astype(x, mx::float32, cpu), ox, cpu), c.dt, cpu);
+  }
+  if (c.x_scale != 1.0f) {  // exact: a power of two, far from the dtype's limits
+    x = mx::astype(mx::multiply(mx::astype(x, mx::float32, cpu), mx::array(c.x_scale), cpu), c.dt,
+                   cpu);
   }
   auto w = uniform(ws, c.dt, seed + 1);
   auto q = mx::quantize(w, c.gs, c.bits, "affine", std::nullopt, cpu);
@@ -98,6 +103,13 @@ void check_qmm(const QCase& c, uint64_t seed) {
   auto absprod = mx::matmul(mx::astype(mx::abs(x, cpu), f32, cpu), mx::abs(b, cpu), cpu);
   auto gv = mlx_test::to_doubles(got), wv = mlx_test::to_doubles(want),
        av = mlx_test::to_doubles(absprod);
+  // The product is linear in x: compared at x's unscaled size, the tolerance keeps its
+  // meaning for tiny x (where the absolute tolerance would pass anything).
+  for (auto* v : {&gv, &wv, &av}) {
+    for (double& e : *v) {
+      e /= c.x_scale;
+    }
+  }
   Tolerance tol = default_tolerance(c.dt);
   double u = c.dt == mx::float16 ? 0x1p-11 : 0x1p-8;
   for (size_t i = 0; i < gv.size(); ++i) {
@@ -240,7 +252,9 @@ TEST_CASE("quantized_matmul of one row with a long K: parts of a column group sp
   CHECK(counts["QuantizedMatmul"] == 0);
 }
 
-TEST_CASE("quantized_matmul of one f16 row of 4 bits: f16 pair sums, and sums that overflow f16") {
+TEST_CASE(
+    "quantized_matmul of one f16 or bf16 row of 4 bits: f16 pair sums, and where they "
+    "cannot serve") {
   if (!gpu_present())
     return;
   mx::vulkan::reset_fallback_counts();
@@ -254,6 +268,16 @@ TEST_CASE("quantized_matmul of one f16 row of 4 bits: f16 pair sums, and sums th
   check_qmm({4, 64, mx::float16, true, 1, 40, 16, {}, 1000.0f}, 4702);
   check_qmm({4, 32, mx::float16, true, 1, 40, 32, {}, -1000.0f}, 4704);
   check_qmm({4, 64, mx::float16, true, 1, 40, 16, {}, 0.0f, 1000.0f}, 4706);
+  // bf16 x takes the same sums where a lane has >= 3 steps (K = 8384 here, for 8- and
+  // 32-lane teams), each pack's x converted to f16 (templates/qmv.glsl, X_BF16): exact from
+  // 2^-17 up to 65504, infinite above (x near 10^5: summed again in f32), and inexact
+  // below: x scaled by 2^-30 is below f16's smallest subnormal, and only the f32 sums give
+  // the product (with f16 sums every output would be 0).
+  check_qmm({4, 64, mx::bfloat16, true, 1, 72, 131}, 4710);
+  check_qmm({4, 64, mx::bfloat16, true, 1, 40, 131, {}, 1000.0f}, 4712);
+  check_qmm({4, 64, mx::bfloat16, true, 1, 40, 131, {}, 0.0f, 1000.0f}, 4714);
+  check_qmm({4, 64, mx::bfloat16, true, 1, 40, 131, {}, 100000.0f}, 4716);
+  check_qmm({4, 64, mx::bfloat16, true, 1, 40, 131, {}, 0.0f, 0.0f, 0x1p-30f}, 4718);
   auto counts = mx::vulkan::fallback_counts();
   CHECK(counts["QuantizedMatmul"] == 0);
 }
