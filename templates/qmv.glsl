@@ -43,7 +43,7 @@
 // PREFETCH 1 (a decode step, whose next product the runtime knows): workgroups after the
 // product's own bring the next product's weights into L2 (include/prefetch.glsl).
 //
-// F16_DOT 1 (one f16 row of 4-bit values, long rows split in parts; codegen/qmv.cpp): each
+// F16_DOT 1 (one f16 or bf16 row of 4-bit values, long rows in parts; codegen/qmv.cpp): each
 // pack's sum_j x_j q_j is taken in f16 pairs, one f16 multiply-add per two values, the
 // values made exact f16 integers by bit operations instead of one integer-to-float
 // conversion and one f32 multiply-add each, and each lane requests its next packs before
@@ -52,6 +52,9 @@
 // from the f32 sums by a few f16 units of the pack sums (docs/matmul.md). A pack whose f16
 // sum is not finite (|x| in the hundreds) is summed again in f32.
 // On an H200 [1,14336] x [4096,14336]^T 17.1-17.3 -> 14.9-15.0 us (docs/matmul.md).
+// X_BF16 1 (a bf16 row with >= 3 steps a lane): x converted to f16 pairs, exact for
+// 2^-17 <= |x| < 65520; a pack with a smaller |x| is summed again in f32 as well. On an
+// H100 bf16 [1,14336] x [4096,14336]^T 17.4 -> 15.4-15.6 us.
 //
 // The engine defines BITS, GS, MR (rows held in registers: M rounded up to 1, 2, 4 or 8),
 // NC (columns per team: 1, 2 or 4), U (packs in flight per lane and column), TPR, KS
