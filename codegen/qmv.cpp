@@ -126,7 +126,7 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
   // was not faster (docs/matmul.md, "qmv's single row in f16 pairs").
   // bf16 x too where a lane has >= 3 steps: each pack's x converted to f16, summed again in
   // f32 where that is not exact (templates/qmv.glsl, X_BF16). On an H100, bf16 [1,14336] x
-  // [4096,14336]^T 17.4 -> 15.4-15.6 us, but [1,4096] x [14336,4096]^T (2 steps a lane)
+  // [4096,14336]^T 17.4-17.7 -> 15.8-16.0 us, but [1,4096] x [14336,4096]^T (2 steps a lane)
   // 18.8-18.9 -> 20.9-21.0. MLX_VK_QMV_F16_DOT=0 keeps the f32 sums (for measuring).
   bool f16_x = dtype == "f16" || (dtype == "bf16" && per_lane >= 3);
   bool f16_dot = f16_x && mr == 1 && g.bits == 4 && vec == 8 && shares.ks == 2 && !g.prenorm &&
