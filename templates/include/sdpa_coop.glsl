@@ -73,34 +73,45 @@ uint pack2(float a, float b) {
 #endif
 }
 
-// Rows j0 .. j0 + BK of K and V into registers (rows past Lkv are 0), then into the tile
-// (its buffer at kvo).
+// Rows j0 .. j0 + BK of K and V into registers, then into the tile (its buffer at kvo).
+// Every load reads a row of the cache (a row past Lkv reads row Lkv - 1): a load under a
+// condition, with zeros in its other branch, made NVIDIA's compiler copy each loaded
+// register into the loop's own right after the loads, which waited for them there and
+// undid the prefetch (its machine code, H200). A K row past Lkv only gives scores the
+// mask replaces (such a tile is an edge tile); V's rows past Lkv are zeroed as the tile is
+// stored, so that 0 * inf or NaN cannot reach the output.
 // Chunk e of the K tile is row e / (D / 8), 8 values at 8 * (e % (D / 8)); V alike.
 uvec4 rk[KC];
 uvec4 rv[VC];
 void fetch_kv(int kbase, int vbase, int j0) {
   [[unroll]] for (uint u = 0; u < KC; ++u) {
     uint e = gl_LocalInvocationID.x + u * 128u;
-    int kj = j0 + int(e / (D / 8));
-    rk[u] = (KC * 128 == BK * (D / 8) || e < BK * (D / 8)) && kj < pc.lkv ? kv[uint(kbase + kj * pc.k_sj + int(e % (D / 8)) * 8) / 8u] : uvec4(0u);
+    int kj = min(j0 + int(e / (D / 8)), pc.lkv - 1);
+    rk[u] = KC * 128 == BK * (D / 8) || e < BK * (D / 8) ? kv[uint(kbase + kj * pc.k_sj + int(e % (D / 8)) * 8) / 8u] : uvec4(0u);
   }
   [[unroll]] for (uint u = 0; u < VC; ++u) {
     uint e = gl_LocalInvocationID.x + u * 128u;
-    int kj = j0 + int(e / (DV / 8));
-    rv[u] = (VC * 128 == BK * (DV / 8) || e < BK * (DV / 8)) && kj < pc.lkv ? vv[uint(vbase + kj * pc.v_sj + int(e % (DV / 8)) * 8) / 8u] : uvec4(0u);
+    int kj = min(j0 + int(e / (DV / 8)), pc.lkv - 1);
+    rv[u] = VC * 128 == BK * (DV / 8) || e < BK * (DV / 8) ? vv[uint(vbase + kj * pc.v_sj + int(e % (DV / 8)) * 8) / 8u] : uvec4(0u);
   }
 }
-void store_kv(uint kvo) {
+// The tile of rows j0 .. j0 + BK, fetched by fetch_kv, into the buffer at kvo.
+void store_kv(uint kvo, int j0) {
   [[unroll]] for (uint u = 0; u < KC; ++u) {
     uint e = gl_LocalInvocationID.x + u * 128u;
     if (KC * 128 == BK * (D / 8) || e < BK * (D / 8)) {
       tile4[kvo + (e / (D / 8)) * KLD + e % (D / 8)] = rk[u];
     }
   }
+  bool tail = j0 + BK > pc.lkv;  // the same for the whole workgroup
   [[unroll]] for (uint u = 0; u < VC; ++u) {
     uint e = gl_LocalInvocationID.x + u * 128u;
     if (VC * 128 == BK * (DV / 8) || e < BK * (DV / 8)) {
-      tile4[kvo + (BK + e / (DV / 8)) * KLD + e % (DV / 8)] = rv[u];
+      uvec4 w = rv[u];
+      if (tail && j0 + int(e / (DV / 8)) >= pc.lkv) {
+        w = uvec4(0u);
+      }
+      tile4[kvo + (BK + e / (DV / 8)) * KLD + e % (DV / 8)] = w;
     }
   }
 }
@@ -226,7 +237,7 @@ void main() {
   fetch_kv(kbase, vbase, 0);
 #if COOP_REG_SOFTMAX
   barrier();  // Q is in registers: the buffers are free
-  store_kv(0u);
+  store_kv(0u, 0);
   barrier();
   if (BK < kmax) {
     fetch_kv(kbase, vbase, BK);
@@ -238,7 +249,7 @@ void main() {
   for (int k0 = 0; k0 < kmax; k0 += BK) {
 #if !COOP_REG_SOFTMAX
     barrier();  // the tile is free: Q loaded into registers, or the last K and V read
-    store_kv(0u);
+    store_kv(0u, k0);
     barrier();
     if (k0 + BK < kmax) {
       fetch_kv(kbase, vbase, k0 + BK);
@@ -261,20 +272,29 @@ void main() {
 #if COOP_REG_SOFTMAX
     {
       // 2. Scale, mask and the online softmax on the accumulators' elements.
+      // One branch for the tile (edge is the same for the workgroup), not one per score:
+      // inside the loop NVIDIA's compiler tested and branched per element.
+      if (edge) {
+        [[unroll]] for (uint n = 0; n < BK / 16; ++n) {
+          [[unroll]] for (int i = 0; i < 8; ++i) {
+            int kj = k0 + int(n * 16u + 2u * (lane % 4u)) + (i & 1) + 8 * ((i >> 1) & 1);
+            sf[n][i] = coop_masked(sf[n][i] * scale, kj, (i & 4) != 0 ? rb : ra);
+          }
+        }
+      } else {
+        [[unroll]] for (uint n = 0; n < BK / 16; ++n) {
+          [[unroll]] for (int i = 0; i < 8; ++i) {
+            sf[n][i] *= scale;
+          }
+        }
+      }
       float mta = NEG_INF, mtb = NEG_INF;
       [[unroll]] for (uint n = 0; n < BK / 16; ++n) {
         [[unroll]] for (int i = 0; i < 8; ++i) {
-          float v = sf[n][i] * scale;
-          bool lower = (i & 4) != 0;  // row rb
-          if (edge) {
-            int kj = k0 + int(n * 16u + 2u * (lane % 4u)) + (i & 1) + 8 * ((i >> 1) & 1);
-            v = coop_masked(v, kj, lower ? rb : ra);
-          }
-          sf[n][i] = v;
-          if (lower) {
-            mtb = max(mtb, v);
+          if ((i & 4) != 0) {  // row rb
+            mtb = max(mtb, sf[n][i]);
           } else {
-            mta = max(mta, v);
+            mta = max(mta, sf[n][i]);
           }
         }
       }
@@ -389,12 +409,12 @@ void main() {
     // The next tile into the other buffer (no subgroup still reads it: each passed the
     // last barrier after its reads of the tile before), one barrier, then the tile after.
     kvo = TILE_ROWS * KLD - kvo;
+    // The tile after is fetched even past kmax (its rows clamped to the cache, unused):
+    // under a condition of its own the loads again went through copies.
     if (k0 + BK < kmax) {
-      store_kv(kvo);
+      store_kv(kvo, k0 + BK);
       barrier();
-      if (k0 + 2 * BK < kmax) {
-        fetch_kv(kbase, vbase, k0 + 2 * BK);
-      }
+      fetch_kv(kbase, vbase, k0 + 2 * BK);
     }
 #endif
   }
