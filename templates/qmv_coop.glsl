@@ -234,10 +234,8 @@ void main() {
     }                                                                                    \
     [[unroll]] for (uint t = 0; t < X_CHUNKS; ++t) {                                     \
       uint e = lane + 32u * t;                                                           \
-      IDX_T row = IDX_T(e / (KC / 8));                                                   \
-      if (row < pc.m) {                                                                  \
-        R.xv[t] = x4[uint((a_base + row * pc.lda + IDX_T(c) * KC) / 8 + e % (KC / 8))];  \
-      }                                                                                  \
+      IDX_T row = min(IDX_T(e / (KC / 8)), pc.m - 1);                                    \
+      R.xv[t] = x4[uint((a_base + row * pc.lda + IDX_T(c) * KC) / 8 + e % (KC / 8))];    \
     }                                                                                    \
   }
 #if WVEC
@@ -349,36 +347,29 @@ void main() {
   IDX_T chunks = pc.k / KC;
   ChunkRegs r0, r1, r2;
   IDX_T c = IDX_T(sg);
-  if (c < chunks) {
-    LOAD_CHUNK(r0, c);
-  }
-  if (c + SG < chunks) {
-    LOAD_CHUNK(r1, c + SG);
-  }
-  if (c + 2 * SG < chunks) {
-    LOAD_CHUNK(r2, c + 2 * SG);
-  }
+  // The loads are not under conditions: a chunk past the last reloads the last (loaded,
+  // never staged), and x's rows past M read row M - 1 (never staged). Under conditions
+  // NVIDIA's compiler copied the loaded registers into the sets' own right after the
+  // loads, which waited for them there (its machine code, H200).
+  IDX_T clast = chunks - 1;
+  LOAD_CHUNK(r0, min(c, clast));
+  LOAD_CHUNK(r1, min(c + SG, clast));
+  LOAD_CHUNK(r2, min(c + 2 * SG, clast));
   for (; c < chunks; c += 3 * SG) {
     STAGE_CHUNK(r0);
-    if (c + 3 * SG < chunks) {
-      LOAD_CHUNK(r0, c + 3 * SG);
-    }
+    LOAD_CHUNK(r0, min(c + 3 * SG, clast));
     MULTIPLY_CHUNK();
     if (c + SG >= chunks) {
       break;
     }
     STAGE_CHUNK(r1);
-    if (c + 4 * SG < chunks) {
-      LOAD_CHUNK(r1, c + 4 * SG);
-    }
+    LOAD_CHUNK(r1, min(c + 4 * SG, clast));
     MULTIPLY_CHUNK();
     if (c + 2 * SG >= chunks) {
       break;
     }
     STAGE_CHUNK(r2);
-    if (c + 5 * SG < chunks) {
-      LOAD_CHUNK(r2, c + 5 * SG);
-    }
+    LOAD_CHUNK(r2, min(c + 5 * SG, clast));
     MULTIPLY_CHUNK();
   }
 
