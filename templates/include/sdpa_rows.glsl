@@ -94,26 +94,28 @@ void group_reduce(inout float v[TR], bool take_max) {
 RAW4 kreg[KQ];
 RAW4 vreg[VQ];
 
-// Global -> registers: quads of the K (or V) rows k0 .. k0 + BK; rows past Lkv are 0 (their
-// probabilities are 0, and 0 * garbage could be NaN).
+// Global -> registers: quads of the K (or V) rows k0 .. k0 + BK. Every load reads a row of
+// the cache (rows past Lkv read row Lkv - 1): loads under a condition, with zeros in the
+// other branch, made NVIDIA's compiler copy the loaded registers into the loop's own soon
+// after the loads, waiting for them there (its machine code, H100). A K row past Lkv only
+// gives scores the mask replaces (such a tile is an edge tile); V's are zeroed as they are
+// stored (their probabilities are 0, and 0 * inf or NaN would not be).
 void fetch_k(int base, int k0) {
   [[unroll]] for (uint u = 0; u < KQ; ++u) {
     uint e = gl_LocalInvocationID.x + u * RWG;
-    int j = k0 + int(e / (D / 4));
-    kreg[u] = RAW_ZERO;
-    if ((KQ * RWG == BK * D / 4 || e < BK * D / 4) && j < pc.lkv) {
-      kreg[u] = LOAD_K(base + j * pc.k_sj + int(e % (D / 4)) * 4);
-    }
+    int j = min(k0 + int(e / (D / 4)), pc.lkv - 1);
+    kreg[u] = KQ * RWG == BK * D / 4 || e < BK * D / 4
+                  ? LOAD_K(base + j * pc.k_sj + int(e % (D / 4)) * 4)
+                  : RAW_ZERO;
   }
 }
 void fetch_v(int base, int k0) {
   [[unroll]] for (uint u = 0; u < VQ; ++u) {
     uint e = gl_LocalInvocationID.x + u * RWG;
-    int j = k0 + int(e / (DV / 4));
-    vreg[u] = RAW_ZERO;
-    if ((VQ * RWG == BK * DV / 4 || e < BK * DV / 4) && j < pc.lkv) {
-      vreg[u] = LOAD_V(base + j * pc.v_sj + int(e % (DV / 4)) * 4);
-    }
+    int j = min(k0 + int(e / (DV / 4)), pc.lkv - 1);
+    vreg[u] = VQ * RWG == BK * DV / 4 || e < BK * DV / 4
+                  ? LOAD_V(base + j * pc.v_sj + int(e % (DV / 4)) * 4)
+                  : RAW_ZERO;
   }
 }
 void store_k() {
@@ -124,11 +126,22 @@ void store_k() {
     }
   }
 }
-void store_v() {
-  [[unroll]] for (uint u = 0; u < VQ; ++u) {
-    uint e = gl_LocalInvocationID.x + u * RWG;
-    if (VQ * RWG == BK * DV / 4 || e < BK * DV / 4) {
-      kvs[(e / (DV / 4)) * KS + e % (DV / 4)] = KV_STORE(vreg[u]);
+// V rows k0 .. k0 + BK; rows past Lkv as zeros (one branch for the workgroup).
+void store_v(int k0) {
+  if (k0 + BK > pc.lkv) {
+    [[unroll]] for (uint u = 0; u < VQ; ++u) {
+      uint e = gl_LocalInvocationID.x + u * RWG;
+      if (VQ * RWG == BK * DV / 4 || e < BK * DV / 4) {
+        kvs[(e / (DV / 4)) * KS + e % (DV / 4)] =
+            KV_STORE(k0 + int(e / (DV / 4)) < pc.lkv ? vreg[u] : RAW_ZERO);
+      }
+    }
+  } else {
+    [[unroll]] for (uint u = 0; u < VQ; ++u) {
+      uint e = gl_LocalInvocationID.x + u * RWG;
+      if (VQ * RWG == BK * DV / 4 || e < BK * DV / 4) {
+        kvs[(e / (DV / 4)) * KS + e % (DV / 4)] = KV_STORE(vreg[u]);
+      }
     }
   }
 }
@@ -224,13 +237,12 @@ void main() {
     }
 
     // Scale and mask; per key only on tiles some row does not fully see.
+    // One branch for the tile (edge is the same for the workgroup), not one per score.
     bool edge = MASK == MASK_BOOL || MASK == MASK_ADD || k0 + BK > full;
-    float mt[TR];
-    [[unroll]] for (uint i = 0; i < TR; ++i) {
-      mt[i] = NEG_INF;
-      [[unroll]] for (uint j = 0; j < TK; ++j) {
-        float x = s[i][j] * scale;
-        if (edge) {
+    if (edge) {
+      [[unroll]] for (uint i = 0; i < TR; ++i) {
+        [[unroll]] for (uint j = 0; j < TK; ++j) {
+          float x = s[i][j] * scale;
           int kj = k0 + int(lane + LPR * j);
           if (kj >= pc.lkv) {
             x = NEG_INF;
@@ -243,9 +255,21 @@ void main() {
             x += float(IN1_LOAD(maskv[uint(mrow[i] + kj * pc.m_sj)]));
 #endif
           }
+          s[i][j] = x;
         }
-        s[i][j] = x;
-        mt[i] = max(mt[i], x);
+      }
+    } else {
+      [[unroll]] for (uint i = 0; i < TR; ++i) {
+        [[unroll]] for (uint j = 0; j < TK; ++j) {
+          s[i][j] *= scale;
+        }
+      }
+    }
+    float mt[TR];
+    [[unroll]] for (uint i = 0; i < TR; ++i) {
+      mt[i] = NEG_INF;
+      [[unroll]] for (uint j = 0; j < TK; ++j) {
+        mt[i] = max(mt[i], s[i][j]);
       }
     }
     group_reduce(mt, true);
@@ -275,11 +299,11 @@ void main() {
       ps[(lane + LPR * j) * PS + rg] = pq[j];
     }
     barrier();  // P visible, K no longer read
-    store_v();
+    store_v(k0);
     barrier();  // V visible
-    if (k0 + BK < kmax) {
-      fetch_k(kbase, k0 + BK);
-    }
+    // Even past kmax (unused, its rows clamped to the cache): under a condition of its
+    // own the loads again went through copies.
+    fetch_k(kbase, k0 + BK);
 
     // O += P V for the invocation's rows and quads.
     for (uint kk = 0; kk < BK; ++kk) {
