@@ -49,6 +49,10 @@ struct DeviceCaps {
   bool coop_acc_nv_layout = false;
   uint32_t max_workgroup_invocations = 128;
   uint32_t max_shared_memory = 16384;
+  // Vector steps per invocation of a fused kernel (templates/fused.glsl's EPT): the
+  // runtime's per-device tuning (mlx/backend/vulkan/device_tuning.h); MLX_VK_FUSED_EPT
+  // overrides it.
+  uint32_t fused_vector_steps = 1;
   // vendor:device:driver_version:pipelineCacheUUID:driver name/info, set by the runtime.
   std::string fingerprint;
 };

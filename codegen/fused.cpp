@@ -169,15 +169,12 @@ uint32_t vector_width(const std::vector<const DtypeInfo*>& dts) {
 constexpr uint32_t kVectorAlignment = 32;
 
 // Vector steps per invocation (spec constant 1; templates/fused.glsl's FUSED_MAX_EPT at
-// most): all their loads are issued before any step computes. Measured on an H100
-// (compile_bench): g * u + g in bf16 reaches 0.91 of the peak at 1 and 0.92 at 2, but the
-// math-heavy groups lose at 2 (a 20-op chain 198 -> 239 us) and everything at 4, so 1.
-// MLX_VK_FUSED_EPT overrides it for tuning on a new device (the spec constant is part of
-// the kernel's hash).
-constexpr uint32_t kFusedVectorSteps = 1;
-
-uint32_t vector_steps() {
-  return tuning_env("MLX_VK_FUSED_EPT", 1, 8, kFusedVectorSteps);
+// most): all their loads are issued before any step computes. The device's tuning
+// (DeviceCaps::fused_vector_steps: 1, and 2 on an H200, measured with compile_bench,
+// docs/compile.md); MLX_VK_FUSED_EPT overrides it for tuning a new device (the spec
+// constant is part of the kernel's hash).
+uint32_t vector_steps(const DeviceCaps& caps) {
+  return tuning_env("MLX_VK_FUSED_EPT", 1, 8, std::clamp<uint32_t>(caps.fused_vector_steps, 1, 8));
 }
 
 // What render needs of a parsed, checked tape.
@@ -728,7 +725,7 @@ KernelSource render_fused(const KernelKey& key, const DeviceCaps& caps) {
   uint32_t wg =
       std::max(1u, std::min(elementwise_workgroup_size(), caps.max_workgroup_invocations));
   source.workgroup_size = {wg, 1, 1};
-  source.spec_constants = {{0, wg}, {1, vec ? vector_steps() : 1}};
+  source.spec_constants = {{0, wg}, {1, vec ? vector_steps(caps) : 1}};
   return source;
 }
 

@@ -5,6 +5,7 @@
 // geometry; tapes the emitter does not take are refused with a message.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include <stdexcept>
@@ -122,6 +123,22 @@ TEST_CASE("fused layout variants follow the geometry and show in the key") {
   CHECK(glsl.find("steps of 4 elements") != std::string::npos);
   auto launch = cg::fused_launch(vkey, cg::render(vkey, full_caps()), g);
   CHECK(launch.groups[0] == 1);
+  // Vector steps per invocation follow the device's tuning (spec constant 1), and the
+  // launch takes that many fewer invocations.
+  if (std::getenv("MLX_VK_FUSED_EPT") == nullptr) {
+    auto two = full_caps();
+    two.fused_vector_steps = 2;
+    CHECK(cg::render(vkey, full_caps()).spec_constants.at(1) == 1);
+    CHECK(cg::render(vkey, two).spec_constants.at(1) == 2);
+    cg::FusedGeometry big = g;
+    big.shape = {1024, 1024};
+    big.in_strides = {{1024, 1}, {0, 0}};
+    auto groups = [&](const cg::DeviceCaps& caps) {
+      auto l = cg::fused_launch(vkey, cg::render(vkey, caps), big);
+      return uint64_t{l.groups[0]} * l.groups[1] * l.groups[2];
+    };
+    CHECK(groups(full_caps()) == 2 * groups(two));
+  }
   // An offset off the vector grid: contiguous, element by element.
   g.in_offsets = {2, 0};
   cg::classify_fused(t, g);

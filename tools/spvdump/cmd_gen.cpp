@@ -46,7 +46,8 @@ codegen::DeviceCaps parse_caps(const std::string& text, const std::string& finge
   std::map<std::string, uint32_t*> numbers = {
       {"subgroup_size", &caps.subgroup_size},
       {"max_workgroup_invocations", &caps.max_workgroup_invocations},
-      {"max_shared_memory", &caps.max_shared_memory}};
+      {"max_shared_memory", &caps.max_shared_memory},
+      {"fused_vector_steps", &caps.fused_vector_steps}};
   size_t pos = 0;
   while (pos < text.size()) {
     size_t comma = text.find(',', pos);

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "mlx/backend/vulkan/device_tuning.h"
 #include "mlx/backend/vulkan/driver_facts.h"
 #include "mlx/backend/vulkan/utils.h"
 
@@ -713,6 +714,7 @@ struct DeviceFactory {
     c.cooperative_matrix_bf16 = want_khr_bf16;
     c.f16_hw_convert = f16_hardware_conversions(p.props12.driverID);
     c.fma_fused = fused_fma(p.props12.driverID);
+    c.fused_vector_steps = fused_vector_steps(p.props.vendorID, p.props.deviceID);
     c.coop_acc_nv_layout =
         (want_coop || want_khr_f16 || want_khr_bf16) && nv_accumulator_layout(p.props12.driverID);
     c.max_workgroup_invocations = p.props.limits.maxComputeWorkGroupInvocations;
