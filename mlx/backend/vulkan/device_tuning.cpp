@@ -5,7 +5,7 @@ namespace mlx::core::vulkan {
 namespace {
 
 constexpr uint32_t kNvidia = 0x10de;
-constexpr uint32_t kH200 = 0x2335;  // nvidia-smi's pci.device_id on the lent H200
+constexpr uint32_t kH200 = 0x2335;  // H200 SXM (the lent H100 SXM reads 0x2330)
 
 }  // namespace
 
