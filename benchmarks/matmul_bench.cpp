@@ -11,8 +11,12 @@
 // 4. Qwen3 lm_head products (huge N, short K), and a dependent chain of decode-sized
 //    quantized products (GPU time per link, with L2-resident and with cold weights).
 //
-// Usage: matmul_bench   (MATMUL_BENCH_ONLY=gemv,qmv,lmhead,chain,gemm runs a subset)
+// Usage: matmul_bench   (MATMUL_BENCH_ONLY=gemv,qmv,qrows,lmhead,chain,gemm runs a subset;
+//                        MATMUL_BENCH_QROWS=2,4,8 sets qrows' row counts)
+#include <cstdio>
 #include <cstdlib>
+#include <utility>
+#include <vector>
 
 #include "bench_util.h"
 #include "mlx/backend/gpu/available.h"
@@ -158,22 +162,41 @@ int main() {
     }
   }
   if (bench::wanted("MATMUL_BENCH_ONLY", "qrows")) {
-    // The 4-bit down projection of an 8B-class model by rows, f16 and bf16: where qmvc
-    // (MLX_VK_QMV_COOP=on) and qmv (off) cross.
+    // The 4-bit down and gate/up projections of an 8B-class model by rows, f16 and bf16:
+    // where qmvc (MLX_VK_QMV_COOP=on) and qmv (off) cross. MATMUL_BENCH_QROWS=2,4,8 picks
+    // the row counts (the gate/up shape runs only for <= 8 rows, qmv's).
+    std::vector<int> ms{2, 3, 4, 5, 6, 7, 8, 12, 16, 24, 33, 48, 64, 96};
+    if (const char* list = std::getenv("MATMUL_BENCH_QROWS"); list && *list) {
+      ms.clear();
+      for (const char* at = list; *at;) {
+        char* end = nullptr;
+        ms.push_back(static_cast<int>(std::strtol(at, &end, 10)));
+        at = *end == ',' ? end + 1 : end;
+        if (ms.back() < 1 || ms.back() > 96 || (*end != ',' && *end != '\0')) {
+          std::fprintf(stderr, "matmul_bench: MATMUL_BENCH_QROWS takes row counts 1..96\n");
+          return 1;
+        }
+      }
+    }
     for (auto dt : {mx::float16, mx::bfloat16}) {
-      auto q = mx::quantize(bench::gpu_uniform({4096, 14336}, 17, dt), 64, 4);
-      auto xr = bench::gpu_uniform({96, 14336}, 18, dt);
-      mx::eval(q);
-      double bytes = 4.0 * q[0].size() + 2.0 * q[1].size() + 2.0 * q[2].size();
-      for (int m : {2, 3, 4, 5, 6, 7, 8, 12, 16, 24, 33, 48, 64, 96}) {
-        auto x = mx::slice(xr, {0, 0}, {m, 14336});
-        char name[64];
-        std::snprintf(name, sizeof(name), "q4 g64 %s [%d,14336] x [4096,14336]^T",
-                      dt == mx::float16 ? "f16" : "bf16", m);
-        rows.push_back(
-            {name, bytes,
-             measure_op([&] { return mx::quantized_matmul(x, q[0], q[1], q[2], true, 64, 4); },
-                        batch, reps)});
+      const char* dn = dt == mx::float16 ? "f16" : "bf16";
+      for (auto [n, k] : {std::pair{4096, 14336}, std::pair{14336, 4096}}) {
+        auto q = mx::quantize(bench::gpu_uniform({n, k}, 17, dt), 64, 4);
+        auto xr = bench::gpu_uniform({96, k}, 18, dt);
+        mx::eval(q);
+        double bytes = 4.0 * q[0].size() + 2.0 * q[1].size() + 2.0 * q[2].size();
+        for (int m : ms) {
+          if (k == 4096 && m > 8) {
+            continue;
+          }
+          auto x = mx::slice(xr, {0, 0}, {m, k});
+          char name[64];
+          std::snprintf(name, sizeof(name), "q4 g64 %s [%d,%d] x [%d,%d]^T", dn, m, k, n, k);
+          rows.push_back(
+              {name, bytes,
+               measure_op([&] { return mx::quantized_matmul(x, q[0], q[1], q[2], true, 64, 4); },
+                          batch, reps)});
+        }
       }
     }
   }

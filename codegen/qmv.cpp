@@ -118,7 +118,7 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
   while (u > 1 && u > per_lane) {
     u /= 2;
   }
-  // One f16 row of 4-bit values summed in f16 pairs (templates/qmv.glsl, F16_DOT) where a
+  // f16 rows of 4-bit values summed in f16 pairs (templates/qmv.glsl, F16_DOT) where a
   // lane has packs to pipeline: the split rule's long rows (2 parts), no fused norm (its
   // weighed x would be rounded to f16 unnormalized), on devices with f16 arithmetic. On an
   // H200, [1,14336] x [4096,14336]^T 17.1-17.3 -> 14.9-15.0 us; the same for bf16 x
@@ -129,8 +129,15 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
   // [4096,14336]^T 17.4-17.7 -> 15.8-16.0 us, but [1,4096] x [14336,4096]^T (2 steps a lane)
   // 18.8-18.9 -> 20.9-21.0. MLX_VK_QMV_F16_DOT=0 keeps the f32 sums (for measuring).
   bool f16_x = dtype == "f16" || (dtype == "bf16" && per_lane >= 3);
-  bool f16_dot = f16_x && mr == 1 && g.bits == 4 && vec == 8 && shares.ks == 2 && !g.prenorm &&
-                 !g.glu && caps.shader_float16 && tuning_env("MLX_VK_QMV_F16_DOT", 0, 1, 1) == 1;
+  // Several rows take them where a lane has >= 2 steps: 2 to 4 f16 rows, 2 bf16 rows, each
+  // pack's values made once for all rows. On an H100 (4 bits, against the f32 sums):
+  // f16 [M,14336] x [4096,14336]^T M = 2 / 3 / 4 27.8 / 35.5 / 42.2 -> 22.0 / 31.2 / 38.9
+  // us, [M,4096] x [14336,4096]^T 34.8 / 43.1 / 48.6 -> 27.4 / 36.9 / 43.0; bf16 M = 2
+  // 27.9 -> 25.5 and 35.0 -> 31.9, but bf16 M = 3 and 4 (35.8 -> 39.8, 42.6 -> 50.0) and
+  // 8 rows of either (f16 79.1 -> 125.1) lost (docs/matmul.md).
+  bool long_rows = mr == 1 ? shares.ks == 2 : per_lane >= 2 && (dtype == "f16" ? mr <= 4 : mr == 2);
+  bool f16_dot = f16_x && long_rows && g.bits == 4 && vec == 8 && !g.prenorm && !g.glu &&
+                 caps.shader_float16 && tuning_env("MLX_VK_QMV_F16_DOT", 0, 1, 1) == 1;
   return KernelKey{"qmv",
                    {{"bits", std::to_string(g.bits)},
                     {"dot", f16_dot ? "f16" : "f32"},
@@ -177,11 +184,10 @@ KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
   const std::string& dot = key_param(key, "dot", where);
   bool f16_dot = dot == "f16";
   if ((dot != "f32" && !f16_dot) ||
-      (f16_dot &&
-       ((std::string(dt.name) != "f16" && std::string(dt.name) != "bf16") || mr != "1" ||
-        bits != 4 || vec != std::to_string(lanes) || norm || glu || !caps.shader_float16))) {
+      (f16_dot && ((std::string(dt.name) != "f16" && std::string(dt.name) != "bf16") || bits != 4 ||
+                   vec != std::to_string(lanes) || norm || glu || !caps.shader_float16))) {
     throw std::invalid_argument("[render] " + where +
-                                ": dot must be f32, or f16 for one f16 or bf16 row of 4-bit "
+                                ": dot must be f32, or f16 for f16 or bf16 rows of 4-bit "
                                 "values read as 16-byte vectors, unfused with a norm or SwiGLU, "
                                 "on a device with f16 arithmetic.");
   }

@@ -43,15 +43,17 @@
 // PREFETCH 1 (a decode step, whose next product the runtime knows): workgroups after the
 // product's own bring the next product's weights into L2 (include/prefetch.glsl).
 //
-// F16_DOT 1 (one f16 or bf16 row of 4-bit values, long rows in parts; codegen/qmv.cpp): each
+// F16_DOT 1 (f16 or bf16 rows of 4-bit values with packs to pipeline; codegen/qmv.cpp): each
 // pack's sum_j x_j q_j is taken in f16 pairs, one f16 multiply-add per two values, the
 // values made exact f16 integers by bit operations instead of one integer-to-float
 // conversion and one f32 multiply-add each, and each lane requests its next packs before
 // this step's arithmetic. Each half of a pair sums 16 products in f16 (each multiply-add
 // rounds once, to 11 bits), and the pack's sum is then scaled in f32: the result may differ
 // from the f32 sums by a few f16 units of the pack sums (docs/matmul.md). A pack whose f16
-// sum is not finite (|x| in the hundreds) is summed again in f32.
-// On an H200 [1,14336] x [4096,14336]^T 17.1-17.3 -> 14.9-15.0 us (docs/matmul.md).
+// sum is not finite (|x| in the hundreds) is summed again in f32, with every row and column
+// of that step. On an H200 [1,14336] x [4096,14336]^T 17.1-17.3 -> 14.9-15.0 us. Several
+// rows make each pack's values once for all of them: on an H100 f16 [2,14336] x
+// [4096,14336]^T 27.8 -> 22.0 us, [4,14336] 42.2 -> 38.9 (docs/matmul.md).
 // X_BF16 1 (a bf16 row with >= 3 steps a lane): x converted to f16 pairs, exact for
 // 2^-17 <= |x| < 65520; a pack with a smaller nonzero |x| is summed again in f32 as well. On
 // an H100 bf16 [1,14336] x [4096,14336]^T 17.4-17.7 -> 15.8-16.0 us.
@@ -282,7 +284,7 @@ void load_packs(IDX_T p0, IDX_T packs, IDX_T cols[NC], IDX_T w_batch,
 
 #if F16_DOT
 // x's pack p of `row` as 16 f16 pairs (x_{8k+i}, x_{8k+i+4}), index 4k + i: the order in
-// which pack_dot_f16 takes a word's values, two at a time, and xsum, their sum in f32.
+// which pack_values_f16 gives a word's values, two at a time, and xsum, their sum in f32.
 // f16 x: the pairs come from the loaded words by 16-bit moves (no conversion to f32 and
 // back). bf16 x (X_BF16): each value to f32 (a shift or a mask), then pairs to f16, exact
 // for 2^-17 <= |x| < 65520 (bf16's 8 bits fit f16's 11 there) and infinite above, which the
@@ -328,54 +330,37 @@ void load_x_pairs(IDX_T row, IDX_T p, out f16vec2 xp[16], out float xsum, inout 
   }
 }
 
-// sum_j x_j q_j of one 4-bit pack in f16 pairs. Word values i and i + 4 (bits 4i and
-// 4i + 16) come out together: masked in place (positions 2 and 3 after one shift by 8)
-// and ORed under the exponent of 1024, they are the exact f16 pair 1024 + q (positions 0
-// and 2) or 1024 + 16 q (positions 1 and 3), which one exact add (or multiply-add) brings
-// to q. `expo` is 0x64006400 held in a register, so that the mask and the OR are one
-// three-input logic operation (with both as immediates NVIDIA's compiler emitted two).
-float pack_dot_f16(uint words[BITS], f16vec2 xp[16], uint expo) {
+// One 4-bit pack's 32 values as 16 exact f16 pairs, qv[4k + i] = (q_{8k+i}, q_{8k+i+4}):
+// word values i and i + 4 (bits 4i and 4i + 16) come out together, masked in place
+// (positions 2 and 3 after one shift by 8) and ORed under the exponent of 1024, as the
+// exact f16 pair 1024 + q (positions 0 and 2) or 1024 + 16 q (positions 1 and 3), which one
+// exact add (or multiply-add) brings to q. `expo` is 0x64006400 held in a register, so that
+// the mask and the OR are one three-input logic operation (with both as immediates
+// NVIDIA's compiler emitted two).
+void pack_values_f16(uint words[BITS], uint expo, out f16vec2 qv[16]) {
   const f16vec2 minus_off = f16vec2(-1024.0hf);
   const f16vec2 sixteenth = f16vec2(0.0625hf);
   const f16vec2 minus_off16 = f16vec2(-64.0hf);
-  f16vec2 acc = f16vec2(0.0hf);
   for (uint k = 0; k < 4; ++k) {
     uint w = words[k];
     uint w8 = w >> 8;
-    f16vec2 q0 = unpackFloat2x16((w & 0x000F000Fu) | expo) + minus_off;
-    f16vec2 q1 = fma(unpackFloat2x16((w & 0x00F000F0u) | expo), sixteenth, minus_off16);
-    f16vec2 q2 = unpackFloat2x16((w8 & 0x000F000Fu) | expo) + minus_off;
-    f16vec2 q3 = fma(unpackFloat2x16((w8 & 0x00F000F0u) | expo), sixteenth, minus_off16);
-    acc = fma(xp[4 * k], q0, acc);
-    acc = fma(xp[4 * k + 1], q1, acc);
-    acc = fma(xp[4 * k + 2], q2, acc);
-    acc = fma(xp[4 * k + 3], q3, acc);
+    qv[4 * k] = unpackFloat2x16((w & 0x000F000Fu) | expo) + minus_off;
+    qv[4 * k + 1] = fma(unpackFloat2x16((w & 0x00F000F0u) | expo), sixteenth, minus_off16);
+    qv[4 * k + 2] = unpackFloat2x16((w8 & 0x000F000Fu) | expo) + minus_off;
+    qv[4 * k + 3] = fma(unpackFloat2x16((w8 & 0x00F000F0u) | expo), sixteenth, minus_off16);
+  }
+}
+
+// sum_j x_j q_j of one pack from its pairs: one f16 multiply-add per two values.
+float pairs_dot(f16vec2 xp[16], f16vec2 qv[16]) {
+  f16vec2 acc = f16vec2(0.0hf);
+  for (uint j = 0; j < 16; ++j) {
+    acc = fma(xp[j], qv[j], acc);
   }
   vec2 sums = vec2(acc);
   return sums.x + sums.y;
 }
 
-// The same sum in f32 (the rare pack whose f16 sum is not finite, or whose bf16 x is not
-// exact in f16): from the pairs for f16 x, from x loaded again for bf16 x.
-float pack_dot_f32(uint words[BITS], f16vec2 xp[16], IDX_T row, IDX_T p) {
-  float qdot = 0.0f;
-#if X_BF16
-  float xs[32];
-  load_x(row, p, xs);
-  for (uint j = 0; j < 32; ++j) {
-    qdot = fma(xs[j], float(pack_value(words, j)), qdot);
-  }
-#else
-  for (uint k = 0; k < 4; ++k) {
-    for (uint i = 0; i < 4; ++i) {
-      vec2 xv2 = vec2(xp[4 * k + i]);
-      qdot = fma(xv2.x, float(pack_value(words, 8 * k + i)), qdot);
-      qdot = fma(xv2.y, float(pack_value(words, 8 * k + i + 4)), qdot);
-    }
-  }
-#endif
-  return qdot;
-}
 #endif
 
 void main() {
@@ -452,7 +437,7 @@ void main() {
     // Each step's packs are requested before the step before's arithmetic. On an H200 this
     // alone (with the f32 sums) was slower: 80 registers, the rest spilled to shared memory.
     // With the f16 sums it is what made them faster (124 registers).
-    // 0x64006400 where the compiler cannot fold it (k < 2^31): pack_dot_f16's comment.
+    // 0x64006400 where the compiler cannot fold it (k < 2^31): pack_values_f16's comment.
     uint expo = 0x64006400u | (uint(pc.k) >> 31);
     uint next[U][NC][BITS];
     load_packs(IDX_T(part * TPR + lane), packs, cols, w_batch, next);
@@ -477,7 +462,13 @@ void main() {
           s[c] = float(IN0_LOAD(scales[uint(pc.extra0 + g)]));
           b[c] = float(IN0_LOAD(qbiases[uint(pc.extra1 + g)]));
         }
-#if MR > 1
+#if F16_DOT
+        // The pack's values as f16 pairs, once for all rows (one row: made beside its sums).
+        f16vec2 qv[NC][16];
+        for (uint c = 0; c < NC; ++c) {
+          pack_values_f16(words[u][c], expo, qv[c]);
+        }
+#elif MR > 1
         // The pack's values as floats once for all rows: extracting them per row made M = 4
         // and 8 cost 3x and 6.5x of M = 1 on an H200.
         float wv[NC][32];
@@ -490,25 +481,49 @@ void main() {
 #else
 #define PACK_VALUE(c, j) float(pack_value(words[u][c], j))
 #endif
-        for (uint i = 0; i < MR; ++i) {
 #if F16_DOT
+        // Every row's and column's pack sum in f16 first, then one test for the lot: a
+        // pack whose f16 sum is not finite (an overflow; two halves gone to +inf and -inf
+        // add to NaN), x holding a NaN, or bf16 x inexact in f16 sends all of them to the
+        // f32 sums (rare), whose code then appears once instead of once a row and column.
+        float qd[MR][NC], xsums[MR];
+        bool redo = false;
+        for (uint i = 0; i < MR; ++i) {
+          xsums[i] = 0.0f;
+          for (uint c = 0; c < NC; ++c) {
+            qd[i][c] = 0.0f;
+          }
           if (IDX_T(i) < pc.m) {
             f16vec2 xp[16];
-            float xsum;
-            bool inexact = false;
-            IDX_T row = a_base + IDX_T(i) * pc.lda;
-            load_x_pairs(row, p, xp, xsum, inexact);
+            load_x_pairs(a_base + IDX_T(i) * pc.lda, p, xp, xsums[i], redo);
             for (uint c = 0; c < NC; ++c) {
-              float qdot = pack_dot_f16(words[u][c], xp, expo);
-              if (inexact || !(abs(qdot) < uintBitsToFloat(0x7f800000u))) {
-                // An f16 sum overflowed (two halves gone to +inf and -inf add to NaN), x
-                // holds a NaN, or a bf16 x was not exact in f16: this pack again in f32.
-                qdot = pack_dot_f32(words[u][c], xp, row, p);
-              }
-              acc[i][c] = fma(s[c], qdot, fma(b[c], xsum, acc[i][c]));
+              qd[i][c] = pairs_dot(xp, qv[c]);
+              redo = redo || !(abs(qd[i][c]) < uintBitsToFloat(0x7f800000u));
             }
           }
+        }
+        if (redo) {
+          for (uint i = 0; i < MR; ++i) {
+            if (IDX_T(i) < pc.m) {
+              float xs[32];
+              load_x(a_base + IDX_T(i) * pc.lda, p, xs);
+              for (uint c = 0; c < NC; ++c) {
+                float qdot = 0.0f;
+                for (uint j = 0; j < 32; ++j) {
+                  qdot = fma(xs[j], float(pack_value(words[u][c], j)), qdot);
+                }
+                qd[i][c] = qdot;
+              }
+            }
+          }
+        }
+        for (uint i = 0; i < MR; ++i) {
+          for (uint c = 0; c < NC; ++c) {
+            acc[i][c] = fma(s[c], qd[i][c], fma(b[c], xsums[i], acc[i][c]));
+          }
+        }
 #else
+        for (uint i = 0; i < MR; ++i) {
           if (IDX_T(i) < pc.m) {
             float xs[32];
             load_x(a_base + IDX_T(i) * pc.lda, p, xs);
@@ -544,8 +559,8 @@ void main() {
               acc[i][c] = fma(s[c], qdot, fma(b[c], xsum, acc[i][c]));
             }
           }
-#endif
         }
+#endif
       }
     }
   }

@@ -194,8 +194,9 @@ TEST_CASE("qmv teams own up to 4 columns (2 of one row) while the launch keeps 1
   CHECK(param(geometry(1, 16384, 1024), "tpr") == "32");
   CHECK(param(geometry(2, 151936, 1024), "tpr") == "32");
   // One f16 row of 4 bits in two parts sums in f16 pairs (dot=f16), where the device has
-  // f16 arithmetic, and so does bf16 with >= 3 steps a lane; 8 bits, short rows (one
-  // part), a fused norm or several rows: f32.
+  // f16 arithmetic, and so does bf16 with >= 3 steps a lane; so do 2 to 4 f16 rows and 2
+  // bf16 rows with >= 2 steps a lane. 8 bits, short rows, a fused norm, 5 to 8 rows or
+  // 3 to 4 bf16 rows: f32.
   auto dot = [&](const std::string& dt, const cg::MatmulGeometry& g, const cg::DeviceCaps& c) {
     return cg::qmv_key(dt, g, c).params["dot"];
   };
@@ -206,7 +207,12 @@ TEST_CASE("qmv teams own up to 4 columns (2 of one row) while the launch keeps 1
   CHECK(dot("f32", down, caps) == "f32");
   CHECK(dot("f16", down8, caps) == "f32");
   CHECK(dot("f16", geometry(1, 14336, 2048), caps) == "f32");
-  CHECK(dot("f16", geometry(2, 4096, 14336), caps) == "f32");
+  CHECK(dot("f16", geometry(2, 4096, 14336), caps) == "f16");
+  CHECK(dot("f16", geometry(4, 14336, 4096), caps) == "f16");  // 2 steps a lane
+  CHECK(dot("f16", geometry(4, 14336, 1024), caps) == "f32");  // 1 step a lane
+  CHECK(dot("f16", geometry(5, 4096, 14336), caps) == "f32");  // mr 8
+  CHECK(dot("bf16", geometry(2, 4096, 14336), caps) == "f16");
+  CHECK(dot("bf16", geometry(3, 4096, 14336), caps) == "f32");
   auto normed = down;
   normed.prenorm = true;
   CHECK(dot("f16", normed, caps) == "f32");

@@ -282,6 +282,30 @@ TEST_CASE(
   CHECK(counts["QuantizedMatmul"] == 0);
 }
 
+TEST_CASE("quantized_matmul of a few f16 or bf16 rows of 4 bits: f16 pair sums shared by rows") {
+  if (!gpu_present())
+    return;
+  mx::vulkan::reset_fallback_counts();
+  // 2 to 4 f16 rows and 2 bf16 rows with >= 2 packs a lane (>= 3 for bf16) take the same
+  // f16 pair sums, each pack's values made once for all rows (templates/qmv.glsl, F16_DOT
+  // with MR > 1) where qmv serves them (every device without cooperative matrices;
+  // MLX_VK_QMV_COOP=off on one with them). M = 3 leaves a row of MR unused; the
+  // overflowing and inexact x of the single-row case above send every row's sums of the
+  // step to f32; 5 and 8 rows keep the f32 sums.
+  uint64_t seed = 4800;
+  for (int m : {2, 3, 4, 5, 8}) {
+    check_qmm({4, 64, mx::float16, true, m, 72, 131}, seed += 2);
+  }
+  check_qmm({4, 64, mx::bfloat16, true, 2, 72, 131}, seed += 2);
+  check_qmm({4, 64, mx::bfloat16, true, 3, 40, 131}, seed += 2);
+  check_qmm({4, 64, mx::float16, true, 4, 40, 16, {}, 1000.0f}, seed += 2);
+  check_qmm({4, 64, mx::float16, true, 3, 40, 16, {}, 0.0f, 1000.0f}, seed += 2);
+  check_qmm({4, 64, mx::bfloat16, true, 2, 40, 131, {}, 100000.0f}, seed += 2);
+  check_qmm({4, 64, mx::bfloat16, true, 2, 40, 131, {}, 0.0f, 0.0f, 0x1p-30f}, seed += 2);
+  auto counts = mx::vulkan::fallback_counts();
+  CHECK(counts["QuantizedMatmul"] == 0);
+}
+
 TEST_CASE("quantized_matmul of one row with a huge N: 4 columns a team") {
   if (!gpu_present())
     return;
