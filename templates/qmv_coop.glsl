@@ -25,7 +25,9 @@
 // register sets; two were 5% slower on an H100, docs/matmul.md), so that each load has two
 // chunks of work to arrive in. At the end the
 // subgroups' accumulators meet in shared memory in a fixed order and the output is rounded
-// once. Stages are private to a subgroup: the chunk loop has no workgroup barrier.
+// once. Stages are private to a subgroup: the chunk loop has no workgroup barrier. f16 with
+// at most 8 rows skips the stages (DQ_FRAG): each lane builds its fragments from its own
+// loads, the chunk's k permuted so that both operands' pairs are cheap to make.
 //
 // W's values become scale * q + bias in f32, then f16 (bf16) for the multiply-adds, as
 // gemm_coop.glsl's qmm does (a step coarser than qmv.glsl's f32 sums: docs/matmul.md);
@@ -57,6 +59,12 @@
 #ifndef ROWS8
 #define ROWS8 0
 #endif
+// DQ_FRAG (below): f16 with DQ_MAGIC, at most 8 rows and W's rows on 16 bytes build the
+// fragments in registers instead of staging W and x in shared memory. Fragment elements are
+// written one by one, which the KHR rewrite cannot retype to bf16, so bf16 keeps the stages.
+#ifndef DQ_FRAG
+#define DQ_FRAG (DQ_MAGIC != 0 && ROWS8 != 0 && COOP_BF16 == 0 && BITS == 4 && WVEC != 0)
+#endif
 #ifndef IN0_ST
 #define MLX_STORAGE_16BIT 1
 #define IN0_ST uint16_t
@@ -77,12 +85,18 @@ layout(local_size_x_id = 0) in;
 layout(std430, set = 0, binding = 0) readonly buffer X {
   uvec4 x4[];
 };
+layout(std430, set = 0, binding = 0) readonly buffer XW {
+  uint xw[];
+};
 layout(std430, set = 0, binding = 1) readonly buffer W {
   uint wq[];
 };
 #if WVEC
 layout(std430, set = 0, binding = 1) readonly buffer WV {
   uvec4 wq4[];
+};
+layout(std430, set = 0, binding = 1) readonly buffer WV2 {
+  uvec2 wq2[];
 };
 #endif
 layout(std430, set = 0, binding = 2) readonly buffer Scales {
@@ -142,6 +156,9 @@ shared float sc_s[SG * 16];   // the chunk's scales, by column n
 shared float sc_bb[SG * 16];  // b - OFF * s, by column n
 shared uvec4 ones4[32];       // a 16 x 16 matrix of ones in the dtype (B of cx)
 shared float ridx[256];       // the row of each element of a 16 x 16 matrix (layout check)
+#if DQ_FRAG
+shared uvec4 probe16[32];     // element (r, c) of a 16 x 16 f16 matrix is 16 r + c
+#endif
 
 // x's 8 values of v (k = 8 j .. 8 j + 7, one W word's) in the stage's order: values i and
 // i + 4 side by side.
@@ -206,6 +223,11 @@ void main() {
   for (uint e = gl_LocalInvocationID.x; e < 256u; e += WGS) {
     ridx[e] = float(e / 16u);
   }
+#if DQ_FRAG
+  for (uint e = gl_LocalInvocationID.x; e < 128u; e += WGS) {
+    probe16[e / 4u][e % 4u] = packHalf2x16(vec2(float(2u * e), float(2u * e + 1u)));
+  }
+#endif
   barrier();
   bool layout_ok;
   {
@@ -218,6 +240,21 @@ void main() {
       uint want_c = 2u * (lane % 4u) + uint(i) % 2u + 8u * ((uint(i) / 2u) % 2u);
       layout_ok = layout_ok && uint(rowm[i]) == want_r && uint(colm[i]) == want_c;
     }
+#if DQ_FRAG
+    // The fragments built in registers below assume this A (x) and B (W) layout: element i
+    // of lane l is (row l / 4 + 8 (i / 4), k 2 (l % 4) + i % 2 + 8 ((i / 2) % 2)) of A and
+    // (k the same, column l / 4 + 8 (i / 4)) of B.
+    fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> pa;
+    fcoopmatNV<16, gl_ScopeSubgroup, COOP_K, 16> pb;
+    coopMatLoadNV(pa, probe16, 0, 2, false);
+    coopMatLoadNV(pb, probe16, 0, 2, true);  // B (k x n) stored [n][k], as W's stage
+    layout_ok = layout_ok && pa.length() == 8 && pb.length() == 8;
+    for (int i = 0; i < pa.length(); ++i) {
+      uint r = lane / 4u + 8u * (uint(i) / 4u);
+      uint kk = 2u * (lane % 4u) + uint(i) % 2u + 8u * ((uint(i) / 2u) % 2u);
+      layout_ok = layout_ok && uint(pa[i]) == 16u * r + kk && uint(pb[i]) == 16u * r + kk;
+    }
+#endif
     layout_ok = subgroupAll(layout_ok);
   }
 #endif
@@ -267,7 +304,7 @@ void main() {
   [[unroll]] for (uint w = 0; w < BITS; ++w) {                                           \
     [[unroll]] for (uint i = 0; i < VPW / 2u; ++i) {                                     \
       pairs[w * (VPW / 2u) + i] = ((R.words[t][w] >> (i * BITS)) & (MASK * 0x10001u)) |  \
-                                  MAGIC;                                                 \
+                                  magic;                                                 \
     }                                                                                    \
   }                                                                                      \
   if ((lane + 32u * t) % PACKS == 0u) {                                                  \
@@ -344,7 +381,118 @@ void main() {
   fcoopmatNV<16, gl_ScopeSubgroup, COOP_K, 16> ones;
   coopMatLoadNV(ones, ones4, 0, 2, false);
 #endif
+#if DQ_FRAG
+  // No stages (f16, <= 8 rows): the staged loop below spends most of its time moving W and x
+  // through shared memory (~8 KB a subgroup and chunk, against ~2 KB read from memory; on
+  // an H100 the staged kernel without global loads still took 24 of its 37 us), so here
+  // each lane loads exactly what its fragments hold. Lane l (g = l / 4,
+  // t = l % 4) holds, of each 16 k of a fragment product, k' = 2t, 2t + 1, 2t + 8, 2t + 9
+  // of A (x's row g) and B (W's columns g and g + 8). The product sums over k', so any
+  // permutation of the chunk's k applied to both serves: pair (step s, half h) of lane t
+  // takes the values 8 (2t + h) + s and 8 (2t + h) + s + 4 of the chunk, i.e. values s and
+  // s + 4 of W's word 2t + h, which one shift and one AND-OR make a pair (DQ_MAGIC), and
+  // halves s and s + 4 of x's 16 bytes at word 2t + h, one byte permutation. So a lane reads
+  // its own 32 bytes of x and 8 bytes of each W column a chunk, nothing twice.
+  {
+    uint g = lane / 4u;
+    uint t = lane % 4u;
+    uint magic = MAGIC | (uint(pc.k) >> 31);
+    IDX_T na = min(col0 + IDX_T(g), pc.n - 1);
+    IDX_T nb = min(col0 + IDX_T(g + 8u), pc.n - 1);
+    IDX_T wa = (pc.b_offset + w_batch + na * pc.ldb) / 2 + IDX_T(t);  // in uvec2s
+    IDX_T wb = (pc.b_offset + w_batch + nb * pc.ldb) / 2 + IDX_T(t);
+    IDX_T sc[4];
+    for (uint i = 0; i < 4u; ++i) {
+      IDX_T n = min(col0 + IDX_T(2u * t + i % 2u + 8u * (i / 2u)), pc.n - 1);
+      sc[i] = w_batch * 32 / BITS / GS + n * groups_per_row;
+    }
+    IDX_T xrow = (a_base + min(IDX_T(g), pc.m - 1) * pc.lda) / 8 + IDX_T(2u * t);  // uvec4s
+    IDX_T chunks = pc.k / KC;
+    IDX_T clast = chunks - 1;
+    struct FragRegs {
+      uvec2 wa;
+      uvec2 wb;
+      uvec4 x[2];
+      float s[4];
+      float b[4];
+    };
+#define LOAD_FRAG(R, c)                                                          \
+  {                                                                              \
+    IDX_T cc = IDX_T(c);                                                         \
+    R.wa = wq2[uint(wa + cc * (KC / 16))];                                       \
+    R.wb = wq2[uint(wb + cc * (KC / 16))];                                       \
+    R.x[0] = x4[uint(xrow + cc * (KC / 8))];                                     \
+    R.x[1] = x4[uint(xrow + cc * (KC / 8) + 1)];                                 \
+    IDX_T gi = cc * KC / GS;                                                     \
+    [[unroll]] for (uint i = 0; i < 4u; ++i) {                                   \
+      R.s[i] = float(IN0_LOAD(scales[uint(pc.extra0 + sc[i] + gi)]));            \
+      R.b[i] = float(IN0_LOAD(qbiases[uint(pc.extra1 + sc[i] + gi)]));           \
+    }                                                                            \
+  }
+// Values s and s + 4 of a word as the f16 pair OFF + q (DQ_MAGIC).
+#define W_PAIR(word, s) unpackFloat2x16((((word) >> (4u * (s))) & 0x000F000Fu) | magic)
+// Halves s and s + 4 of 16 bytes of x.
+#define X_PAIR(v, s)                                                             \
+  unpackFloat2x16((s) % 2u == 0u ? (((v)[(s) / 2u] & 0xFFFFu) | ((v)[(s) / 2u + 2u] << 16)) \
+                                 : (((v)[(s) / 2u] >> 16) | ((v)[(s) / 2u + 2u] & 0xFFFF0000u)))
+#define MULT_FRAG(R)                                                             \
+  {                                                                              \
+    fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> cw = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0); \
+    fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> cx = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0); \
+    [[unroll]] for (uint ks = 0; ks < 4u; ++ks) {                                \
+      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa;                               \
+      fcoopmatNV<16, gl_ScopeSubgroup, COOP_K, 16> fb;                           \
+      f16vec2 x0 = X_PAIR(R.x[0], ks);                                           \
+      f16vec2 x1 = X_PAIR(R.x[1], ks);                                           \
+      fa[0] = x0.x; fa[1] = x0.y; fa[2] = x1.x; fa[3] = x1.y;                    \
+      fa[4] = float16_t(0.0); fa[5] = float16_t(0.0);                            \
+      fa[6] = float16_t(0.0); fa[7] = float16_t(0.0);                            \
+      f16vec2 a0 = W_PAIR(R.wa.x, ks);                                           \
+      f16vec2 a1 = W_PAIR(R.wa.y, ks);                                           \
+      f16vec2 b0 = W_PAIR(R.wb.x, ks);                                           \
+      f16vec2 b1 = W_PAIR(R.wb.y, ks);                                           \
+      fb[0] = a0.x; fb[1] = a0.y; fb[2] = a1.x; fb[3] = a1.y;                    \
+      fb[4] = b0.x; fb[5] = b0.y; fb[6] = b1.x; fb[7] = b1.y;                    \
+      cw = coopMatMulAddNV(fa, fb, cw);                                          \
+      cx = coopMatMulAddNV(fa, ones, cx);                                        \
+    }                                                                            \
+    [[unroll]] for (uint i = 0; i < 4u; ++i) {                                   \
+      acc[i] = fma(R.s[i], cw[i], fma(fma(-OFF, R.s[i], R.b[i]), cx[i], acc[i])); \
+    }                                                                            \
+  }
+    fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+    fcoopmatNV<16, gl_ScopeSubgroup, COOP_K, 16> ones;
+    coopMatLoadNV(ones, ones4, 0, 2, false);
+    FragRegs r0, r1, r2;
+    IDX_T c = IDX_T(sg);
+    LOAD_FRAG(r0, min(c, clast));
+    LOAD_FRAG(r1, min(c + SG, clast));
+    LOAD_FRAG(r2, min(c + 2 * SG, clast));
+    for (; c < chunks; c += 3 * SG) {
+      MULT_FRAG(r0);
+      LOAD_FRAG(r0, min(c + 3 * SG, clast));
+      if (c + SG >= chunks) {
+        break;
+      }
+      MULT_FRAG(r1);
+      LOAD_FRAG(r1, min(c + 4 * SG, clast));
+      if (c + 2 * SG >= chunks) {
+        break;
+      }
+      MULT_FRAG(r2);
+      LOAD_FRAG(r2, min(c + 5 * SG, clast));
+    }
+    barrier();
+    coopMatStoreNV(acc, ws4, stage, 4u, false);
+    barrier();
+  }
+#else
   IDX_T chunks = pc.k / KC;
+#if DQ_MAGIC
+  // MAGIC where the compiler cannot fold it (k < 2^31), so that the mask and the OR are one
+  // three-input logic operation (with both as immediates it emits two).
+  uint magic = MAGIC | (uint(pc.k) >> 31);
+#endif
   ChunkRegs r0, r1, r2;
   IDX_T c = IDX_T(sg);
   // The loads are not under conditions: a chunk past the last reloads the last (loaded,
@@ -378,6 +526,7 @@ void main() {
   barrier();
   coopMatStoreNV(acc, ws4, stage, 4u, false);
   barrier();
+#endif
   IDX_T out_base = pc.out_offset + z * pc.m * pc.n;
   for (uint e = gl_LocalInvocationID.x; e < 256u; e += WGS) {
     IDX_T row = IDX_T(e / 16u);
