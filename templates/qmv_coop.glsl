@@ -179,6 +179,37 @@ struct ChunkRegs {
   uvec4 xv[X_CHUNKS];
 };
 
+// A subgroup's chunks c = sg, sg + SG, ... in three register sets, each chunk's loads
+// issued three chunks ahead: USE(R) consumes a set, then the set is loaded again, then
+// AFTER(R). The loads are not under conditions: a chunk past the last reloads the last
+// (never used), and x's rows past M read row M - 1 (never used). Under conditions NVIDIA's
+// compiler copied the loaded registers into the sets' own right after the loads, which
+// waited for them there (its machine code, H200). It still issues all three sets' loads
+// at the end of the body (docs/matmul.md, "qmvc without stages").
+#define CHUNK_LOOP(Regs, LOAD, USE, AFTER)            \
+  Regs r0, r1, r2;                                    \
+  IDX_T c = IDX_T(sg);                                \
+  LOAD(r0, min(c, clast));                            \
+  LOAD(r1, min(c + SG, clast));                       \
+  LOAD(r2, min(c + 2 * SG, clast));                   \
+  for (; c < chunks; c += 3 * SG) {                   \
+    USE(r0);                                          \
+    LOAD(r0, min(c + 3 * SG, clast));                 \
+    AFTER(r0);                                        \
+    if (c + SG >= chunks) {                           \
+      break;                                          \
+    }                                                 \
+    USE(r1);                                          \
+    LOAD(r1, min(c + 4 * SG, clast));                 \
+    AFTER(r1);                                        \
+    if (c + 2 * SG >= chunks) {                       \
+      break;                                          \
+    }                                                 \
+    USE(r2);                                          \
+    LOAD(r2, min(c + 5 * SG, clast));                 \
+    AFTER(r2);                                        \
+  }
+
 void main() {
   uint sg = gl_SubgroupID;
   uint lane = gl_SubgroupInvocationID;
@@ -463,25 +494,8 @@ void main() {
     fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
     fcoopmatNV<16, gl_ScopeSubgroup, COOP_K, 16> ones;
     coopMatLoadNV(ones, ones4, 0, 2, false);
-    FragRegs r0, r1, r2;
-    IDX_T c = IDX_T(sg);
-    LOAD_FRAG(r0, min(c, clast));
-    LOAD_FRAG(r1, min(c + SG, clast));
-    LOAD_FRAG(r2, min(c + 2 * SG, clast));
-    for (; c < chunks; c += 3 * SG) {
-      MULT_FRAG(r0);
-      LOAD_FRAG(r0, min(c + 3 * SG, clast));
-      if (c + SG >= chunks) {
-        break;
-      }
-      MULT_FRAG(r1);
-      LOAD_FRAG(r1, min(c + 4 * SG, clast));
-      if (c + 2 * SG >= chunks) {
-        break;
-      }
-      MULT_FRAG(r2);
-      LOAD_FRAG(r2, min(c + 5 * SG, clast));
-    }
+#define NOTHING(R)
+    CHUNK_LOOP(FragRegs, LOAD_FRAG, MULT_FRAG, NOTHING)
     barrier();
     coopMatStoreNV(acc, ws4, stage, 4u, false);
     barrier();
@@ -493,33 +507,9 @@ void main() {
   // three-input logic operation (with both as immediates it emits two).
   uint magic = MAGIC | (uint(pc.k) >> 31);
 #endif
-  ChunkRegs r0, r1, r2;
-  IDX_T c = IDX_T(sg);
-  // The loads are not under conditions: a chunk past the last reloads the last (loaded,
-  // never staged), and x's rows past M read row M - 1 (never staged). Under conditions
-  // NVIDIA's compiler copied the loaded registers into the sets' own right after the
-  // loads, which waited for them there (its machine code, H200).
   IDX_T clast = chunks - 1;
-  LOAD_CHUNK(r0, min(c, clast));
-  LOAD_CHUNK(r1, min(c + SG, clast));
-  LOAD_CHUNK(r2, min(c + 2 * SG, clast));
-  for (; c < chunks; c += 3 * SG) {
-    STAGE_CHUNK(r0);
-    LOAD_CHUNK(r0, min(c + 3 * SG, clast));
-    MULTIPLY_CHUNK();
-    if (c + SG >= chunks) {
-      break;
-    }
-    STAGE_CHUNK(r1);
-    LOAD_CHUNK(r1, min(c + 4 * SG, clast));
-    MULTIPLY_CHUNK();
-    if (c + 2 * SG >= chunks) {
-      break;
-    }
-    STAGE_CHUNK(r2);
-    LOAD_CHUNK(r2, min(c + 5 * SG, clast));
-    MULTIPLY_CHUNK();
-  }
+#define MULTIPLY_STAGED(R) MULTIPLY_CHUNK()
+  CHUNK_LOOP(ChunkRegs, LOAD_CHUNK, STAGE_CHUNK, MULTIPLY_STAGED)
 
   // The subgroups' sums meet in their W stages (each 16 x 16 f32 fits in 64 uvec4s of
   // one), added in subgroup order, rounded once.
