@@ -27,14 +27,22 @@ int64_t stage_bytes(int64_t subgroups, int64_t chunk, bool magic) {
 
 // dq=magic (templates/qmv_coop.glsl, DQ_MAGIC): W's values as exact offset integers, the
 // chunk's scale and bias applied in f32 by element of the accumulator, whose layout must be
-// NVIDIA's. 4 bits, a chunk inside one group. At 16 rows the f16 kernel needs 149
+// NVIDIA's. 4 bits, a chunk inside one group. At 16 rows the staged f16 kernel needs 149
 // registers (one workgroup a multiprocessor) and was slower than the conversion path
 // (H200: 48.6 against 41.4 us for [16,14336] x [4096,14336]^T); bf16's conversion path
 // (its rounding in integers) is slower still. 8 bits in f16 measured no faster (48.3
 // against 47.3 us at 8 rows, 132 registers), and bf16 cannot hold 8-bit values this way.
+// f16 with W's rows on 16 bytes builds its fragments in registers (DQ_FRAG, no stages) and
+// takes dq=magic at 9 to 16 rows too: on an H100 [16,14336] x [4096,14336]^T 41.3-41.5 ->
+// 33.1-33.4 us against the conversion path (docs/matmul.md, "qmvc without stages").
+bool w_rows_vec4(const MatmulGeometry& g) {
+  return g.bits % 4 == 0 && g.b_offset % 4 == 0 && g.ldb % 4 == 0 && g.b_bs0 % 4 == 0 &&
+         g.b_bs1 % 4 == 0;
+}
+
 bool magic_dequant(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps) {
   return caps.coop_acc_nv_layout && g.bits == 4 && g.group_size % kChunk == 0 &&
-         (g.m <= 8 || dtype == "bf16");
+         (g.m <= 8 || dtype == "bf16" || (dtype == "f16" && w_rows_vec4(g)));
 }
 
 // The cooperative-matrix path for the dtype: "khr" where the device has the KHR extension
@@ -78,8 +86,7 @@ bool qmvc_preferred(const std::string& dtype, const MatmulGeometry& g, const Dev
 }
 
 KernelKey qmvc_key(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps) {
-  bool wvec = g.bits % 4 == 0 && g.b_offset % 4 == 0 && g.ldb % 4 == 0 && g.b_bs0 % 4 == 0 &&
-              g.b_bs1 % 4 == 0;
+  bool wvec = w_rows_vec4(g);
   bool magic = magic_dequant(dtype, g, caps);
   return KernelKey{"qmvc",
                    {{"bits", std::to_string(g.bits)},

@@ -59,11 +59,11 @@
 #ifndef ROWS8
 #define ROWS8 0
 #endif
-// DQ_FRAG (below): f16 with DQ_MAGIC, at most 8 rows and W's rows on 16 bytes build the
-// fragments in registers instead of staging W and x in shared memory. Fragment elements are
-// written one by one, which the KHR rewrite cannot retype to bf16, so bf16 keeps the stages.
+// DQ_FRAG (below): f16 with DQ_MAGIC and W's rows on 16 bytes builds the fragments in
+// registers instead of staging W and x in shared memory. Fragment elements are written one
+// by one, which the KHR rewrite cannot retype to bf16, so bf16 keeps the stages.
 #ifndef DQ_FRAG
-#define DQ_FRAG (DQ_MAGIC != 0 && ROWS8 != 0 && COOP_BF16 == 0 && BITS == 4 && WVEC != 0)
+#define DQ_FRAG (DQ_MAGIC != 0 && COOP_BF16 == 0 && BITS == 4 && WVEC != 0)
 #endif
 #ifndef IN0_ST
 #define MLX_STORAGE_16BIT 1
@@ -416,9 +416,9 @@ void main() {
   // No stages (f16, <= 8 rows): the staged loop below spends most of its time moving W and x
   // through shared memory (~8 KB a subgroup and chunk, against ~2 KB read from memory; on
   // an H100 the staged kernel without global loads still took 24 of its 37 us), so here
-  // each lane loads exactly what its fragments hold. Lane l (g = l / 4,
-  // t = l % 4) holds, of each 16 k of a fragment product, k' = 2t, 2t + 1, 2t + 8, 2t + 9
-  // of A (x's row g) and B (W's columns g and g + 8). The product sums over k', so any
+  // each lane loads exactly what its fragments hold. Lane l (g = l / 4, t = l % 4) holds,
+  // of each 16 k of a fragment product, k' = 2t, 2t + 1, 2t + 8, 2t + 9 of A (x's row g,
+  // and g + 8 past 8 rows) and B (W's columns g and g + 8). The product sums over k', so any
   // permutation of the chunk's k applied to both serves: pair (step s, half h) of lane t
   // takes the values 8 (2t + h) + s and 8 (2t + h) + s + 4 of the chunk, i.e. values s and
   // s + 4 of W's word 2t + h, which one shift and one AND-OR make a pair (DQ_MAGIC), and
@@ -438,15 +438,39 @@ void main() {
       sc[i] = w_batch * 32 / BITS / GS + n * groups_per_row;
     }
     IDX_T xrow = (a_base + min(IDX_T(g), pc.m - 1) * pc.lda) / 8 + IDX_T(2u * t);  // uvec4s
+#if !ROWS8
+    IDX_T xrow8 = (a_base + min(IDX_T(g + 8u), pc.m - 1) * pc.lda) / 8 + IDX_T(2u * t);
+#endif
     IDX_T chunks = pc.k / KC;
     IDX_T clast = chunks - 1;
     struct FragRegs {
       uvec2 wa;
       uvec2 wb;
       uvec4 x[2];
+#if !ROWS8
+      uvec4 x8[2];  // row g + 8
+#endif
       float s[4];
       float b[4];
     };
+#if ROWS8
+#define LOAD_X8(R, cc)
+#define A_HIGH(R, ks)                                                            \
+  fa[4] = float16_t(0.0); fa[5] = float16_t(0.0);                                \
+  fa[6] = float16_t(0.0); fa[7] = float16_t(0.0);
+#define ACC_ELEMENTS 4u
+#else
+#define LOAD_X8(R, cc)                                                           \
+    R.x8[0] = x4[uint(xrow8 + cc * (KC / 8))];                                   \
+    R.x8[1] = x4[uint(xrow8 + cc * (KC / 8) + 1)];
+#define A_HIGH(R, ks)                                                            \
+  {                                                                              \
+    f16vec2 x2 = X_PAIR(R.x8[0], ks);                                            \
+    f16vec2 x3 = X_PAIR(R.x8[1], ks);                                            \
+    fa[4] = x2.x; fa[5] = x2.y; fa[6] = x3.x; fa[7] = x3.y;                      \
+  }
+#define ACC_ELEMENTS 8u
+#endif
 #define LOAD_FRAG(R, c)                                                          \
   {                                                                              \
     IDX_T cc = IDX_T(c);                                                         \
@@ -454,6 +478,7 @@ void main() {
     R.wb = wq2[uint(wb + cc * (KC / 16))];                                       \
     R.x[0] = x4[uint(xrow + cc * (KC / 8))];                                     \
     R.x[1] = x4[uint(xrow + cc * (KC / 8) + 1)];                                 \
+    LOAD_X8(R, cc)                                                               \
     IDX_T gi = cc * KC / GS;                                                     \
     [[unroll]] for (uint i = 0; i < 4u; ++i) {                                   \
       R.s[i] = float(IN0_LOAD(scales[uint(pc.extra0 + sc[i] + gi)]));            \
@@ -476,8 +501,7 @@ void main() {
       f16vec2 x0 = X_PAIR(R.x[0], ks);                                           \
       f16vec2 x1 = X_PAIR(R.x[1], ks);                                           \
       fa[0] = x0.x; fa[1] = x0.y; fa[2] = x1.x; fa[3] = x1.y;                    \
-      fa[4] = float16_t(0.0); fa[5] = float16_t(0.0);                            \
-      fa[6] = float16_t(0.0); fa[7] = float16_t(0.0);                            \
+      A_HIGH(R, ks)                                                              \
       f16vec2 a0 = W_PAIR(R.wa.x, ks);                                           \
       f16vec2 a1 = W_PAIR(R.wa.y, ks);                                           \
       f16vec2 b0 = W_PAIR(R.wb.x, ks);                                           \
@@ -487,8 +511,9 @@ void main() {
       cw = coopMatMulAddNV(fa, fb, cw);                                          \
       cx = coopMatMulAddNV(fa, ones, cx);                                        \
     }                                                                            \
-    [[unroll]] for (uint i = 0; i < 4u; ++i) {                                   \
-      acc[i] = fma(R.s[i], cw[i], fma(fma(-OFF, R.s[i], R.b[i]), cx[i], acc[i])); \
+    [[unroll]] for (uint i = 0; i < ACC_ELEMENTS; ++i) {                         \
+      float s_ = R.s[i % 4u];                                                    \
+      acc[i] = fma(s_, cw[i], fma(fma(-OFF, s_, R.b[i % 4u]), cx[i], acc[i]));   \
     }                                                                            \
   }
     fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
