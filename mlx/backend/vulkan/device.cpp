@@ -714,7 +714,8 @@ struct DeviceFactory {
     c.cooperative_matrix_bf16 = want_khr_bf16;
     c.f16_hw_convert = f16_hardware_conversions(p.props12.driverID);
     c.fma_fused = fused_fma(p.props12.driverID);
-    c.fused_vector_steps = fused_vector_steps(p.props.vendorID, p.props.deviceID);
+    c.fused_vector_steps =
+        fused_vector_steps(p.props.vendorID, p.props.deviceID, p.props.deviceName);
     c.coop_acc_nv_layout =
         (want_coop || want_khr_f16 || want_khr_bf16) && nv_accumulator_layout(p.props12.driverID);
     c.max_workgroup_invocations = p.props.limits.maxComputeWorkGroupInvocations;

@@ -5,11 +5,13 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 namespace mlx::core::vulkan {
 
 // Vector steps per invocation of a fused compile() kernel (DeviceCaps::fused_vector_steps;
-// MLX_VK_FUSED_EPT, read by codegen, overrides it).
-uint32_t fused_vector_steps(uint32_t vendor_id, uint32_t device_id);
+// MLX_VK_FUSED_EPT, read by codegen, overrides it), from the device's PCI vendor and device
+// IDs and its name (VkPhysicalDeviceProperties::deviceName).
+uint32_t fused_vector_steps(uint32_t vendor_id, uint32_t device_id, std::string_view name);
 
 }  // namespace mlx::core::vulkan
