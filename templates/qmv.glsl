@@ -463,7 +463,7 @@ void main() {
           b[c] = float(IN0_LOAD(qbiases[uint(pc.extra1 + g)]));
         }
 #if F16_DOT
-        // The pack's values as f16 pairs, once for all rows (one row: made beside its sums).
+        // The pack's values as f16 pairs, once for all rows.
         f16vec2 qv[NC][16];
         for (uint c = 0; c < NC; ++c) {
           pack_values_f16(words[u][c], expo, qv[c]);

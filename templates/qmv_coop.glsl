@@ -26,8 +26,8 @@
 // chunks of work to arrive in. At the end the
 // subgroups' accumulators meet in shared memory in a fixed order and the output is rounded
 // once. Stages are private to a subgroup: the chunk loop has no workgroup barrier. f16 with
-// at most 8 rows skips the stages (DQ_FRAG): each lane builds its fragments from its own
-// loads, the chunk's k permuted so that both operands' pairs are cheap to make.
+// DQ_MAGIC skips the stages (DQ_FRAG): each lane builds its fragments from its own loads,
+// the chunk's k permuted so that both operands' pairs are cheap to make.
 //
 // W's values become scale * q + bias in f32, then f16 (bf16) for the multiply-adds, as
 // gemm_coop.glsl's qmm does (a step coarser than qmv.glsl's f32 sums: docs/matmul.md);
@@ -84,9 +84,6 @@ layout(local_size_x_id = 0) in;
 
 layout(std430, set = 0, binding = 0) readonly buffer X {
   uvec4 x4[];
-};
-layout(std430, set = 0, binding = 0) readonly buffer XW {
-  uint xw[];
 };
 layout(std430, set = 0, binding = 1) readonly buffer W {
   uint wq[];
@@ -413,7 +410,7 @@ void main() {
   coopMatLoadNV(ones, ones4, 0, 2, false);
 #endif
 #if DQ_FRAG
-  // No stages (f16, <= 8 rows): the staged loop below spends most of its time moving W and x
+  // No stages (f16): the staged loop below spends most of its time moving W and x
   // through shared memory (~8 KB a subgroup and chunk, against ~2 KB read from memory; on
   // an H100 the staged kernel without global loads still took 24 of its 37 us), so here
   // each lane loads exactly what its fragments hold. Lane l (g = l / 4, t = l % 4) holds,
