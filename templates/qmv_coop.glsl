@@ -59,9 +59,8 @@
 #ifndef ROWS8
 #define ROWS8 0
 #endif
-// DQ_FRAG (below): f16 with DQ_MAGIC and W's rows on 16 bytes builds the fragments in
-// registers instead of staging W and x in shared memory. Fragment elements are written one
-// by one, which the KHR rewrite cannot retype to bf16, so bf16 keeps the stages.
+// DQ_FRAG needs W's rows on 16 bytes. Fragment elements are written one by one, which the
+// KHR rewrite cannot retype to bf16, so bf16 keeps the stages.
 #ifndef DQ_FRAG
 #define DQ_FRAG (DQ_MAGIC != 0 && COOP_BF16 == 0 && BITS == 4 && WVEC != 0)
 #endif
@@ -408,7 +407,12 @@ void main() {
 #if DQ_MAGIC
   fcoopmatNV<16, gl_ScopeSubgroup, COOP_K, 16> ones;
   coopMatLoadNV(ones, ones4, 0, 2, false);
+  // MAGIC where the compiler cannot fold it (k < 2^31), so that the mask and the OR are one
+  // three-input logic operation (with both as immediates it emits two).
+  uint magic = MAGIC | (uint(pc.k) >> 31);
 #endif
+  IDX_T chunks = pc.k / KC;
+  IDX_T clast = chunks - 1;
 #if DQ_FRAG
   // No stages (f16): the staged loop below spends most of its time moving W and x
   // through shared memory (~8 KB a subgroup and chunk, against ~2 KB read from memory; on
@@ -424,7 +428,6 @@ void main() {
   {
     uint g = lane / 4u;
     uint t = lane % 4u;
-    uint magic = MAGIC | (uint(pc.k) >> 31);
     IDX_T na = min(col0 + IDX_T(g), pc.n - 1);
     IDX_T nb = min(col0 + IDX_T(g + 8u), pc.n - 1);
     IDX_T wa = (pc.b_offset + w_batch + na * pc.ldb) / 2 + IDX_T(t);  // in uvec2s
@@ -438,8 +441,6 @@ void main() {
 #if !ROWS8
     IDX_T xrow8 = (a_base + min(IDX_T(g + 8u), pc.m - 1) * pc.lda) / 8 + IDX_T(2u * t);
 #endif
-    IDX_T chunks = pc.k / KC;
-    IDX_T clast = chunks - 1;
     struct FragRegs {
       uvec2 wa;
       uvec2 wb;
@@ -513,32 +514,19 @@ void main() {
       acc[i] = fma(s_, cw[i], fma(fma(-OFF, s_, R.b[i % 4u]), cx[i], acc[i]));   \
     }                                                                            \
   }
-    fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
-    fcoopmatNV<16, gl_ScopeSubgroup, COOP_K, 16> ones;
-    coopMatLoadNV(ones, ones4, 0, 2, false);
 #define NOTHING(R)
     CHUNK_LOOP(FragRegs, LOAD_FRAG, MULT_FRAG, NOTHING)
-    barrier();
-    coopMatStoreNV(acc, ws4, stage, 4u, false);
-    barrier();
   }
 #else
-  IDX_T chunks = pc.k / KC;
-#if DQ_MAGIC
-  // MAGIC where the compiler cannot fold it (k < 2^31), so that the mask and the OR are one
-  // three-input logic operation (with both as immediates it emits two).
-  uint magic = MAGIC | (uint(pc.k) >> 31);
-#endif
-  IDX_T clast = chunks - 1;
 #define MULTIPLY_STAGED(R) MULTIPLY_CHUNK()
   CHUNK_LOOP(ChunkRegs, LOAD_CHUNK, STAGE_CHUNK, MULTIPLY_STAGED)
+#endif
 
   // The subgroups' sums meet in their W stages (each 16 x 16 f32 fits in 64 uvec4s of
   // one), added in subgroup order, rounded once.
   barrier();
   coopMatStoreNV(acc, ws4, stage, 4u, false);
   barrier();
-#endif
   IDX_T out_base = pc.out_offset + z * pc.m * pc.n;
   for (uint e = gl_LocalInvocationID.x; e < 256u; e += WGS) {
     IDX_T row = IDX_T(e / 16u);
