@@ -99,17 +99,20 @@ int main() {
       }
     }
     // An 8B-class model's other decode products: gate/up [14336,4096] and q/o [4096,4096],
-    // 4-bit (K = 4096: fewer packs a lane than the down projection above).
-    for (int n : {14336, 4096}) {
-      auto q = mx::quantize(bench::gpu_uniform({n, 4096}, 13, mx::float16), 64, 4);
-      mx::eval(q);
-      double bytes = 4.0 * q[0].size() + 2.0 * q[1].size() + 2.0 * q[2].size();
-      auto x = mx::slice(x4, {0, 0}, {1, 4096});
-      std::string name = "q4 g64 [1,4096] x [" + std::to_string(n) + ",4096]^T";
-      rows.push_back(
-          {name, bytes,
-           measure_op([&] { return mx::quantized_matmul(x, q[0], q[1], q[2], true, 64, 4); }, batch,
-                      reps)});
+    // 4- and 8-bit (K = 4096: fewer packs a lane than the down projection above).
+    for (int bits : {4, 8}) {
+      for (int n : {14336, 4096}) {
+        auto q = mx::quantize(bench::gpu_uniform({n, 4096}, 13, mx::float16), 64, bits);
+        mx::eval(q);
+        double bytes = 4.0 * q[0].size() + 2.0 * q[1].size() + 2.0 * q[2].size();
+        auto x = mx::slice(x4, {0, 0}, {1, 4096});
+        std::string name =
+            "q" + std::to_string(bits) + " g64 [1,4096] x [" + std::to_string(n) + ",4096]^T";
+        rows.push_back(
+            {name, bytes,
+             measure_op([&] { return mx::quantized_matmul(x, q[0], q[1], q[2], true, 64, bits); },
+                        batch, reps)});
+      }
     }
   }
   if (qmv || bench::wanted("MATMUL_BENCH_ONLY", "lmhead")) {
@@ -136,6 +139,11 @@ int main() {
     double qb_bytes = 4.0 * qb[0].size() + 2.0 * qb[1].size() + 2.0 * qb[2].size();
     add("q4 g64 bf16 [1,14336] x [4096,14336]^T", qb_bytes,
         [&] { return mx::quantized_matmul(xb, qb[0], qb[1], qb[2], true, 64, 4); });
+    auto qb8 = mx::quantize(wq_bf, 64, 8);
+    mx::eval(qb8);
+    add("q8 g64 bf16 [1,14336] x [4096,14336]^T",
+        4.0 * qb8[0].size() + 2.0 * qb8[1].size() + 2.0 * qb8[2].size(),
+        [&] { return mx::quantized_matmul(xb, qb8[0], qb8[1], qb8[2], true, 64, 8); });
     // The K = 4096 products of an 8B-class model in bf16 (gate/up and q/o sized): two packs
     // a lane in two parts, where the f16 rows above load a step ahead (docs/matmul.md).
     auto xb4 = bench::gpu_uniform({1, 4096}, 18, mx::bfloat16);
