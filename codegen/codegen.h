@@ -160,4 +160,12 @@ std::string validate_spirv(const std::vector<uint32_t>& words);
 // Human-readable SPIR-V (for spvdump and error reports).
 std::string disassemble(const std::vector<uint32_t>& words);
 
+// Bytes of the module's Workgroup-storage (shared) variables: arrays, vectors, scalars
+// and structs of them (packed), array lengths from constants or from specialization
+// constants (`spec_values`: constant_id -> value, else the module's defaults) through
+// integer arithmetic. A length it cannot evaluate counts 0, so the result is a lower
+// bound. The runtime compares it with the device's limit.
+uint32_t workgroup_memory_bytes(const std::vector<uint32_t>& words,
+                                const std::map<uint32_t, uint32_t>& spec_values = {});
+
 }  // namespace mlx::core::vulkan::codegen

@@ -55,51 +55,10 @@ std::string tiles(const cg::KernelKey& key) {
   return out;
 }
 
-// Bytes of Workgroup-storage variables in a SPIR-V module.
-uint32_t shared_bytes(const std::vector<uint32_t>& w) {
-  enum : uint32_t {
-    OpTypeInt = 21,
-    OpTypeFloat = 22,
-    OpTypeVector = 23,
-    OpTypeArray = 28,
-    OpTypePointer = 32,
-    OpConstant = 43,
-    OpVariable = 59,
-  };
-  constexpr uint32_t kWorkgroup = 4;
-  std::map<uint32_t, uint32_t> bytes, constants, pointee;
-  uint32_t total = 0;
-  for (size_t i = 5; i < w.size();) {
-    uint32_t op = w[i] & 0xffff, n = w[i] >> 16;
-    const uint32_t* a = &w[i + 1];
-    switch (op) {
-      case OpTypeInt:
-      case OpTypeFloat:
-        bytes[a[0]] = a[1] / 8;
-        break;
-      case OpTypeVector:
-        bytes[a[0]] = bytes[a[1]] * a[2];
-        break;
-      case OpTypeArray:
-        bytes[a[0]] = bytes[a[1]] * constants[a[2]];
-        break;
-      case OpTypePointer:
-        pointee[a[0]] = a[2];
-        break;
-      case OpConstant:
-        constants[a[1]] = a[2];
-        break;
-      case OpVariable:
-        if (a[2] == kWorkgroup) {
-          total += bytes[pointee[a[0]]];
-        }
-        break;
-      default:
-        break;
-    }
-    i += n;
-  }
-  return total;
+// Bytes of Workgroup-storage variables of a kernel, its arrays sized with the kernel's
+// specialization constants (the workgroup size), as the runtime checks them.
+uint32_t shared_bytes(const cg::KernelKey& key, const cg::KernelSource& src) {
+  return cg::workgroup_memory_bytes(cg::compile(key, src).words, src.spec_constants);
 }
 
 }  // namespace
@@ -123,7 +82,7 @@ TEST_CASE("sdpa prefill tiles on a 48 KiB, subgroup-32 device (the H100's number
   auto src = cg::render_attention(k, caps);
   CHECK(src.workgroup_size[0] == 128);
   // Q as 16-bit quads 64 x 33, K/V as f32 32 x 33, P 32 x 17: 41.5 KiB.
-  CHECK(shared_bytes(cg::compile(k, src).words) == 64 * 33 * 8 + 32 * 33 * 16 + 32 * 17 * 16);
+  CHECK(shared_bytes(k, src) == 64 * 33 * 8 + 32 * 33 * 16 + 32 * 17 * 16);
   auto launch = cg::attention_launch(k, src, g);
   CHECK(launch.groups[0] == 8);             // batch x KV heads
   CHECK(launch.groups[1] == 4 * 512 / 64);  // G * Lq rows in blocks of 64
@@ -154,8 +113,7 @@ TEST_CASE("sdpa prefill tiles fit the device for every head dim: render, compile
           std::string what = std::string(dev.name).append(" ").append(key.canonical());
           CAPTURE(what);
           auto src = cg::render_attention(key, dev.caps);
-          auto mod = cg::compile(key, src);
-          CHECK(shared_bytes(mod.words) <= dev.caps.max_shared_memory);
+          CHECK(shared_bytes(key, src) <= dev.caps.max_shared_memory);
           CHECK(src.workgroup_size[0] <= dev.caps.max_workgroup_invocations);
           ++compiled;
         }
@@ -209,8 +167,7 @@ TEST_CASE("sdpa decode keys compile and fit shared memory with and without subgr
         CAPTURE(what);
         CHECK(key.params.at("mode") == "vector");
         auto src = cg::render_attention(key, dev.caps);
-        auto mod = cg::compile(key, src);
-        CHECK(shared_bytes(mod.words) <= dev.caps.max_shared_memory);
+        CHECK(shared_bytes(key, src) <= dev.caps.max_shared_memory);
         ++compiled;
       }
     }
@@ -260,8 +217,7 @@ TEST_CASE("sdpa decode step keys: params, compile, and shared memory within the 
         }
         auto src = cg::render_attention(key, dev.caps);
         CHECK(src.num_buffers == 12);
-        auto mod = cg::compile(key, src);
-        CHECK(shared_bytes(mod.words) <= dev.caps.max_shared_memory);
+        CHECK(shared_bytes(key, src) <= dev.caps.max_shared_memory);
         ++compiled;
       }
     }
@@ -408,7 +364,7 @@ TEST_CASE("sdpa prefill takes cooperative matrices where the device multiplies t
         auto mod = cg::compile(k, src);
         CHECK_FALSE(mod.words.empty());
         // The register softmax's two K/V buffers still fit NVIDIA's 48 KiB.
-        CHECK(shared_bytes(mod.words) <= caps.max_shared_memory);
+        CHECK(shared_bytes(k, src) <= caps.max_shared_memory);
       }
     }
   }
@@ -420,8 +376,7 @@ TEST_CASE("sdpa prefill takes cooperative matrices where the device multiplies t
       auto k = cg::attention_key("f16", prefill(d, d), caps);
       REQUIRE(k.params["mode"] == "coop");
       CAPTURE(k.canonical());
-      auto mod = cg::compile(k, cg::render(k, caps));
-      CHECK(shared_bytes(mod.words) <= caps.max_shared_memory);
+      CHECK(shared_bytes(k, cg::render(k, caps)) <= caps.max_shared_memory);
     }
   }
   caps.coop_acc_nv_layout = true;

@@ -329,3 +329,24 @@ TEST_CASE("compile errors name the kernel, glslang's message and the GLSL line")
   CHECK_THROWS_WITH_AS(compile(k, src), doctest::Contains("return MLX_APPLY(IN0_LOAD(in0[loc[0]])"),
                        std::runtime_error);
 }
+
+TEST_CASE("workgroup_memory_bytes counts shared arrays sized by the workgroup-size constant") {
+  // A row reduction holds two arrays of gl_WorkGroupSize.x elements (partial sums and their
+  // compensations), 8 bytes an invocation, and no other shared variable; an elementwise
+  // kernel holds none.
+  auto caps = full_caps();
+  caps.subgroup_size = 8;
+  caps.subgroup_shuffle = true;
+  auto reduce = KernelKey::parse("reduce:idx=32,in=f32,mode=row,op=Sum,out=f32,sg=8,vec=4");
+  auto src = render(reduce, caps);
+  auto words = compile(reduce, src).words;
+  REQUIRE(src.spec_constants.count(0) == 1);
+  CHECK(workgroup_memory_bytes(words, src.spec_constants) == 8 * src.spec_constants.at(0));
+  CHECK(workgroup_memory_bytes(words, {{0, 128}}) == 8 * 128);
+  CHECK(workgroup_memory_bytes(words, {{0, 1024}}) == 8 * 1024);
+  auto add = key("binary", "Add", "f32.f32", "f32", "cc");
+  CHECK(workgroup_memory_bytes(compile(add, render(add, caps)).words) == 0);
+  // A truncated module counts what it read, without reading past its end.
+  words.resize(words.size() / 2);
+  CHECK(workgroup_memory_bytes(words, {{0, 128}}) <= 8 * 128);
+}

@@ -283,3 +283,44 @@ TEST_CASE("MLX_VK_DEVICE=1, -1, abc or 999 on this machine warns once at start-u
   CHECK_MESSAGE(ok.code == 0, "child stdout:\n" << ok.out << "\nchild stderr:\n" << ok.err);
   CHECK(count_of(ok.err, "[vulkan] warning:") == 0);
 }
+
+// MLX_VK_MAX_SHARED_MEMORY / MLX_VK_MAX_WORKGROUP_INVOCATIONS (docs/vulkan.md, "Device
+// limits"): the child case below runs with both lowered; a kernel the planners size past
+// a limit is refused with the kernel and both numbers named, not handed to the driver.
+bool lowered_limits_child() {
+  const char* v = std::getenv("MLX_TEST_LOWERED_LIMITS");
+  return v && std::string(v) == "1";
+}
+
+TEST_CASE("lowered device limits: kernels planned within them, one past them a clear error") {
+  VK_REQUIRE_DEVICE();
+  if (!lowered_limits_child()) {
+    return;  // runs as the child of the case below
+  }
+  const auto& caps = mx::vulkan::device("test").caps();
+  CHECK(caps.max_shared_memory == 64);
+  CHECK(caps.max_workgroup_invocations == 128);
+  // An elementwise kernel needs no shared memory: it runs, in workgroups of <= 128.
+  auto a = mx::arange(1000, mx::float32);
+  auto twice = mx::add(a, a, mx::Device::gpu);
+  CHECK(mx::array_equal(twice, mx::multiply(a, mx::array(2.0f), mx::Device::cpu), false,
+                        mx::Device::cpu)
+            .item<bool>());
+  // A row reduction's kernel holds its subgroups' partial sums in shared memory.
+  auto x = mx::ones({64, 5000});
+  CHECK_THROWS_WITH_AS(mx::eval(mx::sum(x, 1, false, mx::Device::gpu)),
+                       doctest::Contains("bytes of shared memory; the device allows 64."),
+                       std::runtime_error);
+}
+
+TEST_CASE("MLX_VK_MAX_SHARED_MEMORY and MLX_VK_MAX_WORKGROUP_INVOCATIONS lower the device limits") {
+  VK_REQUIRE_DEVICE();
+  if (lowered_limits_child() || expected_bad_device()) {
+    return;
+  }
+  ChildRun r = run_self("lowered device limits*", {{"MLX_VK_MAX_SHARED_MEMORY", "64"},
+                                                   {"MLX_VK_MAX_WORKGROUP_INVOCATIONS", "128"},
+                                                   {"MLX_TEST_LOWERED_LIMITS", "1"}});
+  CHECK_MESSAGE(r.code == 0, "child stdout:\n" << r.out << "\nchild stderr:\n" << r.err);
+  CHECK(count_of(r.out, " 1 passed | 0 failed") == 1);
+}

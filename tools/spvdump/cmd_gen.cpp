@@ -126,6 +126,8 @@ int run_gen(const Args& args) {
         .add("glslang_ms", module.glslang_ms)
         .add("optimize_ms", module.optimize_ms)
         .add("spirv_words", uint64_t{module.words.size()})
+        .add("shared_memory_bytes",
+             uint64_t{codegen::workgroup_memory_bytes(module.words, source.spec_constants)})
         .add("compiler_version", codegen::compiler_version());
     if (args.flag("--glsl")) {
       o.add("glsl", source.glsl);
@@ -147,6 +149,9 @@ int run_gen(const Args& args) {
       {"glslang ms:", format_ms(module.glslang_ms)},
       {"optimize ms:", format_ms(module.optimize_ms)},
       {"SPIR-V:", std::to_string(module.words.size()) + " words"},
+      {"shared memory:",
+       std::to_string(codegen::workgroup_memory_bytes(module.words, source.spec_constants)) +
+           " bytes"},
       {"compiler:", codegen::compiler_version()},
   });
   std::cout << "defines:\n";
@@ -171,8 +176,8 @@ std::vector<Command> gen_commands() {
               "\n"
               "Renders the kernel a key describes, compiles it with glslang (and the "
               "optimizer),\nand prints what the runtime would get: template, defines, "
-              "buffers, push-constant\nsize, workgroup size, compile times, SPIR-V size "
-              "and the cache hash.\nExample: spvdump gen 'binary:idx=32,in=f32.f32,"
+              "buffers, push-constant\nsize, workgroup size, compile times, SPIR-V and shared "
+              "memory sizes and the\ncache hash.\nExample: spvdump gen 'binary:idx=32,in=f32.f32,"
               "layout=cc,op=Add,out=f32' --glsl\n"
               "\n"
               "options:\n"

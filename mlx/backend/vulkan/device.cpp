@@ -19,6 +19,16 @@ namespace {
 
 constexpr uint32_t required_api = VK_API_VERSION_1_2;
 
+// Lowers `limit` to the positive integer in environment variable `name`, if it is smaller.
+void lower_limit(uint32_t& limit, const char* name) {
+  if (const char* text = std::getenv(name); text && *text) {
+    long v = std::strtol(text, nullptr, 10);
+    if (v >= 1 && static_cast<uint64_t>(v) < limit) {
+      limit = static_cast<uint32_t>(v);
+    }
+  }
+}
+
 std::string api_string(uint32_t v) {
   return std::to_string(VK_API_VERSION_MAJOR(v)) + "." + std::to_string(VK_API_VERSION_MINOR(v)) +
          "." + std::to_string(VK_API_VERSION_PATCH(v));
@@ -696,10 +706,11 @@ struct DeviceFactory {
     c.subgroup_size = p.props11.subgroupSize;
     // MLX_VK_SUBGROUP_SHUFFLE=0 runs the kernels' shared-memory paths, those of devices
     // without shuffles (the `shuffleless` ctest covers them on lavapipe).
-    c.subgroup_shuffle = (p.props11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
-                         (p.props11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT) &&
-                         (p.props11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) &&
-                         env_flag("MLX_VK_SUBGROUP_SHUFFLE", true);
+    c.subgroup_shuffle =
+        (p.props11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+        (p.props11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT) &&
+        (p.props11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) &&
+        env_flag("MLX_VK_SUBGROUP_SHUFFLE", true);
     c.shader_float16 = p.features12.shaderFloat16;
     c.shader_int8 = p.features12.shaderInt8;
     c.shader_int16 = p.features.shaderInt16;
@@ -720,6 +731,11 @@ struct DeviceFactory {
         (want_coop || want_khr_f16 || want_khr_bf16) && nv_accumulator_layout(p.props12.driverID);
     c.max_workgroup_invocations = p.props.limits.maxComputeWorkGroupInvocations;
     c.max_shared_memory = p.props.limits.maxComputeSharedMemorySize;
+    // MLX_VK_MAX_WORKGROUP_INVOCATIONS and MLX_VK_MAX_SHARED_MEMORY lower the limits the
+    // kernels are planned for (never raise them), so one machine runs them as a device with
+    // less would (Vulkan guarantees 128 invocations and 16 KiB). For tests; docs/vulkan.md.
+    lower_limit(c.max_workgroup_invocations, "MLX_VK_MAX_WORKGROUP_INVOCATIONS");
+    lower_limit(c.max_shared_memory, "MLX_VK_MAX_SHARED_MEMORY");
     c.fingerprint = p.fingerprint();
 
     choose_memory(dev, p);

@@ -265,9 +265,28 @@ std::shared_ptr<Kernel> KernelLibrary::build(const codegen::KernelKey& key, bool
                                " bytes of push constants; the device allows " +
                                std::to_string(dev_.limits().maxPushConstantsSize) + ".");
     }
+    // Planning follows DeviceCaps::max_workgroup_invocations; a kernel past it would be an
+    // invalid pipeline on the device (and, under MLX_VK_MAX_WORKGROUP_INVOCATIONS, a limit
+    // the tests impose on a device that allows more, a plan that ignored it).
+    const auto& wgs = k->source.workgroup_size;
+    uint64_t invocations = uint64_t{wgs[0]} * wgs[1] * wgs[2];
+    if (invocations > dev_.caps().max_workgroup_invocations) {
+      throw std::runtime_error("[vulkan] kernel " + key.canonical() + " has " +
+                               std::to_string(invocations) +
+                               " invocations a workgroup; the device allows " +
+                               std::to_string(dev_.caps().max_workgroup_invocations) + ".");
+    }
     k->set_layout = set_layout_for(k->num_buffers);
     k->layout = pipeline_layout_for(k->num_buffers, k->push_constant_bytes);
     spirv = spirv_for(*k, true);
+    // The same for shared memory (MLX_VK_MAX_SHARED_MEMORY lowers the limit for tests).
+    uint32_t shared = codegen::workgroup_memory_bytes(spirv.words, k->source.spec_constants);
+    if (shared > dev_.caps().max_shared_memory) {
+      throw std::runtime_error("[vulkan] kernel " + key.canonical() + " uses " +
+                               std::to_string(shared) +
+                               " bytes of shared memory; the device allows " +
+                               std::to_string(dev_.caps().max_shared_memory) + ".");
+    }
   } catch (...) {
     count_failure();
     throw;
