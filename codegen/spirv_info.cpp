@@ -66,9 +66,19 @@ uint64_t spec_op(uint32_t op, uint64_t a, uint64_t b) {
 
 uint32_t workgroup_memory_bytes(const std::vector<uint32_t>& words,
                                 const std::map<uint32_t, uint32_t>& spec_values) {
-  std::map<uint32_t, uint64_t> bytes, value;
+  // Every id is below the header's bound: tables indexed by id keep this cheap (the runtime
+  // counts each kernel it builds or loads from the disk cache). An instruction naming an
+  // id past the bound is skipped.
+  if (words.size() < 5 || words[3] > words.size() * 4) {
+    return 0;
+  }
+  const uint32_t bound = words[3];
+  std::vector<uint64_t> bytes(bound), value(bound);
+  std::vector<uint32_t> pointee(bound), spec_id(bound, ~0u);
   std::map<uint32_t, std::vector<uint32_t>> composite;
-  std::map<uint32_t, uint32_t> pointee, spec_id;
+  auto get = [&](const std::vector<uint64_t>& table, uint32_t id) {
+    return id < bound ? table[id] : 0;
+  };
   uint64_t total = 0;
   for (size_t i = 5; i < words.size();) {
     uint32_t op = words[i] & 0xffff, n = words[i] >> 16;
@@ -76,57 +86,68 @@ uint32_t workgroup_memory_bytes(const std::vector<uint32_t>& words,
       break;  // malformed: count what was read
     }
     const uint32_t* a = &words[i + 1];
+    // The id an instruction defines: operand 0 for types, 1 after a result type.
+    uint32_t def = n >= 2 ? a[0] : bound;
+    if (op == OpConstant || op == OpSpecConstant || op == OpConstantComposite ||
+        op == OpSpecConstantComposite || op == OpSpecConstantOp) {
+      def = n >= 3 ? a[1] : bound;
+    }
+    if (op != OpDecorate && op != OpVariable && def >= bound) {
+      i += n;
+      continue;
+    }
     switch (op) {
       case OpDecorate:
-        if (n >= 4 && a[1] == DecorationSpecId) {
+        if (n >= 4 && a[1] == DecorationSpecId && a[0] < bound) {
           spec_id[a[0]] = a[2];
         }
         break;
       case OpTypeInt:
       case OpTypeFloat:
-        bytes[a[0]] = a[1] / 8;
+        bytes[def] = n >= 3 ? a[1] / 8 : 0;
         break;
       case OpTypeVector:
-        bytes[a[0]] = bytes[a[1]] * a[2];
+        bytes[def] = n >= 4 ? get(bytes, a[1]) * a[2] : 0;
         break;
       case OpTypeArray:
-        bytes[a[0]] = bytes[a[1]] * value[a[2]];
+        bytes[def] = n >= 4 ? get(bytes, a[1]) * get(value, a[2]) : 0;
         break;
       case OpTypeStruct: {
         uint64_t sum = 0;  // members packed: a lower bound where the layout pads
         for (uint32_t m = 1; m + 1 < n; ++m) {
-          sum += bytes[a[m]];
+          sum += get(bytes, a[m]);
         }
-        bytes[a[0]] = sum;
+        bytes[def] = sum;
         break;
       }
       case OpTypePointer:
-        pointee[a[0]] = a[2];
+        pointee[def] = n >= 4 ? a[2] : 0;
         break;
       case OpConstant:
-        value[a[1]] = a[2];
+        value[def] = n >= 4 ? a[2] : 0;
         break;
       case OpSpecConstant: {
-        auto id = spec_id.find(a[1]);
-        auto given = id == spec_id.end() ? spec_values.end() : spec_values.find(id->second);
-        value[a[1]] = given != spec_values.end() ? given->second : a[2];
+        auto given = spec_values.find(spec_id[def]);
+        value[def] = given != spec_values.end() ? given->second : (n >= 4 ? a[2] : 0);
         break;
       }
       case OpConstantComposite:
       case OpSpecConstantComposite:
-        composite[a[1]].assign(a + 2, a + n - 1);
+        composite[def].assign(a + 2, a + n - 1);
         break;
       case OpSpecConstantOp:
-        if (a[2] == OpCompositeExtract && n >= 6) {
-          const auto& parts = composite[a[3]];
-          value[a[1]] = a[4] < parts.size() ? value[parts[a[4]]] : 0;
+        if (n >= 6 && a[2] == OpCompositeExtract) {
+          auto parts = composite.find(a[3]);
+          value[def] = parts != composite.end() && a[4] < parts->second.size()
+                           ? get(value, parts->second[a[4]])
+                           : 0;
         } else if (n >= 6) {
-          value[a[1]] = spec_op(a[2], value[a[3]], value[a[4]]);
+          value[def] = spec_op(a[2], get(value, a[3]), get(value, a[4]));
         }
         break;
       case OpVariable:
-        if (a[2] == StorageWorkgroup) {
-          total += bytes[pointee[a[0]]];
+        if (n >= 4 && a[2] == StorageWorkgroup && a[0] < bound) {
+          total += get(bytes, pointee[a[0]]);
         }
         break;
       default:

@@ -706,11 +706,10 @@ struct DeviceFactory {
     c.subgroup_size = p.props11.subgroupSize;
     // MLX_VK_SUBGROUP_SHUFFLE=0 runs the kernels' shared-memory paths, those of devices
     // without shuffles (the `shuffleless` ctest covers them on lavapipe).
-    c.subgroup_shuffle =
-        (p.props11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
-        (p.props11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT) &&
-        (p.props11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) &&
-        env_flag("MLX_VK_SUBGROUP_SHUFFLE", true);
+    c.subgroup_shuffle = (p.props11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                         (p.props11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT) &&
+                         (p.props11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) &&
+                         env_flag("MLX_VK_SUBGROUP_SHUFFLE", true);
     c.shader_float16 = p.features12.shaderFloat16;
     c.shader_int8 = p.features12.shaderInt8;
     c.shader_int16 = p.features.shaderInt16;
