@@ -229,6 +229,17 @@ int64_t step_shared_bytes(const AttentionGeometry& g, uint32_t tpr, uint32_t rb,
               (sg ? 1 : wgs * rb * kps));
 }
 
+// Shared memory of the plain vector mode (sdpa.glsl, no STEP), its arrays mirrored: the
+// teams' (m, l) and outputs, the transposed sums' two slots of weights and rescale factors
+// (with shuffles, TPR >= RB), and the team sums without shuffles (include/teams.glsl).
+int64_t vector_shared_bytes(const AttentionGeometry& g, uint32_t tpr, uint32_t rb, bool sg) {
+  int64_t wgs = tpr * kTeams;
+  int64_t kps = vector_keys_per_step(g, tpr, sg);
+  bool transposed = sg && tpr >= rb;
+  return 4 * (2 * kTeams + kTeams * g.dv + (sg ? 1 : wgs * rb * kps) +
+              (transposed ? 2 * kTeams * rb * kps + 2 * kTeams * rb : 0));
+}
+
 const std::string& mask_param(const KernelKey& key, const std::string& where) {
   const std::string& m = key_param(key, "mask", where);
   if (m != "none" && m != "causal" && m != "bool" && m != "add") {
@@ -300,10 +311,19 @@ KernelKey attention_key(const std::string& dtype, const AttentionGeometry& g,
                  {"sdtype", g.sinks_dtype.empty() ? "-" : g.sinks_dtype}}};
   if (attention_vector(g)) {
     uint32_t tpr = vector_tpr(g, caps);
+    bool sg = caps.subgroup_shuffle && tpr <= caps.subgroup_size;
+    // Fewer rows a workgroup where its arrays would not fit (without shuffles the team sums
+    // take WGS x RB x KPS floats: head dim 256 with 8 rows needs 16.1 KiB, past a 16 KiB
+    // device). The launch reads RB from the key.
+    uint32_t rb = vector_rows(g);
+    while (rb > 1 &&
+           vector_shared_bytes(g, tpr, rb, sg) > static_cast<int64_t>(caps.max_shared_memory)) {
+      rb /= 2;
+    }
     key.params["mode"] = "vector";
-    key.params["rb"] = std::to_string(vector_rows(g));
+    key.params["rb"] = std::to_string(rb);
     key.params["tpr"] = std::to_string(tpr);
-    key.params["sg"] = caps.subgroup_shuffle && tpr <= caps.subgroup_size ? "1" : "0";
+    key.params["sg"] = sg ? "1" : "0";
     key.params["split"] = attention_splits(g) > 1 ? "1" : "0";
     // Each lane's d / tpr and dv / tpr elements of a K and V row as 4-element vectors.
     bool quads = (g.d / tpr) % 4 == 0 && (g.dv / tpr) % 4 == 0 && rows_vector_loads(g);

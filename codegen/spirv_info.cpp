@@ -1,4 +1,5 @@
 // Facts read from a compiled module (codegen.h: workgroup_memory_bytes).
+#include <algorithm>
 #include <map>
 #include <vector>
 
@@ -15,8 +16,12 @@ enum : uint32_t {
   OpTypeArray = 28,
   OpTypeStruct = 30,
   OpTypePointer = 32,
+  OpConstantTrue = 41,
+  OpConstantFalse = 42,
   OpConstant = 43,
   OpConstantComposite = 44,
+  OpSpecConstantTrue = 48,
+  OpSpecConstantFalse = 49,
   OpSpecConstant = 50,
   OpSpecConstantComposite = 51,
   OpSpecConstantOp = 52,
@@ -29,6 +34,22 @@ enum : uint32_t {
   OpUDiv = 134,
   OpSDiv = 135,
   OpUMod = 137,
+  OpLogicalEqual = 164,
+  OpLogicalNotEqual = 165,
+  OpLogicalOr = 166,
+  OpLogicalAnd = 167,
+  OpLogicalNot = 168,
+  OpSelect = 169,
+  OpIEqual = 170,
+  OpINotEqual = 171,
+  OpUGreaterThan = 172,
+  OpSGreaterThan = 173,
+  OpUGreaterThanEqual = 174,
+  OpSGreaterThanEqual = 175,
+  OpULessThan = 176,
+  OpSLessThan = 177,
+  OpULessThanEqual = 178,
+  OpSLessThanEqual = 179,
   OpShiftRightLogical = 194,
   OpShiftLeftLogical = 196,
   OpBitwiseAnd = 199,
@@ -36,10 +57,41 @@ enum : uint32_t {
   StorageWorkgroup = 4,
 };
 
-// The value of a specialization-constant operation over 32-bit integers; 0 for one not
-// listed (the count is then a lower bound).
+// The value of a two-operand specialization-constant operation over 32-bit integers and
+// booleans (1 / 0); 0 for one not listed (the count is then a lower bound). glslang emits
+// these for array lengths such as `WGS * TEAM_VALUES` and `SUBGROUP == 1 ? 1 : WGS`.
 uint64_t spec_op(uint32_t op, uint64_t a, uint64_t b) {
+  auto sa = static_cast<int32_t>(static_cast<uint32_t>(a));
+  auto sb = static_cast<int32_t>(static_cast<uint32_t>(b));
   switch (op) {
+    case OpLogicalEqual:
+      return (a != 0) == (b != 0);
+    case OpLogicalNotEqual:
+      return (a != 0) != (b != 0);
+    case OpLogicalOr:
+      return a != 0 || b != 0;
+    case OpLogicalAnd:
+      return a != 0 && b != 0;
+    case OpIEqual:
+      return a == b;
+    case OpINotEqual:
+      return a != b;
+    case OpUGreaterThan:
+      return a > b;
+    case OpSGreaterThan:
+      return sa > sb;
+    case OpUGreaterThanEqual:
+      return a >= b;
+    case OpSGreaterThanEqual:
+      return sa >= sb;
+    case OpULessThan:
+      return a < b;
+    case OpSLessThan:
+      return sa < sb;
+    case OpULessThanEqual:
+      return a <= b;
+    case OpSLessThanEqual:
+      return sa <= sb;
     case OpIAdd:
       return (a + b) & 0xffffffffu;
     case OpISub:
@@ -69,10 +121,10 @@ uint32_t workgroup_memory_bytes(const std::vector<uint32_t>& words,
   // Every id is below the header's bound: tables indexed by id keep this cheap (the runtime
   // counts each kernel it builds or loads from the disk cache). An instruction naming an
   // id past the bound is skipped.
-  if (words.size() < 5 || words[3] > words.size() * 4) {
+  if (words.size() < 5) {
     return 0;
   }
-  const uint32_t bound = words[3];
+  const uint32_t bound = std::min<uint32_t>(words[3], 1u << 20);
   std::vector<uint64_t> bytes(bound), value(bound);
   std::vector<uint32_t> pointee(bound), spec_id(bound, ~0u);
   std::map<uint32_t, std::vector<uint32_t>> composite;
@@ -89,7 +141,8 @@ uint32_t workgroup_memory_bytes(const std::vector<uint32_t>& words,
     // The id an instruction defines: operand 0 for types, 1 after a result type.
     uint32_t def = n >= 2 ? a[0] : bound;
     if (op == OpConstant || op == OpSpecConstant || op == OpConstantComposite ||
-        op == OpSpecConstantComposite || op == OpSpecConstantOp) {
+        op == OpSpecConstantComposite || op == OpSpecConstantOp || op == OpConstantTrue ||
+        op == OpConstantFalse || op == OpSpecConstantTrue || op == OpSpecConstantFalse) {
       def = n >= 3 ? a[1] : bound;
     }
     if (op != OpDecorate && op != OpVariable && def >= bound) {
@@ -126,6 +179,16 @@ uint32_t workgroup_memory_bytes(const std::vector<uint32_t>& words,
       case OpConstant:
         value[def] = n >= 4 ? a[2] : 0;
         break;
+      case OpConstantTrue:
+      case OpConstantFalse:
+        value[def] = op == OpConstantTrue;
+        break;
+      case OpSpecConstantTrue:
+      case OpSpecConstantFalse: {
+        auto given = spec_values.find(spec_id[def]);
+        value[def] = given != spec_values.end() ? given->second != 0 : op == OpSpecConstantTrue;
+        break;
+      }
       case OpSpecConstant: {
         auto given = spec_values.find(spec_id[def]);
         value[def] = given != spec_values.end() ? given->second : (n >= 4 ? a[2] : 0);
@@ -141,6 +204,10 @@ uint32_t workgroup_memory_bytes(const std::vector<uint32_t>& words,
           value[def] = parts != composite.end() && a[4] < parts->second.size()
                            ? get(value, parts->second[a[4]])
                            : 0;
+        } else if (a[2] == OpSelect && n >= 7) {
+          value[def] = get(value, a[3]) != 0 ? get(value, a[4]) : get(value, a[5]);
+        } else if (a[2] == OpLogicalNot && n >= 5) {
+          value[def] = get(value, a[3]) == 0;
         } else if (n >= 6) {
           value[def] = spec_op(a[2], get(value, a[3]), get(value, a[4]));
         }

@@ -344,6 +344,24 @@ TEST_CASE("workgroup_memory_bytes counts shared arrays sized by the workgroup-si
   CHECK(workgroup_memory_bytes(words, src.spec_constants) == 8 * src.spec_constants.at(0));
   CHECK(workgroup_memory_bytes(words, {{0, 128}}) == 8 * 128);
   CHECK(workgroup_memory_bytes(words, {{0, 1024}}) == 8 * 1024);
+  // qmv's team sums without shuffles go through team_red[SUBGROUP == 1 ? 1 : WGS *
+  // TEAM_VALUES] (include/teams.glsl): a length glslang leaves to a select over
+  // specialization constants. One row and column: 4 bytes an invocation; with shuffles 4.
+  caps.max_workgroup_invocations = 1024;
+  const std::string qmv =
+      "qmv:bits=4,dot=f32,dtype=f32,glu=0,gs=64,idx=32,ks=1,mr=1,nc=1,"
+      "norm=0,pf=0,res=0,sg=";
+  const std::string rest = ",tpr=8,u=4,vec=1,wvec=1";
+  caps.subgroup_shuffle = false;
+  auto team = KernelKey::parse(qmv + "0" + rest);
+  auto team_src = render(team, caps);
+  auto team_words = compile(team, team_src).words;
+  CHECK(workgroup_memory_bytes(team_words, team_src.spec_constants) ==
+        4 * team_src.spec_constants.at(0));
+  CHECK(workgroup_memory_bytes(team_words, {{0, 128}}) == 4 * 128);
+  caps.subgroup_shuffle = true;
+  auto shuffled = KernelKey::parse(qmv + "1" + rest);
+  CHECK(workgroup_memory_bytes(compile(shuffled, render(shuffled, caps)).words) == 4);
   auto add = key("binary", "Add", "f32.f32", "f32", "cc");
   CHECK(workgroup_memory_bytes(compile(add, render(add, caps)).words) == 0);
   // A truncated module counts what it read, without reading past its end.
