@@ -222,21 +222,24 @@ int64_t vector_keys_per_step(const AttentionGeometry& g, uint32_t tpr, bool sg) 
 // Shared memory of the step kernel's vector mode (sdpa.glsl): the teams' states (or the
 // query rows), the new rows, the norm statistics and, without shuffles, the team sums (the
 // step does not take the transposed sums, so they need no slots).
+// Floats of the team sums (include/teams.glsl): one slot with shuffles, else WGS x RB x
+// KPS.
+int64_t team_sum_floats(const AttentionGeometry& g, uint32_t tpr, uint32_t rb, bool sg) {
+  return sg ? 1 : int64_t{tpr} * kTeams * rb * vector_keys_per_step(g, tpr, sg);
+}
+
 int64_t step_shared_bytes(const AttentionGeometry& g, uint32_t tpr, uint32_t rb, bool sg) {
-  int64_t wgs = tpr * kTeams;
-  int64_t kps = vector_keys_per_step(g, tpr, sg);
   return 4 * (2 * kTeams + std::max(kTeams * g.dv, int64_t{rb} * g.d) + g.d + g.dv + rb + 1 +
-              (sg ? 1 : wgs * rb * kps));
+              team_sum_floats(g, tpr, rb, sg));
 }
 
 // Shared memory of the plain vector mode (sdpa.glsl, no STEP), its arrays mirrored: the
 // teams' (m, l) and outputs, the transposed sums' two slots of weights and rescale factors
 // (with shuffles, TPR >= RB), and the team sums without shuffles (include/teams.glsl).
 int64_t vector_shared_bytes(const AttentionGeometry& g, uint32_t tpr, uint32_t rb, bool sg) {
-  int64_t wgs = tpr * kTeams;
   int64_t kps = vector_keys_per_step(g, tpr, sg);
   bool transposed = sg && tpr >= rb;
-  return 4 * (2 * kTeams + kTeams * g.dv + (sg ? 1 : wgs * rb * kps) +
+  return 4 * (2 * kTeams + kTeams * g.dv + team_sum_floats(g, tpr, rb, sg) +
               (transposed ? 2 * kTeams * rb * kps + 2 * kTeams * rb : 0));
 }
 
