@@ -35,6 +35,11 @@ int main() {
   mx::set_default_device(mx::Device::gpu);
   const auto& info = mx::gpu::device_info();
   std::printf("device: %s\n", std::get<std::string>(info.at("device_name")).c_str());
+  // The f16 cooperative path's 16x8x16 shape decides qmvc's fragments (frag=n8).
+  if (auto it = info.find("cooperative_matrix_f16_16x8x16"); it != info.end()) {
+    std::printf("cooperative matrices 16x8x16 (f16): %s\n",
+                std::get<size_t>(it->second) == 1 ? "yes" : "no");
+  }
   mx::vulkan::set_profiling(true);
   if (!mx::vulkan::profiling_enabled()) {
     std::fprintf(stderr, "matmul_bench: this device cannot time kernels; GPU times read 0\n");

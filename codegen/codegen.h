@@ -47,6 +47,9 @@ struct DeviceCaps {
   // NVIDIA's driver, verified by tests/gpu_diff's attention tests on an H100 (the kernel also
   // checks it and yields NaN if it is wrong).
   bool coop_acc_nv_layout = false;
+  // The f16 cooperative path (KHR where enabled, else NV) also multiplies 16x8x16 into f32
+  // per subgroup: qmvc's transposed fragments (templates/qmv_coop.glsl, FRAG_N8).
+  bool coop_f16_n8 = false;
   uint32_t max_workgroup_invocations = 128;
   uint32_t max_shared_memory = 16384;
   // Vector steps per invocation of a fused kernel (templates/fused.glsl's EPT): the

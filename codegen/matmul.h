@@ -121,10 +121,12 @@ bool qmvc_applies(const std::string& dtype, const MatmulGeometry& g, const Devic
 // Whether qmvc is the faster choice where it applies (by rows: qmv wins for few; dq=magic
 // moves the line down).
 bool qmvc_preferred(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps);
-// "qmvc:bits,dq=magic|convert,dtype=f16|bf16,gs,idx=32|64,kc=64,path=nv|khr,rows=8|16,sg=8,
-// wvec=0|1". dq=magic (W's values as exact offset integers, scales and biases applied in
-// f32) where the accumulators have NVIDIA's layout, for 4 bits, groups of >= 64, and at
-// most 8 rows (any rows for bf16); rows=8 stages 8 rows of x.
+// "qmvc:bits,dq=magic|convert,dtype=f16|bf16,frag=n8|n16,gs,idx=32|64,kc=64,path=nv|khr,
+// rows=8|16,sg=8,wvec=0|1". dq=magic (W's values as exact offset integers, scales and biases
+// applied in f32) where the accumulators have NVIDIA's layout, for 4 bits, groups of >= 64,
+// and at most 8 rows (any rows for bf16 and for f16 with W's rows on 16 bytes); rows=8
+// stages 8 rows of x. frag=n8: f16 dq=magic fragments built in registers as 16 x 8 products
+// (x's rows as B), where the device multiplies 16x8x16.
 KernelKey qmvc_key(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps);
 KernelSource render_qmvc(const KernelKey& key, const DeviceCaps& caps);
 Launch qmvc_launch(const KernelKey& key, const KernelSource& source, const MatmulGeometry& g);

@@ -54,6 +54,16 @@ std::string coop_path(const std::string& dtype, const DeviceCaps& caps) {
   return dtype == "bf16" && caps.cooperative_matrix_bf16 ? "khr" : "";
 }
 
+// DQ_FRAG (templates/qmv_coop.glsl: f16, dq=magic, W's rows on 16 bytes) builds its
+// fragments in registers; with the device's 16x8x16 shape it multiplies W (16 columns, as
+// A) by x transposed (8 rows, as B), frag=n8: half the fragment products of a 16x16x16
+// product whose rows 8..15 are zeros at <= 8 rows, 4 accumulator elements a lane instead
+// of 8, and 2 columns' scales a lane instead of 4 (docs/matmul.md, "qmvc in 16x8
+// fragments").
+bool frag_n8(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps) {
+  return caps.coop_f16_n8 && dtype == "f16" && magic_dequant(dtype, g, caps) && w_rows_vec4(g);
+}
+
 }  // namespace
 
 bool qmvc_applies(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps) {
@@ -92,6 +102,7 @@ KernelKey qmvc_key(const std::string& dtype, const MatmulGeometry& g, const Devi
                    {{"bits", std::to_string(g.bits)},
                     {"dq", magic ? "magic" : "convert"},
                     {"dtype", dtype},
+                    {"frag", frag_n8(dtype, g, caps) ? "n8" : "n16"},
                     {"gs", std::to_string(g.group_size)},
                     {"idx", geometry_idx64(g, 16, 16, kChunk) ? "64" : "32"},
                     {"kc", std::to_string(kChunk)},
@@ -103,7 +114,8 @@ KernelKey qmvc_key(const std::string& dtype, const MatmulGeometry& g, const Devi
 
 KernelSource render_qmvc(const KernelKey& key, const DeviceCaps& caps) {
   const std::string where = "kernel " + key.canonical();
-  check_params(key, {"bits", "dq", "dtype", "gs", "idx", "kc", "path", "rows", "sg", "wvec"},
+  check_params(key,
+               {"bits", "dq", "dtype", "frag", "gs", "idx", "kc", "path", "rows", "sg", "wvec"},
                where);
   const DtypeInfo& dt = float_dtype(key, where);
   bool idx64 = parse_idx(key, where);
@@ -116,6 +128,7 @@ KernelSource render_qmvc(const KernelKey& key, const DeviceCaps& caps) {
   const std::string& wvec = key_param(key, "wvec", where);
   const std::string& dq = key_param(key, "dq", where);
   const std::string& rows = key_param(key, "rows", where);
+  const std::string& frag = key_param(key, "frag", where);
   bool magic = dq == "magic";
   int64_t sg = std::atoll(sg_text.c_str());
   int64_t kc = std::atoll(kc_text.c_str());
@@ -124,21 +137,25 @@ KernelSource render_qmvc(const KernelKey& key, const DeviceCaps& caps) {
       (kc != 32 && kc != 64 && kc != 128) || std::to_string(kc) != kc_text ||
       (wvec != "0" && wvec != "1") || (wvec == "1" && bits % 4 != 0) ||
       (dq != "magic" && dq != "convert") || (rows != "8" && rows != "16") ||
-      (!magic && rows != "16") || (magic && (bits != 4 || gs % kc != 0))) {
+      (!magic && rows != "16") || (magic && (bits != 4 || gs % kc != 0)) ||
+      (frag != "n8" && frag != "n16") ||
+      (frag == "n8" && (!magic || dtype != "f16" || wvec != "1"))) {
     throw std::invalid_argument(
         "[render] " + where +
         ": path must be nv (f16) or khr (f16, bf16), sg 1, 2, 4 or 8, kc 32, 64 or 128, wvec 0 "
         "or 1 (1 only for 4 or 8 bits), dq magic (4 bits, gs a multiple of kc) or convert, "
-        "rows 8 (magic only) or 16.");
+        "rows 8 (magic only) or 16, frag n16 or n8 (f16 with dq=magic and wvec=1 only).");
   }
   bool supported =
       path == "nv" ? caps.cooperative_matrix
                    : (dtype == "f16" ? caps.cooperative_matrix_khr : caps.cooperative_matrix_bf16);
   if (!supported || caps.subgroup_size != 32 || (magic && !caps.coop_acc_nv_layout) ||
+      (frag == "n8" && !caps.coop_f16_n8) ||
       stage_bytes(sg, kc, magic) > static_cast<int64_t>(caps.max_shared_memory)) {
     throw std::runtime_error("[vulkan] " + where +
                              ": the device has no cooperative matrices for this dtype on 32-lane "
-                             "subgroups, or too little shared memory.");
+                             "subgroups (or, for frag=n8, no 16x8x16 shape), or too little "
+                             "shared memory.");
   }
   std::vector<std::string> defines =
       storage_defines({&dt, &dtype_info("u32", where)}, idx64, caps, where);
@@ -157,6 +174,9 @@ KernelSource render_qmvc(const KernelKey& key, const DeviceCaps& caps) {
     defines.push_back("DQ_MAGIC 1");
     defines.push_back(std::string("ROWS8 ") + (rows == "8" ? "1" : "0"));
   }
+  if (frag == "n8") {
+    defines.push_back("FRAG_N8 1");
+  }
   KernelSource source = row_kernel_source("qmv_coop.glsl", defines, 5, kFields, idx64, caps);
   source.coop_khr = path == "khr";
   source.coop_khr_bf16 = dtype == "bf16";
@@ -174,6 +194,7 @@ Launch qmvc_launch(const KernelKey& key, const KernelSource& source, const Matmu
   expect.params["path"] = key_param(key, "path", where);
   expect.params["dq"] = key_param(key, "dq", where);
   expect.params["rows"] = expect.params["dq"] == "magic" && g.m <= 8 ? "8" : "16";
+  expect.params["frag"] = key_param(key, "frag", where);
   if (g.m < 1 || g.m > 16 || !g.b_t || g.a_t || g.k % kChunk != 0 || key != expect) {
     throw std::invalid_argument("[launch] " + where + " does not match the geometry.");
   }

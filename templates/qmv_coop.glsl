@@ -64,6 +64,17 @@
 #ifndef DQ_FRAG
 #define DQ_FRAG (DQ_MAGIC != 0 && COOP_BF16 == 0 && BITS == 4 && WVEC != 0)
 #endif
+// FRAG_N8 (with DQ_FRAG, where the device multiplies 16x8x16): the product transposed, W's
+// 16 columns as A and x's rows as B in 16 x 8 fragments (two for 9 to 16 rows), so that 8
+// rows take one fragment product instead of a 16x16x16 one half of zeros, a lane holds 4
+// accumulator elements instead of 8, and each lane's elements fall on 2 columns (2 scales
+// and biases a chunk instead of 4).
+#ifndef FRAG_N8
+#define FRAG_N8 0
+#endif
+#if FRAG_N8 && !DQ_FRAG
+#error FRAG_N8 needs DQ_FRAG
+#endif
 #ifndef IN0_ST
 #define MLX_STORAGE_16BIT 1
 #define IN0_ST uint16_t
@@ -151,7 +162,8 @@ shared uvec4 xs4[SG * STAGE];  // x rows, [m][k]: A
 shared float sc_s[SG * 16];   // the chunk's scales, by column n
 shared float sc_bb[SG * 16];  // b - OFF * s, by column n
 shared uvec4 ones4[32];       // a 16 x 16 matrix of ones in the dtype (B of cx)
-shared float ridx[256];       // the row of each element of a 16 x 16 matrix (layout check)
+shared float ridx[256];       // the row of each element of a 16 x 16 matrix (layout check;
+                              // with FRAG_N8 the index of each element of a 16 x 8 one)
 #if DQ_FRAG
 shared uvec4 probe16[32];     // element (r, c) of a 16 x 16 f16 matrix is 16 r + c
 #endif
@@ -248,7 +260,7 @@ void main() {
     ones4[i] = uvec4(one);
   }
   for (uint e = gl_LocalInvocationID.x; e < 256u; e += WGS) {
-    ridx[e] = float(e / 16u);
+    ridx[e] = FRAG_N8 != 0 ? float(e) : float(e / 16u);
   }
 #if DQ_FRAG
   for (uint e = gl_LocalInvocationID.x; e < 128u; e += WGS) {
@@ -257,6 +269,35 @@ void main() {
 #endif
   barrier();
   bool layout_ok;
+#if FRAG_N8
+  // The 16 x 8 fragments' layout, as NVIDIA's 16 x 16 ones with one column (B: k) half:
+  // element i of lane l (g = l / 4, t = l % 4) is (row g + 8 (i / 2), column 2 t + i % 2)
+  // of the accumulator, (k 2 t + i % 2 + 8 (i / 2), column g) of B, and A's is the 16 x 16
+  // layout checked below.
+  {
+    fcoopmatNV<32, gl_ScopeSubgroup, 16, 8> pacc;
+    fcoopmatNV<16, gl_ScopeSubgroup, COOP_K, 8> pb8;
+    fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> pa;
+    coopMatLoadNV(pacc, ridx, 0, 8, false);  // element (r, c) is 8 r + c
+    coopMatLoadNV(pb8, probe16, 0, 2, true);  // B (k x n) stored [n][k]: element 16 n + k
+    coopMatLoadNV(pa, probe16, 0, 2, false);  // element (r, k) is 16 r + k
+    uint g = lane / 4u;
+    uint t = lane % 4u;
+    layout_ok = pacc.length() == 4 && pb8.length() == 4 && pa.length() == 8;
+    for (int i = 0; i < pacc.length(); ++i) {
+      uint r = g + 8u * (uint(i) / 2u);
+      uint c = 2u * t + uint(i) % 2u;
+      uint kk = 2u * t + uint(i) % 2u + 8u * (uint(i) / 2u);
+      layout_ok = layout_ok && uint(pacc[i]) == 8u * r + c && uint(pb8[i]) == 16u * g + kk;
+    }
+    for (int i = 0; i < pa.length(); ++i) {
+      uint r = g + 8u * (uint(i) / 4u);
+      uint kk = 2u * t + uint(i) % 2u + 8u * ((uint(i) / 2u) % 2u);
+      layout_ok = layout_ok && uint(pa[i]) == 16u * r + kk;
+    }
+    layout_ok = subgroupAll(layout_ok);
+  }
+#else
   {
     fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> rowm, colm;
     coopMatLoadNV(rowm, ridx, 0, 16, false);
@@ -284,6 +325,7 @@ void main() {
 #endif
     layout_ok = subgroupAll(layout_ok);
   }
+#endif  // FRAG_N8
 #endif
 
 #define LOAD_CHUNK(R, c)                                                                 \
@@ -403,9 +445,20 @@ void main() {
   }
 #endif
 
+#if FRAG_N8
+  // acc: x's rows 0..7, acc8: rows 8..15; element (W column n, x row m).
+  fcoopmatNV<32, gl_ScopeSubgroup, 16, 8> acc = fcoopmatNV<32, gl_ScopeSubgroup, 16, 8>(0.0);
+#if !ROWS8
+  fcoopmatNV<32, gl_ScopeSubgroup, 16, 8> acc8 = fcoopmatNV<32, gl_ScopeSubgroup, 16, 8>(0.0);
+#endif
+  fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> ones;  // A: ones x (x's B) sums x over k
+#else
   fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+#endif
 #if DQ_MAGIC
+#if !FRAG_N8
   fcoopmatNV<16, gl_ScopeSubgroup, COOP_K, 16> ones;
+#endif
   coopMatLoadNV(ones, ones4, 0, 2, false);
   // MAGIC where the compiler cannot fold it (k < 2^31), so that the mask and the OR are one
   // three-input logic operation (with both as immediates it emits two).
@@ -432,9 +485,18 @@ void main() {
     IDX_T nb = min(col0 + IDX_T(g + 8u), pc.n - 1);
     IDX_T wa = (pc.b_offset + w_batch + na * pc.ldb) / 2 + IDX_T(t);  // in uvec2s
     IDX_T wb = (pc.b_offset + w_batch + nb * pc.ldb) / 2 + IDX_T(t);
-    IDX_T sc[4];
-    for (uint i = 0; i < 4u; ++i) {
-      IDX_T n = min(col0 + IDX_T(2u * t + i % 2u + 8u * (i / 2u)), pc.n - 1);
+    // The columns of this lane's accumulator elements: 4 (2 t, 2 t + 1, + 8), or with
+    // FRAG_N8 (W's columns are the accumulator's rows) 2 (g, g + 8).
+#if FRAG_N8
+#define SC_COLS 2u
+#define SC_COL(i) (g + 8u * (i))
+#else
+#define SC_COLS 4u
+#define SC_COL(i) (2u * t + (i) % 2u + 8u * ((i) / 2u))
+#endif
+    IDX_T sc[SC_COLS];
+    for (uint i = 0; i < SC_COLS; ++i) {
+      IDX_T n = min(col0 + IDX_T(SC_COL(i)), pc.n - 1);
       sc[i] = w_batch * 32 / BITS / GS + n * groups_per_row;
     }
     IDX_T xrow = (a_base + min(IDX_T(g), pc.m - 1) * pc.lda) / 8 + IDX_T(2u * t);  // uvec4s
@@ -448,8 +510,8 @@ void main() {
 #if !ROWS8
       uvec4 x8[2];  // row g + 8
 #endif
-      float s[4];
-      float b[4];
+      float s[SC_COLS];
+      float b[SC_COLS];
     };
 #if ROWS8
 #define LOAD_X8(R, cc)
@@ -478,7 +540,7 @@ void main() {
     R.x[1] = x4[uint(xrow + cc * (KC / 8) + 1)];                                 \
     LOAD_X8(R, cc)                                                               \
     IDX_T gi = cc * KC / GS;                                                     \
-    [[unroll]] for (uint i = 0; i < 4u; ++i) {                                   \
+    [[unroll]] for (uint i = 0; i < SC_COLS; ++i) {                              \
       R.s[i] = float(IN0_LOAD(scales[uint(pc.extra0 + sc[i] + gi)]));            \
       R.b[i] = float(IN0_LOAD(qbiases[uint(pc.extra1 + sc[i] + gi)]));           \
     }                                                                            \
@@ -489,6 +551,65 @@ void main() {
 #define X_PAIR(v, s)                                                             \
   unpackFloat2x16((s) % 2u == 0u ? (((v)[(s) / 2u] & 0xFFFFu) | ((v)[(s) / 2u + 2u] << 16)) \
                                  : (((v)[(s) / 2u] >> 16) | ((v)[(s) / 2u + 2u] & 0xFFFF0000u)))
+#if FRAG_N8
+// W's 16 columns as A (lane l: columns g and g + 8, the pairs of B's 16 x 16 layout above)
+// times x's rows as B (row g, and g + 8 in the second fragment past 8 rows); ones times x
+// gives x's sums over the chunk. Element i of an accumulator is (column g + 8 (i / 2),
+// row 2 t + i % 2), whose scale and bias are this lane's s[i / 2], b[i / 2].
+#if ROWS8
+#define MULT_X8(R, ks)
+#define ACC_X8(R)
+#else
+#define MULT_X8(R, ks)                                                           \
+  {                                                                              \
+    fcoopmatNV<16, gl_ScopeSubgroup, COOP_K, 8> fb8;                             \
+    f16vec2 x2 = X_PAIR(R.x8[0], ks);                                            \
+    f16vec2 x3 = X_PAIR(R.x8[1], ks);                                            \
+    fb8[0] = x2.x; fb8[1] = x2.y; fb8[2] = x3.x; fb8[3] = x3.y;                  \
+    cw8 = coopMatMulAddNV(fa, fb8, cw8);                                         \
+    cx8 = coopMatMulAddNV(ones, fb8, cx8);                                       \
+  }
+#define ACC_X8(R)                                                                \
+  [[unroll]] for (uint i = 0; i < 4u; ++i) {                                     \
+    float s_ = R.s[i / 2u];                                                      \
+    acc8[i] = fma(s_, cw8[i], fma(fma(-OFF, s_, R.b[i / 2u]), cx8[i], acc8[i])); \
+  }
+#endif
+#define MULT_FRAG(R)                                                             \
+  {                                                                              \
+    fcoopmatNV<32, gl_ScopeSubgroup, 16, 8> cw = fcoopmatNV<32, gl_ScopeSubgroup, 16, 8>(0.0); \
+    fcoopmatNV<32, gl_ScopeSubgroup, 16, 8> cx = fcoopmatNV<32, gl_ScopeSubgroup, 16, 8>(0.0); \
+    CW8_DECL                                                                     \
+    [[unroll]] for (uint ks = 0; ks < 4u; ++ks) {                                \
+      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa;                               \
+      fcoopmatNV<16, gl_ScopeSubgroup, COOP_K, 8> fb;                            \
+      f16vec2 a0 = W_PAIR(R.wa.x, ks);                                           \
+      f16vec2 a1 = W_PAIR(R.wa.y, ks);                                           \
+      f16vec2 b0 = W_PAIR(R.wb.x, ks);                                           \
+      f16vec2 b1 = W_PAIR(R.wb.y, ks);                                           \
+      fa[0] = a0.x; fa[1] = a0.y; fa[2] = a1.x; fa[3] = a1.y;                    \
+      fa[4] = b0.x; fa[5] = b0.y; fa[6] = b1.x; fa[7] = b1.y;                    \
+      f16vec2 x0 = X_PAIR(R.x[0], ks);                                           \
+      f16vec2 x1 = X_PAIR(R.x[1], ks);                                           \
+      fb[0] = x0.x; fb[1] = x0.y; fb[2] = x1.x; fb[3] = x1.y;                    \
+      cw = coopMatMulAddNV(fa, fb, cw);                                          \
+      cx = coopMatMulAddNV(ones, fb, cx);                                        \
+      MULT_X8(R, ks)                                                             \
+    }                                                                            \
+    [[unroll]] for (uint i = 0; i < 4u; ++i) {                                   \
+      float s_ = R.s[i / 2u];                                                    \
+      acc[i] = fma(s_, cw[i], fma(fma(-OFF, s_, R.b[i / 2u]), cx[i], acc[i]));   \
+    }                                                                            \
+    ACC_X8(R)                                                                    \
+  }
+#if ROWS8
+#define CW8_DECL
+#else
+#define CW8_DECL                                                                 \
+  fcoopmatNV<32, gl_ScopeSubgroup, 16, 8> cw8 = fcoopmatNV<32, gl_ScopeSubgroup, 16, 8>(0.0); \
+  fcoopmatNV<32, gl_ScopeSubgroup, 16, 8> cx8 = fcoopmatNV<32, gl_ScopeSubgroup, 16, 8>(0.0);
+#endif
+#else
 #define MULT_FRAG(R)                                                             \
   {                                                                              \
     fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> cw = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0); \
@@ -514,6 +635,7 @@ void main() {
       acc[i] = fma(s_, cw[i], fma(fma(-OFF, s_, R.b[i % 4u]), cx[i], acc[i]));   \
     }                                                                            \
   }
+#endif  // FRAG_N8
 #define NOTHING(R)
     CHUNK_LOOP(FragRegs, LOAD_FRAG, MULT_FRAG, NOTHING)
   }
@@ -522,19 +644,34 @@ void main() {
   CHUNK_LOOP(ChunkRegs, LOAD_CHUNK, STAGE_CHUNK, MULTIPLY_STAGED)
 #endif
 
+#if FRAG_N8
+  // The subgroups' sums meet in their W stages (acc as 16 x 8 f32 in 32 uvec4s, acc8 in the
+  // next 32), added in subgroup order, rounded once. Float e of a stage holds column
+  // e / 8 % 16 of W and row e % 8 (+ 8 past the first 128) of x.
+  barrier();
+  coopMatStoreNV(acc, ws4, stage, 2u, false);
+#if !ROWS8
+  coopMatStoreNV(acc8, ws4, stage + 32u, 2u, false);
+#endif
+  barrier();
+#define STAGED_INDEX(row, col) ((row) < 8u ? 8u * (col) + (row) : 128u + 8u * (col) + (row) - 8u)
+#else
   // The subgroups' sums meet in their W stages (each 16 x 16 f32 fits in 64 uvec4s of
   // one), added in subgroup order, rounded once.
   barrier();
   coopMatStoreNV(acc, ws4, stage, 4u, false);
   barrier();
+#define STAGED_INDEX(row, col) (16u * (row) + (col))
+#endif
   IDX_T out_base = pc.out_offset + z * pc.m * pc.n;
   for (uint e = gl_LocalInvocationID.x; e < 256u; e += WGS) {
     IDX_T row = IDX_T(e / 16u);
     IDX_T n = col0 + IDX_T(e % 16u);
     if (row < pc.m && n < pc.n) {
       float v = 0.0f;
+      uint f = STAGED_INDEX(e / 16u, e % 16u);
       [[unroll]] for (uint s = 0; s < SG; ++s) {
-        v += uintBitsToFloat(ws4[s * STAGE + e / 4u][e % 4u]);
+        v += uintBitsToFloat(ws4[s * STAGE + f / 4u][f % 4u]);
       }
 #if DQ_MAGIC
       if (!layout_ok) {

@@ -64,7 +64,7 @@ TEST_CASE("qmvc takes 1 to 16 rows of an aligned f16 or bf16 product on cooperat
 
   auto key = cg::qmvc_key("f16", rows(8, 4096, 14336), all);
   CHECK(key.canonical() ==
-        "qmvc:bits=4,dq=convert,dtype=f16,gs=64,idx=32,kc=64,path=khr,rows=16,sg=8,wvec=1");
+        "qmvc:bits=4,dq=convert,dtype=f16,frag=n16,gs=64,idx=32,kc=64,path=khr,rows=16,sg=8,wvec=1");
   // dq=magic where the accumulators have NVIDIA's layout: 4 bits, with the 64-value chunk
   // inside one group, at most 8 rows (any for bf16, and for f16 whose W rows start on 16
   // bytes: its fragments are built in registers); rows=8 skips the accumulator rows 8..15.
@@ -72,14 +72,14 @@ TEST_CASE("qmvc takes 1 to 16 rows of an aligned f16 or bf16 product on cooperat
   nv_layout.coop_acc_nv_layout = true;
   auto magic = cg::qmvc_key("f16", rows(8, 4096, 14336), nv_layout);
   CHECK(magic.canonical() ==
-        "qmvc:bits=4,dq=magic,dtype=f16,gs=64,idx=32,kc=64,path=khr,rows=8,sg=8,wvec=1");
+        "qmvc:bits=4,dq=magic,dtype=f16,frag=n16,gs=64,idx=32,kc=64,path=khr,rows=8,sg=8,wvec=1");
   CHECK(cg::qmvc_key("f16", rows(9, 4096, 14336), nv_layout).params.at("dq") == "magic");
   CHECK(cg::qmvc_key("f16", rows(9, 4096, 14336), nv_layout).params.at("rows") == "16");
   auto unaligned = rows(9, 4096, 14336);
   unaligned.b_offset = 2;  // W's rows off 16 bytes: the stages, whose 16-row magic kernel is slow
   CHECK(cg::qmvc_key("f16", unaligned, nv_layout).params.at("dq") == "convert");
   CHECK(cg::qmvc_key("bf16", rows(12, 4096, 14336), nv_layout).canonical() ==
-        "qmvc:bits=4,dq=magic,dtype=bf16,gs=64,idx=32,kc=64,path=khr,rows=16,sg=8,wvec=1");
+        "qmvc:bits=4,dq=magic,dtype=bf16,frag=n16,gs=64,idx=32,kc=64,path=khr,rows=16,sg=8,wvec=1");
   // Preferred to qmv from 4 rows with dq=magic, else from 5 (f16) or 6 (bf16).
   CHECK_FALSE(cg::qmvc_preferred("f16", rows(3, 4096, 14336), nv_layout));
   CHECK(cg::qmvc_preferred("f16", rows(4, 4096, 14336), nv_layout));
@@ -97,6 +97,16 @@ TEST_CASE("qmvc takes 1 to 16 rows of an aligned f16 or bf16 product on cooperat
       cg::qmvc_key("f16", rows(8, 4096, 14336), coop_caps(true, false, false)).params.at("path") ==
       "nv");
   CHECK(cg::qmvc_key("f16", rows(8, 4096, 14336, 3, 32), all).params.at("wvec") == "0");
+  // frag=n8 (W as A, x as B in 16 x 8 fragments) where the f16 path multiplies 16x8x16 and
+  // the fragments are built in registers: f16, dq=magic, W's rows on 16 bytes.
+  auto n8 = nv_layout;
+  n8.coop_f16_n8 = true;
+  CHECK(cg::qmvc_key("f16", rows(8, 4096, 14336), n8).params.at("frag") == "n8");
+  CHECK(cg::qmvc_key("f16", rows(16, 4096, 14336), n8).params.at("frag") == "n8");
+  CHECK(cg::qmvc_key("f16", unaligned, n8).params.at("frag") == "n16");
+  CHECK(cg::qmvc_key("bf16", rows(8, 4096, 14336), n8).params.at("frag") == "n16");
+  CHECK(cg::qmvc_key("f16", rows(8, 4096, 14336, 8), n8).params.at("frag") == "n16");
+  CHECK(cg::qmvc_key("f16", rows(8, 4096, 14336), nv_layout).params.at("frag") == "n16");
 }
 
 TEST_CASE("every qmvc variant renders and compiles, the KHR path through the rewrite") {
@@ -105,12 +115,13 @@ TEST_CASE("every qmvc variant renders and compiles, the KHR path through the rew
     for (int gs : {32, 64, 128}) {
       for (const char* dtype : {"f16", "bf16"}) {
         for (bool nv : {true, false}) {
-          for (bool nv_layout : {false, true}) {
+          for (int layout : {0, 1, 2}) {  // opaque, NVIDIA's, NVIDIA's with 16x8x16
             if (nv && std::string(dtype) == "bf16") {
               continue;
             }
             auto caps = nv ? coop_caps(true, false, false) : all;
-            caps.coop_acc_nv_layout = nv_layout;
+            caps.coop_acc_nv_layout = layout > 0;
+            caps.coop_f16_n8 = layout == 2;
             for (int64_t m : {5, 12}) {
               auto g = rows(m, 100, 256, bits, gs);
               REQUIRE(cg::qmvc_applies(dtype, g, caps));
@@ -158,4 +169,13 @@ TEST_CASE("every qmvc variant renders and compiles, the KHR path through the rew
   CHECK_THROWS_AS(cg::render(changed("rows", "4"), nv_layout), std::invalid_argument);
   CHECK_THROWS_AS(cg::qmvc_launch(magic, cg::render(magic, nv_layout), rows(12, 100, 256)),
                   std::invalid_argument);  // rows=8 planned for 5 rows
+  // frag=n8 needs the device's 16x8x16 shape, and f16 with dq=magic and wvec=1.
+  CHECK_THROWS_AS(cg::render(changed("frag", "n8"), nv_layout), std::runtime_error);
+  auto n8 = nv_layout;
+  n8.coop_f16_n8 = true;
+  CHECK_NOTHROW(cg::render(changed("frag", "n8"), n8));
+  CHECK_THROWS_AS(cg::render(changed("frag", "n4"), n8), std::invalid_argument);
+  auto bf16_n8 = cg::qmvc_key("bf16", g, n8);
+  bf16_n8.params.insert_or_assign("frag", "n8");
+  CHECK_THROWS_AS(cg::render(bf16_n8, n8), std::invalid_argument);
 }

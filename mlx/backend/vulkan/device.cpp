@@ -107,23 +107,24 @@ std::string subgroup_ops_string(VkSubgroupFeatureFlags f) {
   return s;
 }
 
-// Whether the device's cooperative matrices include the shape gemm_coop.glsl multiplies:
-// 16x16x16 per subgroup, f16 A and B, f32 C and result.
-bool has_coop_f16_shape(VkPhysicalDevice pd) {
+// Whether the device's VK_NV_cooperative_matrix multiplies m x n x k per subgroup with f16
+// A and B into f32 (C and result): 16x16x16 for gemm_coop.glsl, 16x8x16 for qmv_coop.glsl's
+// transposed fragments (FRAG_N8).
+bool has_coop_f16_shape(VkPhysicalDevice pd, uint32_t m, uint32_t n, uint32_t k) {
   if (!vkGetPhysicalDeviceCooperativeMatrixPropertiesNV) {
     return false;
   }
-  uint32_t n = 0;
-  vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, &n, nullptr);
+  uint32_t count = 0;
+  vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, &count, nullptr);
   std::vector<VkCooperativeMatrixPropertiesNV> props(
-      n, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV, nullptr, 0, 0, 0,
-          VK_COMPONENT_TYPE_FLOAT16_NV, VK_COMPONENT_TYPE_FLOAT16_NV, VK_COMPONENT_TYPE_FLOAT16_NV,
-          VK_COMPONENT_TYPE_FLOAT16_NV, VK_SCOPE_SUBGROUP_NV});
-  if (n > 0) {
-    vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, &n, props.data());
+      count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV, nullptr, 0, 0, 0,
+              VK_COMPONENT_TYPE_FLOAT16_NV, VK_COMPONENT_TYPE_FLOAT16_NV,
+              VK_COMPONENT_TYPE_FLOAT16_NV, VK_COMPONENT_TYPE_FLOAT16_NV, VK_SCOPE_SUBGROUP_NV});
+  if (count > 0) {
+    vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, &count, props.data());
   }
   for (const auto& c : props) {
-    if (c.MSize == 16 && c.NSize == 16 && c.KSize == 16 &&
+    if (c.MSize == m && c.NSize == n && c.KSize == k &&
         c.AType == VK_COMPONENT_TYPE_FLOAT16_NV && c.BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
         c.CType == VK_COMPONENT_TYPE_FLOAT32_NV && c.DType == VK_COMPONENT_TYPE_FLOAT32_NV &&
         c.scope == VK_SCOPE_SUBGROUP_NV) {
@@ -134,23 +135,23 @@ bool has_coop_f16_shape(VkPhysicalDevice pd) {
 }
 
 // The A/B component types for which the device's VK_KHR_cooperative_matrix multiplies
-// 16x16x16 per subgroup into f32: {f16, bf16}.
-std::pair<bool, bool> khr_coop_shapes(VkPhysicalDevice pd) {
+// m x n x k per subgroup into f32: {f16, bf16}.
+std::pair<bool, bool> khr_coop_shapes(VkPhysicalDevice pd, uint32_t m, uint32_t n, uint32_t k) {
   if (!vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR) {
     return {false, false};
   }
-  uint32_t n = 0;
-  vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR(pd, &n, nullptr);
+  uint32_t count = 0;
+  vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR(pd, &count, nullptr);
   VkCooperativeMatrixPropertiesKHR blank{};
   blank.sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR;
-  std::vector<VkCooperativeMatrixPropertiesKHR> props(n, blank);
-  if (n > 0) {
-    vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR(pd, &n, props.data());
+  std::vector<VkCooperativeMatrixPropertiesKHR> props(count, blank);
+  if (count > 0) {
+    vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR(pd, &count, props.data());
   }
   constexpr uint32_t kF16 = 0, kF32 = 1, kBF16 = 1000141000, kSubgroup = 3;
   bool f16 = false, bf16 = false;
   for (const auto& c : props) {
-    if (c.MSize == 16 && c.NSize == 16 && c.KSize == 16 && c.AType == c.BType && c.CType == kF32 &&
+    if (c.MSize == m && c.NSize == n && c.KSize == k && c.AType == c.BType && c.CType == kF32 &&
         c.ResultType == kF32 && c.scope == kSubgroup) {
       f16 = f16 || c.AType == kF16;
       bf16 = bf16 || c.AType == kBF16;
@@ -543,6 +544,8 @@ struct DeviceFactory {
     auto& selected = r.infos.front();
     selected["selected"] = size_t(1);
     selected["push_descriptors"] = static_cast<size_t>(dev->push_descriptors_ ? 1 : 0);
+    selected["push_descriptor_template"] = static_cast<size_t>(dev->push_template_fn_ ? 1 : 0);
+    selected["cooperative_matrix_f16_16x8x16"] = static_cast<size_t>(dev->caps_.coop_f16_n8 ? 1 : 0);
     selected["array_memory_type"] = static_cast<size_t>(dev->array_type_);
     auto& flags = p.memory.memoryTypes[dev->array_type_].propertyFlags;
     selected["memory_path"] = std::string(
@@ -628,7 +631,7 @@ struct DeviceFactory {
     bool want_coop = coop_on && coop_mode != "khr" &&
                      p.has(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) && p.features12.shaderFloat16 &&
                      p.features.shaderInt16 && p.features11.storageBuffer16BitAccess &&
-                     has_coop_f16_shape(p.handle);
+                     has_coop_f16_shape(p.handle, 16, 16, 16);
     if (want_coop) {
       VkPhysicalDeviceFeatures2 query{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &coop, {}};
       vkGetPhysicalDeviceFeatures2(p.handle, &query);
@@ -647,7 +650,7 @@ struct DeviceFactory {
         coop_khr.pNext = &bf16_features;
       }
       vkGetPhysicalDeviceFeatures2(p.handle, &query);
-      auto [f16_shape, bf16_shape] = khr_coop_shapes(p.handle);
+      auto [f16_shape, bf16_shape] = khr_coop_shapes(p.handle, 16, 16, 16);
       bool khr = coop_khr.cooperativeMatrix == VK_TRUE;
       want_khr_f16 = khr && f16_shape;
       want_khr_bf16 = khr && bf16_shape && bf16_ext && bf16_features.shaderBFloat16Type &&
@@ -698,6 +701,9 @@ struct DeviceFactory {
     vkGetDeviceQueue(dev.device_, dev.queue_family_, 0, &dev.queue_);
     dev.push_descriptors_ = push && vkCmdPushDescriptorSetKHR != nullptr;
     dev.push_descriptor_fn_ = dev.push_descriptors_ ? vkCmdPushDescriptorSetKHR : nullptr;
+    dev.push_template_fn_ = dev.push_descriptors_ && env_flag("MLX_VK_PUSH_TEMPLATE", true)
+                                ? vkCmdPushDescriptorSetWithTemplateKHR
+                                : nullptr;
     dev.pipeline_executable_info_ = executable_info.pipelineExecutableInfo &&
                                     vkGetPipelineExecutablePropertiesKHR &&
                                     vkGetPipelineExecutableStatisticsKHR;
@@ -728,6 +734,10 @@ struct DeviceFactory {
         fused_vector_steps(p.props.vendorID, p.props.deviceID, p.props.deviceName);
     c.coop_acc_nv_layout =
         (want_coop || want_khr_f16 || want_khr_bf16) && nv_accumulator_layout(p.props12.driverID);
+    // The f16 path qmvc takes (KHR where on, else NV) with its 16x8x16 shape too.
+    c.coop_f16_n8 = want_khr_f16   ? khr_coop_shapes(p.handle, 16, 8, 16).first
+                    : want_coop ? has_coop_f16_shape(p.handle, 16, 8, 16)
+                                : false;
     c.max_workgroup_invocations = p.props.limits.maxComputeWorkGroupInvocations;
     c.max_shared_memory = p.props.limits.maxComputeSharedMemorySize;
     // MLX_VK_MAX_WORKGROUP_INVOCATIONS and MLX_VK_MAX_SHARED_MEMORY lower the limits the

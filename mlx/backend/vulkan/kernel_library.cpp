@@ -107,7 +107,10 @@ KernelLibrary::~KernelLibrary() {
     }
   }
   for (auto& [n, l] : pipeline_layouts_) {
-    vkDestroyPipelineLayout(d, l, nullptr);
+    if (l.push_template) {
+      vkDestroyDescriptorUpdateTemplate(d, l.push_template, nullptr);
+    }
+    vkDestroyPipelineLayout(d, l.pipeline, nullptr);
   }
   for (auto& [n, l] : set_layouts_) {
     vkDestroyDescriptorSetLayout(d, l, nullptr);
@@ -277,7 +280,9 @@ std::shared_ptr<Kernel> KernelLibrary::build(const codegen::KernelKey& key, bool
                                std::to_string(dev_.caps().max_workgroup_invocations) + ".");
     }
     k->set_layout = set_layout_for(k->num_buffers);
-    k->layout = pipeline_layout_for(k->num_buffers, k->push_constant_bytes);
+    auto layouts = pipeline_layout_for(k->num_buffers, k->push_constant_bytes);
+    k->layout = layouts.pipeline;
+    k->push_template = layouts.push_template;
     spirv = spirv_for(*k, true);
     // The same for shared memory (MLX_VK_MAX_SHARED_MEMORY lowers the limit for tests).
     uint32_t shared = codegen::workgroup_memory_bytes(spirv.words, k->source.spec_constants);
@@ -392,7 +397,8 @@ VkDescriptorSetLayout KernelLibrary::set_layout_for(uint32_t num_buffers) {
   return l;
 }
 
-VkPipelineLayout KernelLibrary::pipeline_layout_for(uint32_t num_buffers, uint32_t push_bytes) {
+KernelLibrary::Layouts KernelLibrary::pipeline_layout_for(uint32_t num_buffers,
+                                                          uint32_t push_bytes) {
   auto set_layout = set_layout_for(num_buffers);
   std::lock_guard lk(layout_mtx_);
   uint64_t id = (uint64_t(num_buffers) << 32) | push_bytes;
@@ -406,8 +412,28 @@ VkPipelineLayout KernelLibrary::pipeline_layout_for(uint32_t num_buffers, uint32
   ci.pSetLayouts = &set_layout;
   ci.pushConstantRangeCount = push_bytes ? 1 : 0;
   ci.pPushConstantRanges = push_bytes ? &range : nullptr;
-  VkPipelineLayout l;
-  check(vkCreatePipelineLayout(dev_.handle(), &ci, nullptr, &l), "vkCreatePipelineLayout");
+  Layouts l;
+  check(vkCreatePipelineLayout(dev_.handle(), &ci, nullptr, &l.pipeline),
+        "vkCreatePipelineLayout");
+  // Binding i reads the i-th VkDescriptorBufferInfo of the dispatch's array.
+  if (dev_.push_template_fn() && num_buffers > 0) {
+    std::vector<VkDescriptorUpdateTemplateEntry> entries(num_buffers);
+    for (uint32_t i = 0; i < num_buffers; ++i) {
+      entries[i] = {i, 0, 1, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                    i * sizeof(VkDescriptorBufferInfo), sizeof(VkDescriptorBufferInfo)};
+    }
+    auto ti = make_info<VkDescriptorUpdateTemplateCreateInfo>(
+        VK_STRUCTURE_TYPE_DESCRIPTOR_UPDATE_TEMPLATE_CREATE_INFO);
+    ti.descriptorUpdateEntryCount = num_buffers;
+    ti.pDescriptorUpdateEntries = entries.data();
+    ti.templateType = VK_DESCRIPTOR_UPDATE_TEMPLATE_TYPE_PUSH_DESCRIPTORS_KHR;
+    ti.descriptorSetLayout = set_layout;
+    ti.pipelineBindPoint = VK_PIPELINE_BIND_POINT_COMPUTE;
+    ti.pipelineLayout = l.pipeline;
+    ti.set = 0;
+    check(vkCreateDescriptorUpdateTemplate(dev_.handle(), &ti, nullptr, &l.push_template),
+          "vkCreateDescriptorUpdateTemplate");
+  }
   pipeline_layouts_.emplace(id, l);
   return l;
 }

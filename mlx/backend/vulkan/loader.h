@@ -92,6 +92,8 @@
   X(vkResetDescriptorPool)         \
   X(vkAllocateDescriptorSets)      \
   X(vkUpdateDescriptorSets)        \
+  X(vkCreateDescriptorUpdateTemplate)  \
+  X(vkDestroyDescriptorUpdateTemplate) \
   X(vkCreateQueryPool)             \
   X(vkDestroyQueryPool)            \
   X(vkCmdResetQueryPool)           \
@@ -100,6 +102,7 @@
 
 #define MLX_VK_OPTIONAL_DEVICE_FUNCTIONS(X) \
   X(vkCmdPushDescriptorSetKHR)              \
+  X(vkCmdPushDescriptorSetWithTemplateKHR)  \
   X(vkGetPipelineExecutablePropertiesKHR)   \
   X(vkGetPipelineExecutableStatisticsKHR)
 

@@ -298,6 +298,13 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
         if (convert_only) {
           key.params["dq"] = "convert";
           key.params["rows"] = "16";
+          key.params["frag"] = "n16";
+        }
+        // MLX_VK_QMVC_FRAG=n16 keeps the 16x16x16 fragments where frag=n8 applies (for
+        // measuring).
+        static const bool n16_only = vulkan::env_string("MLX_VK_QMVC_FRAG", "auto") == "n16";
+        if (n16_only) {
+          key.params["frag"] = "n16";
         }
         if (const auto* kernel = vulkan::get_kernel_or_drop_coop(key, true)) {
           return vulkan::MemoEntry{kernel, codegen::qmvc_launch(key, kernel->source, g)};
