@@ -15,6 +15,7 @@
 //                        MATMUL_BENCH_QROWS=2,4,8 sets qrows' row counts)
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -36,9 +37,16 @@ int main() {
   const auto& info = mx::gpu::device_info();
   std::printf("device: %s\n", std::get<std::string>(info.at("device_name")).c_str());
   // The f16 cooperative path's 16x8x16 shape decides qmvc's fragments (frag=n8).
-  if (auto it = info.find("cooperative_matrix_f16_16x8x16"); it != info.end()) {
-    std::printf("cooperative matrices 16x8x16 (f16): %s\n",
-                std::get<size_t>(it->second) == 1 ? "yes" : "no");
+  for (const char* dtype : {"f16", "bf16"}) {
+    auto it = info.find(std::string("cooperative_matrix_") + dtype + "_16x8x16");
+    if (it != info.end()) {
+      std::printf("cooperative matrices 16x8x16 (%s): %s\n", dtype,
+                  std::get<size_t>(it->second) == 1 ? "yes" : "no");
+    }
+  }
+  if (auto it = info.find("cooperative_matrix_khr_shapes"); it != info.end()) {
+    std::printf("VK_KHR_cooperative_matrix shapes: %s\n",
+                std::get<std::string>(it->second).c_str());
   }
   mx::vulkan::set_profiling(true);
   if (!mx::vulkan::profiling_enabled()) {

@@ -50,6 +50,8 @@ struct DeviceCaps {
   // The f16 cooperative path (KHR where enabled, else NV) also multiplies 16x8x16 into f32
   // per subgroup: qmvc's transposed fragments (templates/qmv_coop.glsl, FRAG_N8).
   bool coop_f16_n8 = false;
+  // The same for bf16 A/B on VK_KHR_cooperative_matrix.
+  bool coop_bf16_n8 = false;
   uint32_t max_workgroup_invocations = 128;
   uint32_t max_shared_memory = 16384;
   // Vector steps per invocation of a fused kernel (templates/fused.glsl's EPT): the

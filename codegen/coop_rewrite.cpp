@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -20,6 +21,16 @@ constexpr uint32_t kOpTypeFloat = 22;
 constexpr uint32_t kOpConstantTrue = 41;
 constexpr uint32_t kOpConstantFalse = 42;
 constexpr uint32_t kOpConstant = 43;
+constexpr uint32_t kOpTypePointer = 32;
+constexpr uint32_t kOpConstantComposite = 44;
+constexpr uint32_t kOpLoad = 61;
+constexpr uint32_t kOpStore = 62;
+constexpr uint32_t kOpAccessChain = 65;
+constexpr uint32_t kOpInBoundsAccessChain = 66;
+constexpr uint32_t kOpCompositeConstruct = 80;
+constexpr uint32_t kOpCompositeExtract = 81;
+constexpr uint32_t kOpCompositeInsert = 82;
+constexpr uint32_t kOpBitcast = 124;
 constexpr uint32_t kOpTypeMatrixNV = 5358;
 constexpr uint32_t kOpLoadNV = 5359;
 constexpr uint32_t kOpStoreNV = 5360;
@@ -144,6 +155,36 @@ std::vector<uint32_t> coop_nv_to_khr(const std::vector<uint32_t>& words, bool bf
   const uint32_t c_use[3] = {bound, bound + 1, bound + 2};  // also the row/column-major layouts
   const uint32_t bf16_type = bound + 3;
   bound += 4;
+
+  // With bf16 A/B, elements of those matrices written or read one by one (fragments built in
+  // registers: templates/qmv_coop.glsl, DQ_FRAG) are f16 in the NV module. Their 16 bits are
+  // kept: an element pointer becomes a bf16 pointer, a stored or inserted f16 is bitcast to
+  // bf16 first, and a loaded or extracted bf16 is bitcast back to f16 for the code that
+  // reads it. So a kernel writes the bf16 bits it wants as an f16 with those bits.
+  std::set<uint32_t> bf16_mats;                     // A/B matrix types that become bf16
+  std::map<uint32_t, uint32_t> mat_pointer_class;   // pointer to such a matrix -> storage class
+  std::map<uint32_t, uint32_t> elem_pointer_class;  // element access chain -> storage class
+  std::map<uint32_t, uint32_t> bf16_pointer;        // storage class -> new bf16 pointer type
+  if (bf16_ab) {
+    for (const Inst& i : parsed.insts) {
+      const uint32_t* w = words.data() + i.at;
+      if (i.opcode == kOpTypeMatrixNV && use_of[i.result_id] != kUseAccumulator) {
+        bf16_mats.insert(i.result_id);
+      } else if (i.opcode == kOpTypePointer && bf16_mats.count(w[3])) {
+        mat_pointer_class[i.result_id] = w[2];
+      } else if ((i.opcode == kOpAccessChain || i.opcode == kOpInBoundsAccessChain) &&
+                 mat_pointer_class.count(type_of[w[3]])) {
+        uint32_t sc = mat_pointer_class[type_of[w[3]]];
+        elem_pointer_class[i.result_id] = sc;
+        if (!bf16_pointer.count(sc)) {
+          bf16_pointer[sc] = bound++;
+        }
+      } else if ((i.opcode == kOpCompositeConstruct || i.opcode == kOpConstantComposite) &&
+                 bf16_mats.count(i.type_id)) {
+        fail("a bf16 A/B matrix is constructed from elements; load it or write its elements.");
+      }
+    }
+  }
   auto layout = [&](uint32_t flag) {
     auto it = bool_constant.find(flag);
     if (it == bool_constant.end()) {
@@ -183,6 +224,9 @@ std::vector<uint32_t> coop_nv_to_khr(const std::vector<uint32_t>& words, bool bf
           }
           if (bf16_ab) {
             emit(out, kOpTypeFloat, {bf16_type, 16, kEncodingBFloat16});
+            for (auto [sc, id] : bf16_pointer) {
+              emit(out, kOpTypePointer, {id, sc, bf16_type});
+            }
           }
           declared = true;
         }
@@ -206,6 +250,55 @@ std::vector<uint32_t> coop_nv_to_khr(const std::vector<uint32_t>& words, bool bf
         out.insert(out.end(), w + 5, w + i.count);
         continue;
       }
+      case kOpAccessChain:
+      case kOpInBoundsAccessChain:
+        if (elem_pointer_class.count(i.result_id)) {
+          out.push_back(w[0]);
+          out.push_back(bf16_pointer[elem_pointer_class[i.result_id]]);
+          out.insert(out.end(), w + 2, w + i.count);
+          continue;
+        }
+        break;
+      case kOpStore:
+        if (elem_pointer_class.count(w[1])) {
+          uint32_t bits = bound++;
+          emit(out, kOpBitcast, {bf16_type, bits, w[2]});
+          out.push_back(w[0]);
+          out.insert(out.end(), {w[1], bits});
+          out.insert(out.end(), w + 3, w + i.count);
+          continue;
+        }
+        break;
+      case kOpLoad:
+        if (elem_pointer_class.count(w[3])) {
+          uint32_t bits = bound++;
+          out.push_back(w[0]);
+          out.insert(out.end(), {bf16_type, bits});
+          out.insert(out.end(), w + 3, w + i.count);
+          emit(out, kOpBitcast, {w[1], w[2], bits});
+          continue;
+        }
+        break;
+      case kOpCompositeExtract:
+        if (bf16_mats.count(type_of[w[3]])) {
+          uint32_t bits = bound++;
+          out.push_back(w[0]);
+          out.insert(out.end(), {bf16_type, bits});
+          out.insert(out.end(), w + 3, w + i.count);
+          emit(out, kOpBitcast, {w[1], w[2], bits});
+          continue;
+        }
+        break;
+      case kOpCompositeInsert:
+        if (bf16_mats.count(w[1])) {
+          uint32_t bits = bound++;
+          emit(out, kOpBitcast, {bf16_type, bits, w[3]});
+          out.push_back(w[0]);
+          out.insert(out.end(), {w[1], w[2], bits});
+          out.insert(out.end(), w + 4, w + i.count);
+          continue;
+        }
+        break;
       case kOpMulAddNV:
       case kOpLengthNV:
         out.push_back(i.count << 16 | (i.opcode == kOpMulAddNV ? kOpMulAddKHR : kOpLengthKHR));

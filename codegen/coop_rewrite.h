@@ -15,7 +15,8 @@ namespace mlx::core::vulkan::codegen {
 // of the column-major flag, the multiply-adds and lengths. Every matrix type must serve one
 // use only (templates/gemm_coop.glsl gives B's type a specialization-constant row count so
 // that it differs from A's). With bf16_ab, the A and B component type becomes bfloat16
-// (SPV_KHR_bfloat16): the loads then read the same 16-bit words as bf16.
+// (SPV_KHR_bfloat16): the loads then read the same 16-bit words as bf16, and elements
+// written or read one by one keep their 16 bits (an f16 in the NV module, bitcast).
 // Throws std::invalid_argument naming what it cannot rewrite.
 std::vector<uint32_t> coop_nv_to_khr(const std::vector<uint32_t>& words, bool bf16_ab);
 

@@ -60,8 +60,12 @@ std::string coop_path(const std::string& dtype, const DeviceCaps& caps) {
 // product whose rows 8..15 are zeros at <= 8 rows, 4 accumulator elements a lane instead
 // of 8, and 2 columns' scales a lane instead of 4 (docs/matmul.md, "qmvc in 16x8
 // fragments").
+bool has_n8(const std::string& dtype, const DeviceCaps& caps) {
+  return dtype == "f16" ? caps.coop_f16_n8 : dtype == "bf16" && caps.coop_bf16_n8;
+}
+
 bool frag_n8(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps) {
-  return caps.coop_f16_n8 && dtype == "f16" && magic_dequant(dtype, g, caps) && w_rows_vec4(g);
+  return has_n8(dtype, caps) && magic_dequant(dtype, g, caps) && w_rows_vec4(g);
 }
 
 }  // namespace
@@ -114,9 +118,8 @@ KernelKey qmvc_key(const std::string& dtype, const MatmulGeometry& g, const Devi
 
 KernelSource render_qmvc(const KernelKey& key, const DeviceCaps& caps) {
   const std::string where = "kernel " + key.canonical();
-  check_params(key,
-               {"bits", "dq", "dtype", "frag", "gs", "idx", "kc", "path", "rows", "sg", "wvec"},
-               where);
+  check_params(
+      key, {"bits", "dq", "dtype", "frag", "gs", "idx", "kc", "path", "rows", "sg", "wvec"}, where);
   const DtypeInfo& dt = float_dtype(key, where);
   bool idx64 = parse_idx(key, where);
   int bits = 0, gs = 0;
@@ -138,19 +141,18 @@ KernelSource render_qmvc(const KernelKey& key, const DeviceCaps& caps) {
       (wvec != "0" && wvec != "1") || (wvec == "1" && bits % 4 != 0) ||
       (dq != "magic" && dq != "convert") || (rows != "8" && rows != "16") ||
       (!magic && rows != "16") || (magic && (bits != 4 || gs % kc != 0)) ||
-      (frag != "n8" && frag != "n16") ||
-      (frag == "n8" && (!magic || dtype != "f16" || wvec != "1"))) {
+      (frag != "n8" && frag != "n16") || (frag == "n8" && (!magic || wvec != "1"))) {
     throw std::invalid_argument(
         "[render] " + where +
         ": path must be nv (f16) or khr (f16, bf16), sg 1, 2, 4 or 8, kc 32, 64 or 128, wvec 0 "
         "or 1 (1 only for 4 or 8 bits), dq magic (4 bits, gs a multiple of kc) or convert, "
-        "rows 8 (magic only) or 16, frag n16 or n8 (f16 with dq=magic and wvec=1 only).");
+        "rows 8 (magic only) or 16, frag n16 or n8 (dq=magic and wvec=1 only).");
   }
   bool supported =
       path == "nv" ? caps.cooperative_matrix
                    : (dtype == "f16" ? caps.cooperative_matrix_khr : caps.cooperative_matrix_bf16);
   if (!supported || caps.subgroup_size != 32 || (magic && !caps.coop_acc_nv_layout) ||
-      (frag == "n8" && !caps.coop_f16_n8) ||
+      (frag == "n8" && !has_n8(dtype, caps)) ||
       stage_bytes(sg, kc, magic) > static_cast<int64_t>(caps.max_shared_memory)) {
     throw std::runtime_error("[vulkan] " + where +
                              ": the device has no cooperative matrices for this dtype on 32-lane "

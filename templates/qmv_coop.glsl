@@ -59,11 +59,6 @@
 #ifndef ROWS8
 #define ROWS8 0
 #endif
-// DQ_FRAG needs W's rows on 16 bytes. Fragment elements are written one by one, which the
-// KHR rewrite cannot retype to bf16, so bf16 keeps the stages.
-#ifndef DQ_FRAG
-#define DQ_FRAG (DQ_MAGIC != 0 && COOP_BF16 == 0 && BITS == 4 && WVEC != 0)
-#endif
 // FRAG_N8 (with DQ_FRAG, where the device multiplies 16x8x16): the product transposed, W's
 // 16 columns as A and x's rows as B in 16 x 8 fragments (two for 9 to 16 rows), so that 8
 // rows take one fragment product instead of a 16x16x16 one half of zeros, a lane holds 4
@@ -71,6 +66,11 @@
 // and biases a chunk instead of 4).
 #ifndef FRAG_N8
 #define FRAG_N8 0
+#endif
+// DQ_FRAG needs W's rows on 16 bytes. Fragment elements are written one by one as f16s
+// holding the dtype's bits (the KHR rewrite keeps those bits for bf16: coop_rewrite.h).
+#ifndef DQ_FRAG
+#define DQ_FRAG (DQ_MAGIC != 0 && BITS == 4 && WVEC != 0)
 #endif
 #if FRAG_N8 && !DQ_FRAG
 #error FRAG_N8 needs DQ_FRAG
@@ -165,7 +165,20 @@ shared uvec4 ones4[32];       // a 16 x 16 matrix of ones in the dtype (B of cx)
 shared float ridx[256];       // the row of each element of a 16 x 16 matrix (layout check;
                               // with FRAG_N8 the index of each element of a 16 x 8 one)
 #if DQ_FRAG
-shared uvec4 probe16[32];     // element (r, c) of a 16 x 16 f16 matrix is 16 r + c
+shared uvec4 probe16[32];     // element (r, c) of a 16 x 16 f16 (bf16) matrix is 16 r + c
+
+// The 16 bits of the integer v (< 257) in the dtype, and those of a fragment element (an
+// f16 in the source, the dtype's bits once the KHR rewrite retypes bf16 matrices).
+uint probe_bits(uint v) {
+#if COOP_BF16
+  return floatBitsToUint(float(v)) >> 16;
+#else
+  return packHalf2x16(vec2(float(v), 0.0)) & 0xFFFFu;
+#endif
+}
+uint element_bits(float16_t v) {
+  return uint(float16BitsToUint16(v));
+}
 #endif
 
 // x's 8 values of v (k = 8 j .. 8 j + 7, one W word's) in the stage's order: values i and
@@ -264,7 +277,7 @@ void main() {
   }
 #if DQ_FRAG
   for (uint e = gl_LocalInvocationID.x; e < 128u; e += WGS) {
-    probe16[e / 4u][e % 4u] = packHalf2x16(vec2(float(2u * e), float(2u * e + 1u)));
+    probe16[e / 4u][e % 4u] = probe_bits(2u * e) | (probe_bits(2u * e + 1u) << 16);
   }
 #endif
   barrier();
@@ -288,12 +301,13 @@ void main() {
       uint r = g + 8u * (uint(i) / 2u);
       uint c = 2u * t + uint(i) % 2u;
       uint kk = 2u * t + uint(i) % 2u + 8u * (uint(i) / 2u);
-      layout_ok = layout_ok && uint(pacc[i]) == 8u * r + c && uint(pb8[i]) == 16u * g + kk;
+      layout_ok = layout_ok && uint(pacc[i]) == 8u * r + c &&
+                  element_bits(pb8[i]) == probe_bits(16u * g + kk);
     }
     for (int i = 0; i < pa.length(); ++i) {
       uint r = g + 8u * (uint(i) / 4u);
       uint kk = 2u * t + uint(i) % 2u + 8u * ((uint(i) / 2u) % 2u);
-      layout_ok = layout_ok && uint(pa[i]) == 16u * r + kk;
+      layout_ok = layout_ok && element_bits(pa[i]) == probe_bits(16u * r + kk);
     }
     layout_ok = subgroupAll(layout_ok);
   }
@@ -320,7 +334,8 @@ void main() {
     for (int i = 0; i < pa.length(); ++i) {
       uint r = lane / 4u + 8u * (uint(i) / 4u);
       uint kk = 2u * (lane % 4u) + uint(i) % 2u + 8u * ((uint(i) / 2u) % 2u);
-      layout_ok = layout_ok && uint(pa[i]) == 16u * r + kk && uint(pb[i]) == 16u * r + kk;
+      layout_ok = layout_ok && element_bits(pa[i]) == probe_bits(16u * r + kk) &&
+                  element_bits(pb[i]) == probe_bits(16u * r + kk);
     }
 #endif
     layout_ok = subgroupAll(layout_ok);

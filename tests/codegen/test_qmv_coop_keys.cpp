@@ -5,6 +5,7 @@
 // the GPU machine); lavapipe has none.
 #include <doctest/doctest.h>
 
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -63,8 +64,9 @@ TEST_CASE("qmvc takes 1 to 16 rows of an aligned f16 or bf16 product on cooperat
   CHECK_FALSE(cg::qmvc_applies("f16", rows(4, 4096, 4096), wave64));
 
   auto key = cg::qmvc_key("f16", rows(8, 4096, 14336), all);
-  CHECK(key.canonical() ==
-        "qmvc:bits=4,dq=convert,dtype=f16,frag=n16,gs=64,idx=32,kc=64,path=khr,rows=16,sg=8,wvec=1");
+  CHECK(
+      key.canonical() ==
+      "qmvc:bits=4,dq=convert,dtype=f16,frag=n16,gs=64,idx=32,kc=64,path=khr,rows=16,sg=8,wvec=1");
   // dq=magic where the accumulators have NVIDIA's layout: 4 bits, with the 64-value chunk
   // inside one group, at most 8 rows (any for bf16, and for f16 whose W rows start on 16
   // bytes: its fragments are built in registers); rows=8 skips the accumulator rows 8..15.
@@ -105,6 +107,10 @@ TEST_CASE("qmvc takes 1 to 16 rows of an aligned f16 or bf16 product on cooperat
   CHECK(cg::qmvc_key("f16", rows(16, 4096, 14336), n8).params.at("frag") == "n8");
   CHECK(cg::qmvc_key("f16", unaligned, n8).params.at("frag") == "n16");
   CHECK(cg::qmvc_key("bf16", rows(8, 4096, 14336), n8).params.at("frag") == "n16");
+  n8.coop_bf16_n8 = true;  // bf16 on the KHR path with its 16x8x16 shape
+  CHECK(cg::qmvc_key("bf16", rows(8, 4096, 14336), n8).params.at("frag") == "n8");
+  CHECK(cg::qmvc_key("bf16", rows(12, 4096, 14336), n8).params.at("frag") == "n8");
+  CHECK(cg::qmvc_key("bf16", unaligned, n8).params.at("frag") == "n16");
   CHECK(cg::qmvc_key("f16", rows(8, 4096, 14336, 8), n8).params.at("frag") == "n16");
   CHECK(cg::qmvc_key("f16", rows(8, 4096, 14336), nv_layout).params.at("frag") == "n16");
 }
@@ -122,6 +128,7 @@ TEST_CASE("every qmvc variant renders and compiles, the KHR path through the rew
             auto caps = nv ? coop_caps(true, false, false) : all;
             caps.coop_acc_nv_layout = layout > 0;
             caps.coop_f16_n8 = layout == 2;
+            caps.coop_bf16_n8 = layout == 2;
             for (int64_t m : {5, 12}) {
               auto g = rows(m, 100, 256, bits, gs);
               REQUIRE(cg::qmvc_applies(dtype, g, caps));
@@ -177,5 +184,58 @@ TEST_CASE("every qmvc variant renders and compiles, the KHR path through the rew
   CHECK_THROWS_AS(cg::render(changed("frag", "n4"), n8), std::invalid_argument);
   auto bf16_n8 = cg::qmvc_key("bf16", g, n8);
   bf16_n8.params.insert_or_assign("frag", "n8");
-  CHECK_THROWS_AS(cg::render(bf16_n8, n8), std::invalid_argument);
+  CHECK_THROWS_AS(cg::render(bf16_n8, n8), std::runtime_error);  // no bf16 16x8x16
+  n8.coop_bf16_n8 = true;
+  CHECK_NOTHROW(cg::render(bf16_n8, n8));
+  auto convert_n8 = changed("frag", "n8");
+  convert_n8.params.insert_or_assign("dq", "convert");
+  convert_n8.params.insert_or_assign("rows", "16");
+  CHECK_THROWS_AS(cg::render(convert_n8, n8), std::invalid_argument);
+}
+
+TEST_CASE("bf16 fragments built element by element keep their bits through the KHR rewrite") {
+  // qmvc's bf16 dq=magic kernel with W's rows on 16 bytes writes fragment elements one by
+  // one (DQ_FRAG) as f16s holding bf16 bits; the rewrite must turn those element pointers
+  // into bf16 pointers and bitcast every value stored through them.
+  auto caps = coop_caps(true, true, true);
+  caps.coop_acc_nv_layout = true;
+  auto key = cg::qmvc_key("bf16", rows(8, 4096, 14336), caps);
+  REQUIRE(key.params.at("dq") == "magic");
+  REQUIRE(key.params.at("wvec") == "1");
+  auto src = cg::render(key, caps);
+  REQUIRE(src.coop_khr);
+  auto words = cg::compile(key, src).words;
+  REQUIRE(words.size() > 5);
+  constexpr uint32_t kOpTypeFloat = 22, kOpTypePointer = 32, kOpStore = 62, kOpAccessChain = 65,
+                     kOpBitcast = 124, kOpTypeMatrixNV = 5358;
+  uint32_t bf16 = 0;
+  std::map<uint32_t, uint32_t> pointer_to;  // pointer type -> pointee
+  std::map<uint32_t, uint32_t> chain_type;  // access chain result -> its pointer type
+  std::map<uint32_t, uint32_t> bitcast_type;
+  size_t stores = 0, bitcast_stores = 0, nv_types = 0;
+  for (size_t at = 5; at < words.size();) {
+    uint32_t op = words[at] & 0xFFFF, count = words[at] >> 16;
+    REQUIRE(count > 0);
+    const uint32_t* w = words.data() + at;
+    if (op == kOpTypeFloat && count == 4 && w[2] == 16 && w[3] == 0) {
+      bf16 = w[1];  // the BFloat16KHR encoding
+    } else if (op == kOpTypePointer) {
+      pointer_to[w[1]] = w[3];
+    } else if (op == kOpAccessChain) {
+      chain_type[w[2]] = w[1];
+    } else if (op == kOpBitcast) {
+      bitcast_type[w[2]] = w[1];
+    } else if (op == kOpTypeMatrixNV) {
+      ++nv_types;
+    } else if (op == kOpStore && chain_type.count(w[1]) && bf16 != 0 &&
+               pointer_to[chain_type[w[1]]] == bf16) {
+      ++stores;
+      bitcast_stores += bitcast_type.count(w[2]) && bitcast_type[w[2]] == bf16 ? 1 : 0;
+    }
+    at += count;
+  }
+  CHECK(nv_types == 0);
+  CHECK(bf16 != 0);
+  CHECK(stores > 0);
+  CHECK(bitcast_stores == stores);
 }

@@ -457,8 +457,7 @@ void CommandEncoder::dispatch(const Kernel& k, std::span<const Binding> bindings
   r.end_query = r.timed ? start_timing_locked(b, k) : 0;
   r.pool = r.timed ? b.query_pools.back() : VK_NULL_HANDLE;
   auto push_fn = r.push_descriptors ? dev_.push_descriptor_fn() : nullptr;
-  auto template_fn = r.push_descriptors ? dev_.push_template_fn() : nullptr;
-  auto emit = [push_fn, template_fn](VkCommandBuffer cb, const Recording& r) {
+  auto emit = [push_fn](VkCommandBuffer cb, const Recording& r) {
     const Kernel& k = *r.k;
     if (k.pipeline == VK_NULL_HANDLE) {  // its creation failed (replay_locked)
       if (r.timed) {
@@ -469,9 +468,7 @@ void CommandEncoder::dispatch(const Kernel& k, std::span<const Binding> bindings
     if (r.bind) {
       vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline);
     }
-    if (r.push_descriptors && k.push_template && template_fn) {
-      template_fn(cb, k.push_template, k.layout, 0, r.infos.data());
-    } else if (r.push_descriptors) {
+    if (r.push_descriptors) {
       std::array<VkWriteDescriptorSet, kMaxBindings> writes;
       for (uint32_t i = 0; i < r.nb; ++i) {
         writes[i] = make_info<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);

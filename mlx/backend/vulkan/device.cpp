@@ -124,10 +124,9 @@ bool has_coop_f16_shape(VkPhysicalDevice pd, uint32_t m, uint32_t n, uint32_t k)
     vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, &count, props.data());
   }
   for (const auto& c : props) {
-    if (c.MSize == m && c.NSize == n && c.KSize == k &&
-        c.AType == VK_COMPONENT_TYPE_FLOAT16_NV && c.BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
-        c.CType == VK_COMPONENT_TYPE_FLOAT32_NV && c.DType == VK_COMPONENT_TYPE_FLOAT32_NV &&
-        c.scope == VK_SCOPE_SUBGROUP_NV) {
+    if (c.MSize == m && c.NSize == n && c.KSize == k && c.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+        c.BType == VK_COMPONENT_TYPE_FLOAT16_NV && c.CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+        c.DType == VK_COMPONENT_TYPE_FLOAT32_NV && c.scope == VK_SCOPE_SUBGROUP_NV) {
       return true;
     }
   }
@@ -158,6 +157,30 @@ std::pair<bool, bool> khr_coop_shapes(VkPhysicalDevice pd, uint32_t m, uint32_t 
     }
   }
   return {f16, bf16};
+}
+
+// Every subgroup shape of VK_KHR_cooperative_matrix, "MxNxK:A*B+C=R" with the component
+// types as the registry numbers them (0 f16, 1 f32, 1000141000 bf16, ...), for device_info.
+std::string khr_coop_shape_list(VkPhysicalDevice pd) {
+  if (!vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR) {
+    return "";
+  }
+  uint32_t count = 0;
+  vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR(pd, &count, nullptr);
+  VkCooperativeMatrixPropertiesKHR blank{};
+  blank.sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR;
+  std::vector<VkCooperativeMatrixPropertiesKHR> props(count, blank);
+  if (count > 0) {
+    vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR(pd, &count, props.data());
+  }
+  std::ostringstream os;
+  for (const auto& c : props) {
+    if (c.scope == 3) {  // subgroup
+      os << (os.tellp() > 0 ? " " : "") << c.MSize << "x" << c.NSize << "x" << c.KSize << ":"
+         << c.AType << "*" << c.BType << "+" << c.CType << "=" << c.ResultType;
+    }
+  }
+  return os.str();
 }
 
 std::string hex_bytes(const uint8_t* p, size_t n) {
@@ -295,6 +318,9 @@ struct Probe {
         flag(is_13() ? features13.shaderIntegerDotProduct
                      : has(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME));
     m["cooperative_matrix"] = cooperative_matrix();
+    if (has(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME)) {
+      m["cooperative_matrix_khr_shapes"] = khr_coop_shape_list(handle);
+    }
     m["max_storage_buffer_range"] = static_cast<size_t>(props.limits.maxStorageBufferRange);
     m["min_storage_buffer_offset_alignment"] =
         static_cast<size_t>(props.limits.minStorageBufferOffsetAlignment);
@@ -544,8 +570,10 @@ struct DeviceFactory {
     auto& selected = r.infos.front();
     selected["selected"] = size_t(1);
     selected["push_descriptors"] = static_cast<size_t>(dev->push_descriptors_ ? 1 : 0);
-    selected["push_descriptor_template"] = static_cast<size_t>(dev->push_template_fn_ ? 1 : 0);
-    selected["cooperative_matrix_f16_16x8x16"] = static_cast<size_t>(dev->caps_.coop_f16_n8 ? 1 : 0);
+    selected["cooperative_matrix_f16_16x8x16"] =
+        static_cast<size_t>(dev->caps_.coop_f16_n8 ? 1 : 0);
+    selected["cooperative_matrix_bf16_16x8x16"] =
+        static_cast<size_t>(dev->caps_.coop_bf16_n8 ? 1 : 0);
     selected["array_memory_type"] = static_cast<size_t>(dev->array_type_);
     auto& flags = p.memory.memoryTypes[dev->array_type_].propertyFlags;
     selected["memory_path"] = std::string(
@@ -701,9 +729,6 @@ struct DeviceFactory {
     vkGetDeviceQueue(dev.device_, dev.queue_family_, 0, &dev.queue_);
     dev.push_descriptors_ = push && vkCmdPushDescriptorSetKHR != nullptr;
     dev.push_descriptor_fn_ = dev.push_descriptors_ ? vkCmdPushDescriptorSetKHR : nullptr;
-    dev.push_template_fn_ = dev.push_descriptors_ && env_flag("MLX_VK_PUSH_TEMPLATE", true)
-                                ? vkCmdPushDescriptorSetWithTemplateKHR
-                                : nullptr;
     dev.pipeline_executable_info_ = executable_info.pipelineExecutableInfo &&
                                     vkGetPipelineExecutablePropertiesKHR &&
                                     vkGetPipelineExecutableStatisticsKHR;
@@ -735,9 +760,10 @@ struct DeviceFactory {
     c.coop_acc_nv_layout =
         (want_coop || want_khr_f16 || want_khr_bf16) && nv_accumulator_layout(p.props12.driverID);
     // The f16 path qmvc takes (KHR where on, else NV) with its 16x8x16 shape too.
-    c.coop_f16_n8 = want_khr_f16   ? khr_coop_shapes(p.handle, 16, 8, 16).first
-                    : want_coop ? has_coop_f16_shape(p.handle, 16, 8, 16)
-                                : false;
+    c.coop_f16_n8 = want_khr_f16 ? khr_coop_shapes(p.handle, 16, 8, 16).first
+                    : want_coop  ? has_coop_f16_shape(p.handle, 16, 8, 16)
+                                 : false;
+    c.coop_bf16_n8 = want_khr_bf16 && khr_coop_shapes(p.handle, 16, 8, 16).second;
     c.max_workgroup_invocations = p.props.limits.maxComputeWorkGroupInvocations;
     c.max_shared_memory = p.props.limits.maxComputeSharedMemorySize;
     // MLX_VK_MAX_WORKGROUP_INVOCATIONS and MLX_VK_MAX_SHARED_MEMORY lower the limits the

@@ -84,13 +84,6 @@ class Device {
   PFN_vkCmdPushDescriptorSetKHR push_descriptor_fn() const {
     return push_descriptor_fn_;
   }
-  // Push descriptors written through a descriptor update template (one per pipeline
-  // layout, kernel_library.cpp): the driver reads the buffer infos as laid out, instead of
-  // parsing a VkWriteDescriptorSet per binding on every dispatch. Null where the device
-  // lacks it or MLX_VK_PUSH_TEMPLATE=0.
-  PFN_vkCmdPushDescriptorSetWithTemplateKHR push_template_fn() const {
-    return push_template_fn_;
-  }
   // VK_KHR_pipeline_executable_properties with pipelineExecutableInfo: the driver can
   // report what its compiler made of a pipeline (pipeline_stats.h).
   bool has_pipeline_executable_info() const {
@@ -159,7 +152,6 @@ class Device {
   codegen::DeviceCaps caps_;
   bool push_descriptors_ = false;
   PFN_vkCmdPushDescriptorSetKHR push_descriptor_fn_ = nullptr;
-  PFN_vkCmdPushDescriptorSetWithTemplateKHR push_template_fn_ = nullptr;
   bool pipeline_executable_info_ = false;
   std::string name_;
   VkDeviceSize max_allocation_size_ = 0;

@@ -107,10 +107,7 @@ KernelLibrary::~KernelLibrary() {
     }
   }
   for (auto& [n, l] : pipeline_layouts_) {
-    if (l.push_template) {
-      vkDestroyDescriptorUpdateTemplate(d, l.push_template, nullptr);
-    }
-    vkDestroyPipelineLayout(d, l.pipeline, nullptr);
+    vkDestroyPipelineLayout(d, l, nullptr);
   }
   for (auto& [n, l] : set_layouts_) {
     vkDestroyDescriptorSetLayout(d, l, nullptr);
@@ -280,9 +277,7 @@ std::shared_ptr<Kernel> KernelLibrary::build(const codegen::KernelKey& key, bool
                                std::to_string(dev_.caps().max_workgroup_invocations) + ".");
     }
     k->set_layout = set_layout_for(k->num_buffers);
-    auto layouts = pipeline_layout_for(k->num_buffers, k->push_constant_bytes);
-    k->layout = layouts.pipeline;
-    k->push_template = layouts.push_template;
+    k->layout = pipeline_layout_for(k->num_buffers, k->push_constant_bytes);
     spirv = spirv_for(*k, true);
     // The same for shared memory (MLX_VK_MAX_SHARED_MEMORY lowers the limit for tests).
     uint32_t shared = codegen::workgroup_memory_bytes(spirv.words, k->source.spec_constants);
@@ -397,8 +392,7 @@ VkDescriptorSetLayout KernelLibrary::set_layout_for(uint32_t num_buffers) {
   return l;
 }
 
-KernelLibrary::Layouts KernelLibrary::pipeline_layout_for(uint32_t num_buffers,
-                                                          uint32_t push_bytes) {
+VkPipelineLayout KernelLibrary::pipeline_layout_for(uint32_t num_buffers, uint32_t push_bytes) {
   auto set_layout = set_layout_for(num_buffers);
   std::lock_guard lk(layout_mtx_);
   uint64_t id = (uint64_t(num_buffers) << 32) | push_bytes;
@@ -412,28 +406,8 @@ KernelLibrary::Layouts KernelLibrary::pipeline_layout_for(uint32_t num_buffers,
   ci.pSetLayouts = &set_layout;
   ci.pushConstantRangeCount = push_bytes ? 1 : 0;
   ci.pPushConstantRanges = push_bytes ? &range : nullptr;
-  Layouts l;
-  check(vkCreatePipelineLayout(dev_.handle(), &ci, nullptr, &l.pipeline),
-        "vkCreatePipelineLayout");
-  // Binding i reads the i-th VkDescriptorBufferInfo of the dispatch's array.
-  if (dev_.push_template_fn() && num_buffers > 0) {
-    std::vector<VkDescriptorUpdateTemplateEntry> entries(num_buffers);
-    for (uint32_t i = 0; i < num_buffers; ++i) {
-      entries[i] = {i, 0, 1, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                    i * sizeof(VkDescriptorBufferInfo), sizeof(VkDescriptorBufferInfo)};
-    }
-    auto ti = make_info<VkDescriptorUpdateTemplateCreateInfo>(
-        VK_STRUCTURE_TYPE_DESCRIPTOR_UPDATE_TEMPLATE_CREATE_INFO);
-    ti.descriptorUpdateEntryCount = num_buffers;
-    ti.pDescriptorUpdateEntries = entries.data();
-    ti.templateType = VK_DESCRIPTOR_UPDATE_TEMPLATE_TYPE_PUSH_DESCRIPTORS_KHR;
-    ti.descriptorSetLayout = set_layout;
-    ti.pipelineBindPoint = VK_PIPELINE_BIND_POINT_COMPUTE;
-    ti.pipelineLayout = l.pipeline;
-    ti.set = 0;
-    check(vkCreateDescriptorUpdateTemplate(dev_.handle(), &ti, nullptr, &l.push_template),
-          "vkCreateDescriptorUpdateTemplate");
-  }
+  VkPipelineLayout l;
+  check(vkCreatePipelineLayout(dev_.handle(), &ci, nullptr, &l), "vkCreatePipelineLayout");
   pipeline_layouts_.emplace(id, l);
   return l;
 }

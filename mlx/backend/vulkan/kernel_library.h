@@ -46,9 +46,6 @@ struct Kernel {
   std::atomic<bool> failed{false};           // that creation failed: get() builds the key again
   VkPipelineLayout layout = VK_NULL_HANDLE;  // owned by the library (shared)
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;  // owned by the library (shared)
-  // Writes the num_buffers buffer infos of a dispatch, consecutive, as push descriptors
-  // (Device::push_template_fn); null where that is off. Owned by the library (shared).
-  VkDescriptorUpdateTemplate push_template = VK_NULL_HANDLE;
   uint32_t num_buffers = 0;
   uint32_t push_constant_bytes = 0;
   uint64_t hash = 0;
@@ -132,11 +129,7 @@ class KernelLibrary {
                              VkPipelineCreateFlags flags, VkResult& result);
   void store(const Kernel& k, const codegen::SpirvModule& spirv);
   VkDescriptorSetLayout set_layout_for(uint32_t num_buffers);
-  struct Layouts {
-    VkPipelineLayout pipeline = VK_NULL_HANDLE;
-    VkDescriptorUpdateTemplate push_template = VK_NULL_HANDLE;
-  };
-  Layouts pipeline_layout_for(uint32_t num_buffers, uint32_t push_bytes);
+  VkPipelineLayout pipeline_layout_for(uint32_t num_buffers, uint32_t push_bytes);
 
   Device& dev_;
   std::unique_ptr<KernelCache> cache_;
@@ -145,7 +138,7 @@ class KernelLibrary {
   std::unordered_map<std::string, std::shared_future<std::shared_ptr<Kernel>>> kernels_;
   std::mutex layout_mtx_;
   std::unordered_map<uint32_t, VkDescriptorSetLayout> set_layouts_;
-  std::unordered_map<uint64_t, Layouts> pipeline_layouts_;
+  std::unordered_map<uint64_t, VkPipelineLayout> pipeline_layouts_;
   std::atomic<size_t> builds_{0};
   std::function<void(const Kernel&, const std::string&)> failure_hook_;  // under mtx_
   // Kernels whose deferred creation failed, out of the map (a later get() builds the key

@@ -92,8 +92,6 @@
   X(vkResetDescriptorPool)         \
   X(vkAllocateDescriptorSets)      \
   X(vkUpdateDescriptorSets)        \
-  X(vkCreateDescriptorUpdateTemplate)  \
-  X(vkDestroyDescriptorUpdateTemplate) \
   X(vkCreateQueryPool)             \
   X(vkDestroyQueryPool)            \
   X(vkCmdResetQueryPool)           \
@@ -102,7 +100,6 @@
 
 #define MLX_VK_OPTIONAL_DEVICE_FUNCTIONS(X) \
   X(vkCmdPushDescriptorSetKHR)              \
-  X(vkCmdPushDescriptorSetWithTemplateKHR)  \
   X(vkGetPipelineExecutablePropertiesKHR)   \
   X(vkGetPipelineExecutableStatisticsKHR)
 
