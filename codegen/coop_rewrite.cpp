@@ -259,43 +259,29 @@ std::vector<uint32_t> coop_nv_to_khr(const std::vector<uint32_t>& words, bool bf
           continue;
         }
         break;
-      case kOpStore:
-        if (elem_pointer_class.count(w[1])) {
+      case kOpStore:            // pointer, object
+      case kOpCompositeInsert:  // type, result, object, composite
+        if (i.opcode == kOpStore ? elem_pointer_class.count(w[1]) != 0
+                                 : bf16_mats.count(w[1]) != 0) {
+          // The f16 object, bitcast to bf16 first.
+          size_t object = i.opcode == kOpStore ? 2 : 3;
           uint32_t bits = bound++;
-          emit(out, kOpBitcast, {bf16_type, bits, w[2]});
-          out.push_back(w[0]);
-          out.insert(out.end(), {w[1], bits});
-          out.insert(out.end(), w + 3, w + i.count);
+          emit(out, kOpBitcast, {bf16_type, bits, w[object]});
+          out.insert(out.end(), w, w + i.count);
+          out[out.size() - i.count + object] = bits;
           continue;
         }
         break;
-      case kOpLoad:
-        if (elem_pointer_class.count(w[3])) {
+      case kOpLoad:              // type, result, pointer
+      case kOpCompositeExtract:  // type, result, composite
+        if (i.opcode == kOpLoad ? elem_pointer_class.count(w[3]) != 0
+                                : bf16_mats.count(type_of[w[3]]) != 0) {
+          // A bf16 result, bitcast back to the f16 the module reads.
           uint32_t bits = bound++;
           out.push_back(w[0]);
           out.insert(out.end(), {bf16_type, bits});
           out.insert(out.end(), w + 3, w + i.count);
           emit(out, kOpBitcast, {w[1], w[2], bits});
-          continue;
-        }
-        break;
-      case kOpCompositeExtract:
-        if (bf16_mats.count(type_of[w[3]])) {
-          uint32_t bits = bound++;
-          out.push_back(w[0]);
-          out.insert(out.end(), {bf16_type, bits});
-          out.insert(out.end(), w + 3, w + i.count);
-          emit(out, kOpBitcast, {w[1], w[2], bits});
-          continue;
-        }
-        break;
-      case kOpCompositeInsert:
-        if (bf16_mats.count(w[1])) {
-          uint32_t bits = bound++;
-          emit(out, kOpBitcast, {bf16_type, bits, w[3]});
-          out.push_back(w[0]);
-          out.insert(out.end(), {w[1], w[2], bits});
-          out.insert(out.end(), w + 4, w + i.count);
           continue;
         }
         break;

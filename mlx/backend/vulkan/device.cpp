@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "mlx/backend/vulkan/coop_shapes.h"
 #include "mlx/backend/vulkan/device_tuning.h"
 #include "mlx/backend/vulkan/driver_facts.h"
 #include "mlx/backend/vulkan/utils.h"
@@ -105,82 +106,6 @@ std::string subgroup_ops_string(VkSubgroupFeatureFlags f) {
   add(VK_SUBGROUP_FEATURE_CLUSTERED_BIT, "clustered");
   add(VK_SUBGROUP_FEATURE_QUAD_BIT, "quad");
   return s;
-}
-
-// Whether the device's VK_NV_cooperative_matrix multiplies m x n x k per subgroup with f16
-// A and B into f32 (C and result): 16x16x16 for gemm_coop.glsl, 16x8x16 for qmv_coop.glsl's
-// transposed fragments (FRAG_N8).
-bool has_coop_f16_shape(VkPhysicalDevice pd, uint32_t m, uint32_t n, uint32_t k) {
-  if (!vkGetPhysicalDeviceCooperativeMatrixPropertiesNV) {
-    return false;
-  }
-  uint32_t count = 0;
-  vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, &count, nullptr);
-  std::vector<VkCooperativeMatrixPropertiesNV> props(
-      count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV, nullptr, 0, 0, 0,
-              VK_COMPONENT_TYPE_FLOAT16_NV, VK_COMPONENT_TYPE_FLOAT16_NV,
-              VK_COMPONENT_TYPE_FLOAT16_NV, VK_COMPONENT_TYPE_FLOAT16_NV, VK_SCOPE_SUBGROUP_NV});
-  if (count > 0) {
-    vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, &count, props.data());
-  }
-  for (const auto& c : props) {
-    if (c.MSize == m && c.NSize == n && c.KSize == k && c.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
-        c.BType == VK_COMPONENT_TYPE_FLOAT16_NV && c.CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
-        c.DType == VK_COMPONENT_TYPE_FLOAT32_NV && c.scope == VK_SCOPE_SUBGROUP_NV) {
-      return true;
-    }
-  }
-  return false;
-}
-
-// The A/B component types for which the device's VK_KHR_cooperative_matrix multiplies
-// m x n x k per subgroup into f32: {f16, bf16}.
-std::pair<bool, bool> khr_coop_shapes(VkPhysicalDevice pd, uint32_t m, uint32_t n, uint32_t k) {
-  if (!vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR) {
-    return {false, false};
-  }
-  uint32_t count = 0;
-  vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR(pd, &count, nullptr);
-  VkCooperativeMatrixPropertiesKHR blank{};
-  blank.sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR;
-  std::vector<VkCooperativeMatrixPropertiesKHR> props(count, blank);
-  if (count > 0) {
-    vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR(pd, &count, props.data());
-  }
-  constexpr uint32_t kF16 = 0, kF32 = 1, kBF16 = 1000141000, kSubgroup = 3;
-  bool f16 = false, bf16 = false;
-  for (const auto& c : props) {
-    if (c.MSize == m && c.NSize == n && c.KSize == k && c.AType == c.BType && c.CType == kF32 &&
-        c.ResultType == kF32 && c.scope == kSubgroup) {
-      f16 = f16 || c.AType == kF16;
-      bf16 = bf16 || c.AType == kBF16;
-    }
-  }
-  return {f16, bf16};
-}
-
-// Every subgroup shape of VK_KHR_cooperative_matrix, "MxNxK:A*B+C=R" with the component
-// types as the registry numbers them (0 f16, 1 f32, 1000141000 bf16, ...), for device_info.
-std::string khr_coop_shape_list(VkPhysicalDevice pd) {
-  if (!vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR) {
-    return "";
-  }
-  uint32_t count = 0;
-  vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR(pd, &count, nullptr);
-  VkCooperativeMatrixPropertiesKHR blank{};
-  blank.sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR;
-  std::vector<VkCooperativeMatrixPropertiesKHR> props(count, blank);
-  if (count > 0) {
-    vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR(pd, &count, props.data());
-  }
-  std::ostringstream os;
-  for (const auto& c : props) {
-    if (c.scope == 3) {  // subgroup
-      os << (os.tellp() > 0 ? " " : "") << c.MSize << "x" << c.NSize << "x" << c.KSize << ":"
-         << c.AType << "*" << c.BType << "+" << c.CType << "=" << c.ResultType;
-    }
-  }
-  return os.str();
 }
 
 std::string hex_bytes(const uint8_t* p, size_t n) {
