@@ -398,3 +398,73 @@ TEST_CASE("sdpa prefill takes cooperative matrices where the device multiplies t
   caps.cooperative_matrix_bf16 = false;
   CHECK_THROWS_AS(cg::render(k, caps), std::runtime_error);
 }
+
+TEST_CASE("sdpa decode takes the vcoop mode where NVIDIA's fragment layouts serve it") {
+  auto caps = device(49152, 32, true);
+  caps.shader_float16 = true;
+  auto decode = [](int64_t d, int64_t dv, int64_t groups, int64_t lkv) {
+    auto g = prefill(d, dv, "none");
+    g.groups = groups;
+    g.lq = 1;
+    g.lkv = lkv;
+    g.q_si = d, g.q_sh = d, g.q_sb = 8 * groups * d;
+    return g;
+  };
+  auto mode = [&](const std::string& dtype, const cg::AttentionGeometry& g) {
+    return cg::attention_key(dtype, g, caps).params["mode"];
+  };
+  caps.cooperative_matrix = true;
+  CHECK(mode("f16", decode(128, 128, 4, 8192)) == "vector");  // no layout: the vector mode
+  caps.coop_acc_nv_layout = true;
+  auto key = cg::attention_key("f16", decode(128, 128, 4, 8192), caps);
+  CHECK(key.params["mode"] == "vcoop");
+  CHECK(key.params["path"] == "nv");
+  CHECK(key.params["rb"] == "4");
+  CHECK(key.params["split"] == "1");
+  CHECK(mode("bf16", decode(128, 128, 4, 8192)) == "vector");  // bf16 needs the KHR path
+  CHECK(mode("f32", decode(128, 128, 4, 8192)) == "vector");
+  CHECK(mode("f16", decode(96, 64, 2, 100)) == "vcoop");
+  CHECK(mode("f16", decode(80, 80, 2, 100)) == "vector");    // d not a multiple of 32
+  CHECK(mode("f16", decode(128, 96, 2, 100)) == "vector");   // dv not a multiple of 64
+  CHECK(mode("f16", decode(256, 256, 2, 100)) == "vector");  // past 128
+  auto shifted = decode(128, 128, 4, 8192);
+  shifted.v_offset = 4;  // V's rows not on 16 bytes
+  CHECK(mode("f16", shifted) == "vector");
+  // The decode step (fast::DecodeAttention) stays on the vector mode.
+  cg::AttentionStep st;
+  st.cap = 8192;
+  CHECK(cg::attention_step_key("f16", decode(128, 128, 4, 4096), st, caps).params["mode"] ==
+        "vector");
+  // Every mask kind, sinks, splits and row counts render and compile on both paths.
+  caps.cooperative_matrix_khr = true;
+  caps.cooperative_matrix_bf16 = true;
+  int compiled = 0;
+  for (const char* dtype : {"f16", "bf16"}) {
+    for (const char* mask : {"none", "causal", "bool", "add"}) {
+      for (int64_t groups : {1, 8}) {
+        auto g = decode(64, 128, groups, std::string(mask) == "none" ? 8192 : 100);
+        g.mask = mask;
+        g.mask_dtype = std::string(mask) == "bool" ? "b" : std::string(mask) == "add" ? dtype : "";
+        g.sinks_dtype = groups == 1 ? "f32" : "";
+        auto k = cg::attention_key(dtype, g, caps);
+        REQUIRE(k.params["mode"] == "vcoop");
+        CHECK(k.params["path"] == "khr");
+        CAPTURE(k.canonical());
+        auto src = cg::render(k, caps);
+        CHECK(src.coop_khr);
+        CHECK(src.workgroup_size[0] == 128);
+        CHECK(shared_bytes(k, src) <= caps.max_shared_memory);
+        ++compiled;
+      }
+    }
+  }
+  CHECK(compiled == 16);
+  // A key whose layout the device does not have, or a head dim the kernel cannot load, does
+  // not render.
+  caps.coop_acc_nv_layout = false;
+  CHECK_THROWS_AS(cg::render(key, caps), std::runtime_error);
+  caps.coop_acc_nv_layout = true;
+  auto bad = key;
+  bad.params["dv"] = "96";
+  CHECK_THROWS_AS(cg::render(bad, caps), std::invalid_argument);
+}
