@@ -179,37 +179,6 @@ std::string coop_path(const std::string& dtype, const AttentionGeometry& g,
   return "";
 }
 
-// The vcoop mode (sdpa.glsl MODE_VCOOP, templates/include/sdpa_vcoop.glsl): decode on 4
-// subgroups of 32 lanes, the subgroups' states combined through shared memory (mirrored
-// here with the layout check's arrays).
-constexpr int64_t kVcoopSubgroups = 4;
-int64_t vcoop_shared_bytes(int64_t dv, uint32_t rb) {
-  return 4 * (256 + 2 * kVcoopSubgroups * rb + kVcoopSubgroups * rb * dv) + 16 * 32;
-}
-
-// The cooperative-matrix path for a decode ("nv", "khr"), or "" for the vector mode: f16
-// (bf16 on KHR), d a multiple of 32 and dv of 64 up to 128 (a lane loads D/4 values of each
-// of its K rows and DV/8 of each of its V rows as 16-byte vectors), NVIDIA's fragment
-// layouts (the kernel builds its fragments element by element), 32-lane subgroups with
-// shuffles and 16-byte aligned rows.
-std::string vcoop_path(const std::string& dtype, const AttentionGeometry& g,
-                       const DeviceCaps& caps) {
-  if (g.d % 32 != 0 || g.dv % 64 != 0 || g.d > 128 || g.dv > 128 || !caps.coop_acc_nv_layout ||
-      caps.subgroup_size != 32 || !caps.subgroup_shuffle ||
-      caps.max_workgroup_invocations < kVcoopSubgroups * 32 ||
-      vcoop_shared_bytes(g.dv, vector_rows(g)) > static_cast<int64_t>(caps.max_shared_memory) ||
-      !strides_multiple_of(g, 8)) {
-    return "";
-  }
-  if (dtype == "bf16") {
-    return caps.cooperative_matrix_bf16 ? "khr" : "";
-  }
-  if (dtype == "f16") {
-    return caps.cooperative_matrix_khr ? "khr" : caps.cooperative_matrix ? "nv" : "";
-  }
-  return "";
-}
-
 // Whether every 4-element quad of q, k and v starts at a multiple of 4 elements, so the
 // rows mode loads each as one vector.
 bool rows_vector_loads(const AttentionGeometry& g) {
@@ -334,20 +303,17 @@ int64_t attention_splits(const AttentionGeometry& g) {
   return ceil_div(steps, per);
 }
 
-namespace {
-
-KernelKey base_key(const std::string& dtype, const AttentionGeometry& g) {
-  return KernelKey{"sdpa",
+KernelKey attention_key(const std::string& dtype, const AttentionGeometry& g,
+                        const DeviceCaps& caps) {
+  KernelKey key{"sdpa",
                 {{"d", std::to_string(g.d)},
                  {"dtype", dtype},
                  {"dv", std::to_string(g.dv)},
                  {"mask", g.mask},
                  {"mdtype", g.mask_dtype.empty() ? "-" : g.mask_dtype},
                  {"sdtype", g.sinks_dtype.empty() ? "-" : g.sinks_dtype}}};
-}
-
-void set_vector_params(KernelKey& key, const AttentionGeometry& g, const DeviceCaps& caps) {
-  uint32_t tpr = vector_tpr(g, caps);
+  if (attention_vector(g)) {
+    uint32_t tpr = vector_tpr(g, caps);
     bool sg = caps.subgroup_shuffle && tpr <= caps.subgroup_size;
     // Fewer rows a workgroup where its arrays would not fit (without shuffles the team sums
     // take WGS x RB x KPS floats: head dim 256 with 8 rows needs 16.1 KiB, past a 16 KiB
@@ -365,22 +331,6 @@ void set_vector_params(KernelKey& key, const AttentionGeometry& g, const DeviceC
     // Each lane's d / tpr and dv / tpr elements of a K and V row as 4-element vectors.
     bool quads = (g.d / tpr) % 4 == 0 && (g.dv / tpr) % 4 == 0 && rows_vector_loads(g);
     key.params["vec"] = quads ? "1" : "0";
-}
-
-}  // namespace
-
-KernelKey attention_key(const std::string& dtype, const AttentionGeometry& g,
-                        const DeviceCaps& caps) {
-  KernelKey key = base_key(dtype, g);
-  if (attention_vector(g)) {
-    if (std::string path = vcoop_path(dtype, g, caps); !path.empty()) {
-      key.params["mode"] = "vcoop";
-      key.params["path"] = path;
-      key.params["rb"] = std::to_string(vector_rows(g));
-      key.params["split"] = attention_splits(g) > 1 ? "1" : "0";
-    } else {
-      set_vector_params(key, g, caps);
-    }
   } else if (std::string path = coop_path(dtype, g, caps); !path.empty()) {
     key.params["mode"] = "coop";
     key.params["bq"] = std::to_string(kCoopRows);
@@ -423,8 +373,7 @@ bool attention_step_supported(const AttentionGeometry& g, const AttentionStep& s
 
 KernelKey attention_step_key(const std::string& dtype, const AttentionGeometry& g,
                              const AttentionStep& st, const DeviceCaps& caps) {
-  KernelKey key = base_key(dtype, g);
-  set_vector_params(key, g, caps);  // the step kernel is the vector mode's
+  KernelKey key = attention_key(dtype, g, caps);
   key.params["step"] = "1";
   key.params["qn"] = st.q_norm ? "1" : "0";
   key.params["kn"] = st.k_norm ? "1" : "0";
@@ -484,8 +433,7 @@ Launch attention_step_launch(const KernelKey& key, const KernelSource& source,
 void set_attention_length(Launch& launch, const KernelKey& key, const AttentionGeometry& g) {
   // No key text is built here: this runs on every decode step's launches.
   auto mode = key.params.find("mode");
-  bool vector =
-      mode != key.params.end() && (mode->second == "vector" || mode->second == "vcoop");
+  bool vector = mode != key.params.end() && mode->second == "vector";
   bool merge = mode != key.params.end() && mode->second == "merge";
   bool step = key.params.count("step") != 0;
   if ((!vector && !merge) || launch.push_constants.size() != 4 * (step ? kStepFields : kFields)) {
@@ -690,38 +638,9 @@ KernelSource render_attention(const KernelKey& key, const DeviceCaps& caps) {
       defines.push_back("BK " + std::to_string(kCoopKeys));
       defines.push_back(std::string("COOP_BF16 ") + (dtype == "bf16" ? "1" : "0"));
       defines.push_back(std::string("COOP_REG_SOFTMAX ") + (sm == "reg" ? "1" : "0"));
-    } else if (mode == "vcoop") {
-      check_params(key, {"d", "dtype", "dv", "mask", "mdtype", "mode", "path", "rb", "sdtype", "split"},
-                   where);
-      const std::string& path = key_param(key, "path", where);
-      std::string dtype = dt.name;
-      int rb = std::atoi(key_param(key, "rb", where).c_str());
-      if (d % 32 != 0 || dv % 64 != 0 || d > 128 || dv > 128 || (path != "nv" && path != "khr") ||
-          (rb != 1 && rb != 2 && rb != 4 && rb != 8) ||
-          (dtype != "f16" && !(dtype == "bf16" && path == "khr"))) {
-        throw std::invalid_argument("[render] " + where +
-                                    ": vcoop takes d a multiple of 32 and dv of 64 up to 128, rb "
-                                    "1, 2, 4 or 8, f16 (bf16 on path khr).");
-      }
-      bool have = path == "nv" ? caps.cooperative_matrix
-                               : (dtype == "f16" ? caps.cooperative_matrix_khr
-                                                 : caps.cooperative_matrix_bf16);
-      if (!have || !caps.coop_acc_nv_layout || caps.subgroup_size != 32 ||
-          !caps.subgroup_shuffle ||
-          vcoop_shared_bytes(dv, static_cast<uint32_t>(rb)) >
-              static_cast<int64_t>(caps.max_shared_memory)) {
-        throw std::runtime_error("[vulkan] " + where +
-                                 ": the device has no cooperative matrices laid out as this "
-                                 "kernel needs (NVIDIA's, DeviceCaps::coop_acc_nv_layout).");
-      }
-      wg = static_cast<uint32_t>(kVcoopSubgroups) * caps.subgroup_size;
-      defines.push_back("MODE MODE_VCOOP");
-      defines.push_back("RB " + std::to_string(rb));
-      defines.push_back("SPLIT " + key_param(key, "split", where));
-      defines.push_back(std::string("COOP_BF16 ") + (dtype == "bf16" ? "1" : "0"));
     } else {
       throw std::invalid_argument("[render] " + where +
-                                  ": mode must be vector, vcoop, rows, coop or merge.");
+                                  ": mode must be vector, rows, coop or merge.");
     }
   }
   std::vector<std::string> all = storage_defines(dts, false, caps, where);
@@ -729,7 +648,7 @@ KernelSource render_attention(const KernelKey& key, const DeviceCaps& caps) {
   bool step = mode == "vector" && key.params.count("step") != 0;
   KernelSource source =
       row_kernel_source("sdpa.glsl", all, step ? 12 : 6, step ? kStepFields : kFields, false, caps);
-  if (mode == "coop" || mode == "vcoop") {
+  if (mode == "coop") {
     source.coop_khr = key_param(key, "path", where) == "khr";
     source.coop_khr_bf16 = std::string(dt.name) == "bf16";
   }
@@ -779,8 +698,7 @@ Launch attention_launch(const KernelKey& key, const KernelSource& source,
   }
   Launch launch = pack_launch(source, fields, false, 1, where);
   int64_t gy;
-  bool decode = mode == "vector" || mode == "vcoop";
-  if (decode) {
+  if (mode == "vector") {
     gy = ceil_div(rows(g), std::atoi(key_param(key, "rb", where).c_str()));
   } else {
     gy = ceil_div(rows(g), std::atoi(key_param(key, "bq", where).c_str()));
@@ -789,7 +707,7 @@ Launch attention_launch(const KernelKey& key, const KernelSource& source,
     throw std::invalid_argument("[launch] " + where + ": too many workgroups for one launch.");
   }
   launch.groups = {static_cast<uint32_t>(g.batch * g.hkv), static_cast<uint32_t>(gy),
-                   static_cast<uint32_t>(decode ? splits : 1)};
+                   static_cast<uint32_t>(mode == "vector" ? splits : 1)};
   return launch;
 }
 

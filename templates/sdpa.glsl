@@ -14,9 +14,6 @@
 //   the teams' (m, l, acc) combine through shared memory. With SPLIT, workgroups along z
 //   each take a chunk of keys and write (m, l, acc) to an f32 scratch buffer; MODE_MERGE
 //   then combines the chunks, one invocation per output element.
-// MODE_VCOOP (decode on cooperative matrices, f16 / bf16): the vector mode's rows, splits and
-//   merge, with the scores and the V update as 16 x 16 fragment products built in registers
-//   (include/sdpa_vcoop.glsl).
 // MODE_ROWS (prefill): BQ rows per workgroup, keys in tiles of BK through shared memory,
 //   register-tiled: each invocation computes a 4 x TK block of scores and accumulates a
 //   4-row block of the output from P times the V tile (details at MODE_ROWS below).
@@ -43,7 +40,6 @@
 #define MODE_ROWS 1
 #define MODE_MERGE 2
 #define MODE_COOP 3
-#define MODE_VCOOP 4
 #define MASK_NONE 0
 #define MASK_CAUSAL 1
 #define MASK_BOOL 2
@@ -82,18 +78,15 @@
 #ifndef STEP
 #define STEP 0
 #endif
-#if SUBGROUP || MODE == MODE_COOP || MODE == MODE_VCOOP
+#if SUBGROUP || MODE == MODE_COOP
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 #endif
-#if MODE == MODE_COOP || MODE == MODE_VCOOP
+#if MODE == MODE_COOP
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_vote : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
-#endif
-#if MODE == MODE_VCOOP
-#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require
 #endif
 
 #include "include/operands.glsl"
@@ -121,7 +114,7 @@ layout(std430, set = 0, binding = 0) readonly buffer Partial {
   float part[];
 };
 #else
-#if MODE == MODE_COOP || MODE == MODE_VCOOP
+#if MODE == MODE_COOP
 // 8 16-bit values per load: codegen/attention.cpp checks every offset and stride.
 #define QKV_ST uvec4
 #else
@@ -295,7 +288,7 @@ void visible_keys(int r0, int rows, out int kmax, out int full) {
 }
 #endif
 
-#if MODE != MODE_MERGE && MODE != MODE_COOP && MODE != MODE_VCOOP
+#if MODE != MODE_MERGE && MODE != MODE_COOP
 #ifndef IN0_HALF
 #define IN0_HALF 0  // 0: f32 operands, 1: f16, 2: bf16
 #endif
@@ -808,8 +801,6 @@ void main() {
 
 #elif MODE == MODE_ROWS
 #include "include/sdpa_rows.glsl"
-#elif MODE == MODE_VCOOP
-#include "include/sdpa_vcoop.glsl"
 #else
 #include "include/sdpa_coop.glsl"  // MODE_COOP
 #endif

@@ -16,7 +16,6 @@
 #include "mlx/backend/vulkan/kernels.h"
 #include "mlx/backend/vulkan/launch_memo.h"
 #include "mlx/backend/vulkan/reduce_plan.h"
-#include "mlx/backend/vulkan/utils.h"
 #include "mlx/fast_primitives.h"
 
 namespace mlx::core::vulkan {
@@ -84,18 +83,6 @@ std::array<int64_t, 32> attention_signature(const char* family, const char* dtyp
           vulkan::family_word(g.sinks_dtype.c_str())};
 }
 
-// The caps a decode plans with: MLX_VK_SDPA_VCOOP=off keeps decode on the vector mode where
-// the vcoop mode would serve (for measuring one against the other in one binary); the
-// vcoop mode needs NVIDIA's fragment layouts, so it is that flag that goes.
-codegen::DeviceCaps decode_caps(Device& dev) {
-  static const bool off = env_string("MLX_VK_SDPA_VCOOP", "auto") == "off";
-  codegen::DeviceCaps caps = dev.caps();
-  if (off) {
-    caps.coop_acc_nv_layout = false;
-  }
-  return caps;
-}
-
 codegen::AttentionGeometry length_free(const codegen::AttentionGeometry& g) {
   codegen::AttentionGeometry keyed = g;
   keyed.lkv = -codegen::attention_splits(g);
@@ -143,7 +130,6 @@ namespace codegen = vulkan::codegen;
 using vulkan::attention_signature;
 using vulkan::bind_run;
 using vulkan::Buf;
-using vulkan::decode_caps;
 using vulkan::Strided;
 using vulkan::strided;
 
@@ -251,11 +237,11 @@ void ScaledDotProductAttention::eval_gpu(const std::vector<array>& inputs, array
   bool vector = codegen::attention_vector(main);
   const auto& planned = vulkan::memoized(
       attention_signature("sdpa", dtype, vector ? vulkan::length_free(main) : main), [&] {
-        auto key = codegen::attention_key(dtype, main, decode_caps(dev));
-        const vulkan::Kernel* kernel = vulkan::get_kernel_or_drop_coop(
-            key, key.params["mode"] == "coop" || key.params["mode"] == "vcoop");
+        auto key = codegen::attention_key(dtype, main, dev.caps());
+        const vulkan::Kernel* kernel =
+            vulkan::get_kernel_or_drop_coop(key, key.params["mode"] == "coop");
         if (kernel == nullptr) {
-          key = codegen::attention_key(dtype, main, decode_caps(dev));
+          key = codegen::attention_key(dtype, main, dev.caps());
           kernel = &vulkan::kernel_library().get(key);
         }
         return vulkan::MemoEntry{kernel, codegen::attention_launch(key, kernel->source, main)};

@@ -24,10 +24,6 @@ struct Strided {
 Strided strided(CommandEncoder& enc, int stream, const array& a, const char* dtype,
                 bool need_unit_last);
 
-// The device's caps for planning a ScaledDotProductAttention (MLX_VK_SDPA_VCOOP=off takes
-// the vcoop decode mode out, for measuring).
-codegen::DeviceCaps decode_caps(Device& dev);
-
 // The launch-memo signature of a main or merge launch: every field of the geometry. A new
 // field of codegen::AttentionGeometry must join it (a size check trips when one is added).
 std::array<int64_t, 32> attention_signature(const char* family, const char* dtype,
