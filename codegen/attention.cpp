@@ -230,7 +230,7 @@ int64_t team_sum_floats(const AttentionGeometry& g, uint32_t tpr, uint32_t rb, b
 
 int64_t step_shared_bytes(const AttentionGeometry& g, uint32_t tpr, uint32_t rb, bool sg) {
   return 4 * (2 * kTeams + std::max(kTeams * g.dv, int64_t{rb} * g.d) + g.d + g.dv + rb + 1 +
-              team_sum_floats(g, tpr, rb, sg));
+              team_sum_floats(g, tpr, rb, sg) + 1 /* split=2's flag */);
 }
 
 // Shared memory of the plain vector mode (sdpa.glsl, no STEP), its arrays mirrored: the
@@ -239,7 +239,7 @@ int64_t step_shared_bytes(const AttentionGeometry& g, uint32_t tpr, uint32_t rb,
 int64_t vector_shared_bytes(const AttentionGeometry& g, uint32_t tpr, uint32_t rb, bool sg) {
   int64_t kps = vector_keys_per_step(g, tpr, sg);
   bool transposed = sg && tpr >= rb;
-  return 4 * (2 * kTeams + kTeams * g.dv + team_sum_floats(g, tpr, rb, sg) +
+  return 4 * (2 * kTeams + kTeams * g.dv + team_sum_floats(g, tpr, rb, sg) + 1 /* split=2 */ +
               (transposed ? 2 * kTeams * rb * kps + 2 * kTeams * rb : 0));
 }
 
@@ -249,6 +249,14 @@ const std::string& mask_param(const KernelKey& key, const std::string& where) {
     throw std::invalid_argument("[render] " + where + ": mask must be none, causal, bool or add.");
   }
   return m;
+}
+
+// A launch that merges in its last workgroups counts one row block per counter.
+void check_merge_slots(const KernelKey& key, int64_t row_blocks, const std::string& where) {
+  if (key_param(key, "split", where) == "2" && row_blocks > kMergeSlots * 8) {
+    throw std::invalid_argument("[launch] " + where +
+                                ": more row blocks than the merge's counters (split=2).");
+  }
 }
 
 void add_operand(const std::string& prefix, const std::string& name, const std::string& where,
@@ -303,6 +311,22 @@ int64_t attention_splits(const AttentionGeometry& g) {
   return ceil_div(steps, per);
 }
 
+bool attention_merge_fits(const AttentionGeometry& g) {
+  // Row blocks counted at vector_rows; a workgroup with fewer rows (shared memory) makes
+  // at most 8x as many, which the counters' buffer holds (kMergeSlots * 8).
+  return attention_splits(g) > 1 &&
+         g.batch * g.hkv * ceil_div(rows(g), vector_rows(g)) <= kMergeSlots;
+}
+
+int64_t merge_splits_per_batch(int64_t rb, int64_t dv, int64_t tpr) {
+  int64_t outputs = ceil_div(rb * dv, tpr * kTeams);  // MOPT
+  // 64 values in flight, at most 32 splits: 64 splits of one output each measured slower
+  // than the merge launch (H100, Qwen3-0.6B's decode at 4096 keys: 1.29 against 1.20 ms a
+  // token), 32 faster (docs/attention.md).
+  int64_t in_flight = std::clamp<int64_t>(64 / outputs, 1, 32);
+  return std::min(in_flight, 4 * dv / rb);
+}
+
 KernelKey attention_key(const std::string& dtype, const AttentionGeometry& g,
                         const DeviceCaps& caps) {
   KernelKey key{"sdpa",
@@ -327,7 +351,11 @@ KernelKey attention_key(const std::string& dtype, const AttentionGeometry& g,
     key.params["rb"] = std::to_string(rb);
     key.params["tpr"] = std::to_string(tpr);
     key.params["sg"] = sg ? "1" : "0";
-    key.params["split"] = attention_splits(g) > 1 ? "1" : "0";
+    // Merged in the launch where one batch of its loads holds every split: measured no
+    // slower than the merge launch there, and slower where it took two (docs/attention.md).
+    bool inline_merge =
+        attention_merge_fits(g) && attention_splits(g) <= merge_splits_per_batch(rb, g.dv, tpr);
+    key.params["split"] = attention_splits(g) <= 1 ? "0" : inline_merge ? "2" : "1";
     // Each lane's d / tpr and dv / tpr elements of a K and V row as 4-element vectors.
     bool quads = (g.d / tpr) % 4 == 0 && (g.dv / tpr) % 4 == 0 && rows_vector_loads(g);
     key.params["vec"] = quads ? "1" : "0";
@@ -420,8 +448,12 @@ Launch attention_step_launch(const KernelKey& key, const KernelSource& source,
                               float_bits(g.scale),
                               splits,
                               ceil_div(g.lkv, splits)};
+  if (key_param(key, "split", where) == "2") {
+    fields.push_back(g.fin_offset);
+  }
   Launch launch = pack_launch(source, fields, false, 1, where);
   int64_t gy = ceil_div(rows(g), std::atoi(key_param(key, "rb", where).c_str()));
+  check_merge_slots(key, g.batch * g.hkv * gy, where);
   if (g.batch * g.hkv > kMaxGroups || gy > kMaxGroups || splits > kMaxGroups) {
     throw std::invalid_argument("[launch] " + where + ": too many workgroups for one launch.");
   }
@@ -436,7 +468,8 @@ void set_attention_length(Launch& launch, const KernelKey& key, const AttentionG
   bool vector = mode != key.params.end() && mode->second == "vector";
   bool merge = mode != key.params.end() && mode->second == "merge";
   bool step = key.params.count("step") != 0;
-  if ((!vector && !merge) || launch.push_constants.size() != 4 * (step ? kStepFields : kFields)) {
+  size_t fields = (step ? kStepFields : kFields) + (vector && key.params.at("split") == "2" ? 1 : 0);
+  if ((!vector && !merge) || launch.push_constants.size() != 4 * fields) {
     throw std::invalid_argument("[launch] " + key.canonical() +
                                 ": only a vector or merge launch takes another key length.");
   }
@@ -553,7 +586,14 @@ KernelSource render_attention(const KernelKey& key, const DeviceCaps& caps) {
       defines.push_back("TPR " + std::to_string(tpr));
       defines.push_back("RB " + std::to_string(rb));
       defines.push_back(std::string("SUBGROUP ") + (sg ? "1" : "0"));
-      defines.push_back("SPLIT " + key_param(key, "split", where));
+      const std::string& split = key_param(key, "split", where);
+      if (split != "0" && split != "1" && split != "2") {
+        throw std::invalid_argument("[render] " + where + ": split must be 0, 1 or 2.");
+      }
+      defines.push_back("SPLIT " + split);
+      if (split == "2") {
+        defines.push_back("MC " + std::to_string(merge_splits_per_batch(rb, dv, tpr)));
+      }
       bool quads = key_param(key, "vec", where) == "1";
       if (quads && ((d / tpr) % 4 != 0 || (dv / tpr) % 4 != 0)) {
         throw std::invalid_argument("[render] " + where +
@@ -646,8 +686,11 @@ KernelSource render_attention(const KernelKey& key, const DeviceCaps& caps) {
   std::vector<std::string> all = storage_defines(dts, false, caps, where);
   all.insert(all.end(), defines.begin(), defines.end());
   bool step = mode == "vector" && key.params.count("step") != 0;
-  KernelSource source =
-      row_kernel_source("sdpa.glsl", all, step ? 12 : 6, step ? kStepFields : kFields, false, caps);
+  // split=2 binds the output and the counters after the others and takes fin_offset.
+  bool inline_merge = mode == "vector" && key_param(key, "split", where) == "2";
+  uint32_t buffers = (step ? 12 : 6) + (inline_merge ? 2 : 0);
+  uint32_t fields = (step ? kStepFields : kFields) + (inline_merge ? 1 : 0);
+  KernelSource source = row_kernel_source("sdpa.glsl", all, buffers, fields, false, caps);
   if (mode == "coop") {
     source.coop_khr = key_param(key, "path", where) == "khr";
     source.coop_khr_bf16 = std::string(dt.name) == "bf16";
@@ -696,12 +739,18 @@ Launch attention_launch(const KernelKey& key, const KernelSource& source,
         static_cast<uint64_t>(ceil_div(g.batch * g.hkv * rows(g) * g.dv, source.workgroup_size[0])),
         where);
   }
+  if (mode == "vector" && key_param(key, "split", where) == "2") {
+    fields.push_back(g.fin_offset);
+  }
   Launch launch = pack_launch(source, fields, false, 1, where);
   int64_t gy;
   if (mode == "vector") {
     gy = ceil_div(rows(g), std::atoi(key_param(key, "rb", where).c_str()));
   } else {
     gy = ceil_div(rows(g), std::atoi(key_param(key, "bq", where).c_str()));
+  }
+  if (mode == "vector") {
+    check_merge_slots(key, g.batch * g.hkv * gy, where);
   }
   if (g.batch * g.hkv > kMaxGroups || gy > kMaxGroups || splits > kMaxGroups) {
     throw std::invalid_argument("[launch] " + where + ": too many workgroups for one launch.");

@@ -22,6 +22,9 @@ struct AttentionGeometry {
   int64_t k_sb = 0, k_sh = 0, k_sj = 0;
   int64_t v_sb = 0, v_sh = 0, v_sj = 0;
   int64_t m_sb = 0, m_sh = 0, m_si = 0, m_sj = 0;
+  // A split decode whose last workgroup merges (key split=2): the output's element offset
+  // in its own binding, while out_offset locates the f32 scratch.
+  int64_t fin_offset = 0;
   float scale = 1.0f;
   std::string mask = "none";
   std::string mask_dtype;   // "b" for bool, the float dtype for additive masks
@@ -64,11 +67,24 @@ void set_attention_length(Launch& launch, const KernelKey& key, const AttentionG
 // within int32. Otherwise the op composes matmul and softmax on the GPU.
 bool attention_supported(const AttentionGeometry& g);
 
-// Decode (lq <= 8) uses the vector mode; its key chunks (1: no merge launch).
+// Decode (lq <= 8) uses the vector mode; its key chunks (1: no merge).
 bool attention_vector(const AttentionGeometry& g);
 int64_t attention_splits(const AttentionGeometry& g);
+// A split decode merges its chunks in the same launch (key split=2: two more bindings, the
+// output and a zeroed counter per row block, at most kMergeSlots of them; the last
+// workgroup of a row block merges it) where the splits fit one batch of that merge's loads
+// (merge_splits_per_batch), else in a merge launch (split=1). docs/attention.md, "The merge
+// in the launch".
+constexpr int64_t kMergeSlots = 4096;
+// Whether split=2 can serve g at all: split, and its row blocks within the counters.
+bool attention_merge_fits(const AttentionGeometry& g);
+// The splits the in-launch merge reads in one batch (sdpa.glsl MC): at most 32, an
+// invocation holds at most 64 of its outputs' states in flight, and the batch's (m, l) fit
+// the teams' arrays.
+int64_t merge_splits_per_batch(int64_t rb, int64_t dv, int64_t tpr);
 
-// "sdpa:d,dtype,dv,mask,mdtype,mode=vector,rb,sdtype,sg,split,tpr" (decode) or
+// "sdpa:d,dtype,dv,mask,mdtype,mode=vector,rb,sdtype,sg,split,tpr" (decode; split 0, 1 or
+// 2: none, a merge launch, merged by the last workgroup) or
 // "sdpa:bk,bq,d,dtype,dv,kvh,mask,mdtype,mode=rows,qh,sdtype,sg,tk,vec" (prefill: the
 // tiles, chosen for the device's shared memory; vec: quads of q, k, v load as vectors) for
 // the main launch;
@@ -78,8 +94,8 @@ KernelKey attention_key(const std::string& dtype, const AttentionGeometry& g,
 KernelKey attention_merge_key(const std::string& dtype, const AttentionGeometry& g);
 KernelSource render_attention(const KernelKey& key, const DeviceCaps& caps);
 // For a split decode's main launch, out_offset locates the f32 scratch of
-// rows * splits * (dv + 2) values; for the merge, s_offset the sinks, q_offset the scratch
-// and out_offset the output.
+// rows * splits * (dv + 2) values (and with split=2 fin_offset the output); for the merge,
+// s_offset the sinks, q_offset the scratch and out_offset the output.
 Launch attention_launch(const KernelKey& key, const KernelSource& source,
                         const AttentionGeometry& g);
 

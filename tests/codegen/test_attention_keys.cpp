@@ -5,6 +5,7 @@
 // device allows (read back from the SPIR-V).
 #include <doctest/doctest.h>
 
+#include <cstring>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -220,7 +221,9 @@ TEST_CASE("sdpa decode step keys: params, compile, and shared memory within the 
           continue;
         }
         auto src = cg::render_attention(key, dev.caps);
-        CHECK(src.num_buffers == 12);
+        // A split step (this g's 300 keys on 8 KV heads) merges in its last workgroups: the
+        // output and the counters bind after the 12 others.
+        CHECK(src.num_buffers == (key.params.at("split") == "2" ? 14 : 12));
         CHECK(shared_bytes(key, src) <= dev.caps.max_shared_memory);
         ++compiled;
       }
@@ -397,4 +400,71 @@ TEST_CASE("sdpa prefill takes cooperative matrices where the device multiplies t
   auto k = cg::attention_key("bf16", prefill(128, 128), caps);
   caps.cooperative_matrix_bf16 = false;
   CHECK_THROWS_AS(cg::render(k, caps), std::runtime_error);
+}
+
+TEST_CASE("a split decode merges in its last workgroups where one batch of loads holds its splits") {
+  auto caps = device(49152, 32, true);
+  auto decode = [](int64_t hkv, int64_t lkv) {
+    auto g = prefill(128, 128, "none");
+    g.hkv = hkv;
+    g.lq = 1;
+    g.lkv = lkv;
+    g.q_si = 128, g.q_sh = 128, g.q_sb = 4 * hkv * 128;
+    g.k_sb = g.v_sb = hkv * lkv * 128;
+    g.k_sh = g.v_sh = lkv * 128;
+    return g;
+  };
+  CHECK(cg::attention_key("f16", decode(8, 128), caps).params.at("split") == "0");  // one chunk
+  // 4 rows of head dim 128 on 8 teams of 32 lanes: 2 outputs an invocation, 32 splits a batch.
+  REQUIRE(cg::merge_splits_per_batch(4, 128, 32) == 32);
+  auto g = decode(8, 8192);  // 32 splits of 256 keys
+  g.out_offset = 96;         // the scratch
+  g.fin_offset = 200;        // the output
+  REQUIRE(cg::attention_splits(g) == 32);
+  REQUIRE(cg::attention_merge_fits(g));
+  auto key = cg::attention_key("f16", g, caps);
+  REQUIRE(key.params.at("split") == "2");
+  auto src = cg::render_attention(key, caps);
+  // q, k, v, mask, sinks, scratch, then the output and the counters; fin_offset last.
+  CHECK(src.num_buffers == 8);
+  auto launch = cg::attention_launch(key, src, g);
+  REQUIRE(launch.push_constants.size() == src.push_constant_bytes);
+  int32_t last;
+  std::memcpy(&last, launch.push_constants.data() + launch.push_constants.size() - 4, 4);
+  CHECK(last == 200);
+  CHECK(launch.groups[2] == cg::attention_splits(g));
+  // More splits than a batch (one KV head: 128 splits): the merge launch.
+  auto one_head = decode(1, 8192);
+  REQUIRE(cg::attention_splits(one_head) == 128);
+  CHECK(cg::attention_key("f16", one_head, caps).params.at("split") == "1");
+  // The same key with split=1 keeps the merge launch's six bindings.
+  auto one = key;
+  one.params["split"] = "1";
+  auto src1 = cg::render_attention(one, caps);
+  CHECK(src1.num_buffers == 6);
+  CHECK(src1.push_constant_bytes + 4 == src.push_constant_bytes);
+  one.params["split"] = "3";
+  CHECK_THROWS_AS(cg::render_attention(one, caps), std::invalid_argument);
+  // A decode splits only below 256 row blocks, so the counters (kMergeSlots) always hold a
+  // split's row blocks: a grid that wide is not split at all.
+  auto wide = decode(cg::kMergeSlots / 2, 8192);
+  CHECK(cg::attention_splits(wide) == 1);
+  CHECK_FALSE(cg::attention_merge_fits(wide));
+  CHECK(cg::attention_key("f16", wide, caps).params.at("split") == "0");
+  // The batch never overruns the teams' arrays (2 rb MC <= 8 dv) nor 64 values in flight.
+  for (int64_t rb : {1, 2, 4, 8}) {
+    for (int64_t dv : {8, 64, 128, 256}) {
+      for (int64_t tpr : {8, 16, 32}) {
+        int64_t mc = cg::merge_splits_per_batch(rb, dv, tpr);
+        int64_t outputs = (rb * dv + tpr * 8 - 1) / (tpr * 8);
+        CAPTURE(rb);
+        CAPTURE(dv);
+        CAPTURE(tpr);
+        CHECK(mc >= 1);
+        CHECK(2 * rb * mc <= 8 * dv);
+        CHECK(outputs * mc <= 64);
+        CHECK(mc <= 32);
+      }
+    }
+  }
 }

@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <span>
 
 #include "mlx/backend/vulkan/attention.h"
 
@@ -16,6 +19,7 @@
 #include "mlx/backend/vulkan/kernels.h"
 #include "mlx/backend/vulkan/launch_memo.h"
 #include "mlx/backend/vulkan/reduce_plan.h"
+#include "mlx/backend/vulkan/utils.h"
 #include "mlx/fast_primitives.h"
 
 namespace mlx::core::vulkan {
@@ -41,11 +45,11 @@ Strided strided(vulkan::CommandEncoder& enc, int stream, const array& a, const c
   return s;
 }
 
-static_assert(sizeof(codegen::AttentionGeometry) == 26 * sizeof(int64_t) +
+static_assert(sizeof(codegen::AttentionGeometry) == 27 * sizeof(int64_t) +
                                                         sizeof(int64_t) /* scale, padded */ +
                                                         3 * sizeof(std::string),
               "AttentionGeometry changed: update attention_signature");
-std::array<int64_t, 32> attention_signature(const char* family, const char* dtype,
+std::array<int64_t, 33> attention_signature(const char* family, const char* dtype,
                                             const codegen::AttentionGeometry& g) {
   uint32_t scale_bits;
   std::memcpy(&scale_bits, &g.scale, 4);
@@ -77,6 +81,7 @@ std::array<int64_t, 32> attention_signature(const char* family, const char* dtyp
           g.m_sh,
           g.m_si,
           g.m_sj,
+          g.fin_offset,
           scale_bits,
           vulkan::family_word(g.mask.c_str()),
           vulkan::family_word(g.mask_dtype.c_str()),
@@ -95,6 +100,42 @@ const codegen::Launch& launch_for_length(const MemoEntry& planned,
   moved = planned.launch;
   codegen::set_attention_length(moved, planned.kernel->key, g);
   return moved;
+}
+
+void choose_merge(codegen::KernelKey& key, const codegen::AttentionGeometry& g) {
+  // MLX_VK_SDPA_MERGE=launch keeps the merge launch (split=1) and =inline merges in the
+  // launch wherever it fits, whatever the split count (for measuring the two).
+  static const std::string mode = env_string("MLX_VK_SDPA_MERGE", "auto");
+  auto split = key.params.find("split");
+  if (mode == "auto" || split == key.params.end() || split->second == "0") {
+    return;
+  }
+  // "1" or "2" in place (a literal assignment trips GCC 12's -Wrestrict).
+  split->second[0] = mode == "inline" && codegen::attention_merge_fits(g) ? '2' : '1';
+}
+
+bool merges_in_launch(const MemoEntry& planned) {
+  auto split = planned.kernel->key.params.find("split");
+  return split != planned.kernel->key.params.end() && split->second == "2";
+}
+
+Binding merge_counters(CommandEncoder& enc) {
+  // One buffer a stream (a stream's launches are ordered by barriers, so two never count in
+  // the same slots at once); never freed, like the device. The kernels leave it zeroed.
+  static std::mutex mtx;
+  static std::map<int, allocator::Buffer> buffers;
+  constexpr size_t kBytes = codegen::kMergeSlots * 8 * sizeof(uint32_t);
+  std::lock_guard lk(mtx);
+  auto it = buffers.find(enc.index());
+  bool fresh = it == buffers.end();
+  if (fresh) {
+    it = buffers.emplace(enc.index(), allocator::malloc(kBytes)).first;
+  }
+  Binding b{allocation(it->second), 0, kBytes, true};
+  if (fresh) {
+    enc.fill(b, 0u);
+  }
+  return b;
 }
 
 SplitScratch split_scratch(Device& dev, CommandEncoder& enc, const codegen::AttentionGeometry& g,
@@ -225,11 +266,12 @@ void ScaledDotProductAttention::eval_gpu(const std::vector<array>& inputs, array
   int64_t splits = codegen::attention_splits(g);
   codegen::AttentionGeometry main = g;
   vulkan::SplitScratch scratch;
-  vulkan::Binding bindings[] = {bq.binding,   bk.binding,    bv.binding,
-                                mask_binding, sinks_binding, by.binding};
+  vulkan::Binding bindings[] = {bq.binding,   bk.binding,    bv.binding, mask_binding,
+                                sinks_binding, by.binding,   by.binding, by.binding};
   if (splits > 1) {
     scratch = vulkan::split_scratch(dev, enc, g, splits);
     main.out_offset = static_cast<int64_t>(scratch.bound.elem_offset);
+    main.fin_offset = g.out_offset;  // read where the launch merges (split=2)
     bindings[5] = scratch.bound.binding;
   }
   // Every layer of a decode step repeats the geometry, and a decode loop's steps differ only
@@ -238,18 +280,25 @@ void ScaledDotProductAttention::eval_gpu(const std::vector<array>& inputs, array
   const auto& planned = vulkan::memoized(
       attention_signature("sdpa", dtype, vector ? vulkan::length_free(main) : main), [&] {
         auto key = codegen::attention_key(dtype, main, dev.caps());
+        vulkan::choose_merge(key, main);
         const vulkan::Kernel* kernel =
             vulkan::get_kernel_or_drop_coop(key, key.params["mode"] == "coop");
         if (kernel == nullptr) {
           key = codegen::attention_key(dtype, main, dev.caps());
+          vulkan::choose_merge(key, main);
           kernel = &vulkan::kernel_library().get(key);
         }
         return vulkan::MemoEntry{kernel, codegen::attention_launch(key, kernel->source, main)};
       });
+  // split=2 also binds the output and the stream's counters.
+  bool inline_merge = splits > 1 && vulkan::merges_in_launch(planned);
+  if (inline_merge) {
+    bindings[7] = vulkan::merge_counters(enc);
+  }
   vulkan::record_launch(enc, *planned.kernel,
                         vector ? vulkan::launch_for_length(planned, main) : planned.launch,
-                        bindings);
-  if (splits > 1) {
+                        std::span(bindings, inline_merge ? 8 : 6));
+  if (splits > 1 && !inline_merge) {
     vulkan::record_attention_merge(dev, enc, dtype, g, scratch, sinks_binding, by.binding);
   }
 }

@@ -26,7 +26,7 @@ Strided strided(CommandEncoder& enc, int stream, const array& a, const char* dty
 
 // The launch-memo signature of a main or merge launch: every field of the geometry. A new
 // field of codegen::AttentionGeometry must join it (a size check trips when one is added).
-std::array<int64_t, 32> attention_signature(const char* family, const char* dtype,
+std::array<int64_t, 33> attention_signature(const char* family, const char* dtype,
                                             const codegen::AttentionGeometry& g);
 
 // The geometry a vector-mode or merge launch is memoized under: the key length replaced by
@@ -37,6 +37,15 @@ codegen::AttentionGeometry length_free(const codegen::AttentionGeometry& g);
 // `planned`'s launch for g's key length, in a per-thread scratch (no allocation once warm).
 const codegen::Launch& launch_for_length(const MemoEntry& planned,
                                          const codegen::AttentionGeometry& g);
+
+// A split key's merge as MLX_VK_SDPA_MERGE asks (launch: split=1, inline: split=2 where it
+// fits; auto, the default: the key as planned). For measuring the two.
+void choose_merge(codegen::KernelKey& key, const codegen::AttentionGeometry& g);
+// Whether a planned decode launch merges its splits itself (split=2).
+bool merges_in_launch(const MemoEntry& planned);
+// The stream's zeroed counters of a split=2 launch (one per row block; the kernels leave
+// them zeroed), bound as written so that the encoder orders two such launches.
+Binding merge_counters(CommandEncoder& enc);
 
 // The f32 scratch of a split decode: (m, l, o) per row and chunk.
 struct SplitScratch {

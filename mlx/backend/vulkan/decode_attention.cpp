@@ -34,7 +34,7 @@ int64_t reach(const array& a) {
 }
 
 // The launch-memo signature: the attention geometry's and every field of the step.
-std::array<int64_t, 46> step_signature(const char* dtype, const codegen::AttentionGeometry& g,
+std::array<int64_t, 47> step_signature(const char* dtype, const codegen::AttentionGeometry& g,
                                        const codegen::AttentionStep& st) {
   static_assert(sizeof(codegen::AttentionStep) == 11 * sizeof(int64_t) + 8 + 4 * sizeof(float),
                 "AttentionStep changed: update step_signature");
@@ -44,7 +44,7 @@ std::array<int64_t, 46> step_signature(const char* dtype, const codegen::Attenti
   std::memcpy(&f[1], &st.k_eps, 4);
   std::memcpy(&f[2], &st.base, 4);
   std::memcpy(&f[3], &st.rope_scale, 4);
-  std::array<int64_t, 46> sig{};
+  std::array<int64_t, 47> sig{};
   std::copy(base.begin(), base.end(), sig.begin());
   const int64_t rest[] = {st.cap,
                           st.kr_offset,
@@ -179,22 +179,31 @@ void DecodeAttention::eval_gpu(const std::vector<array>& inputs, std::vector<arr
   int64_t splits = codegen::attention_splits(g);
   codegen::AttentionGeometry main = g;
   vulkan::SplitScratch scratch;
-  vulkan::Binding bindings[] = {bq.binding,   bk.binding,     bv.binding,     bkr.binding,
-                                bvr.binding,  by.binding,     bqw.binding,    bkw.binding,
-                                bpos.binding, bstart.binding, bk_out.binding, bv_out.binding};
+  vulkan::Binding bindings[] = {bq.binding,    bk.binding,     bv.binding,     bkr.binding,
+                                bvr.binding,   by.binding,     bqw.binding,    bkw.binding,
+                                bpos.binding,  bstart.binding, bk_out.binding, bv_out.binding,
+                                by.binding,    by.binding};
   if (splits > 1) {
     scratch = vulkan::split_scratch(dev, enc, g, splits);
     main.out_offset = static_cast<int64_t>(scratch.bound.elem_offset);
+    main.fin_offset = g.out_offset;  // read where the launch merges (split=2)
     bindings[5] = scratch.bound.binding;
   }
   // Planned once for every key length with this split count (a decode loop's cache grows).
   const auto& planned = vulkan::memoized(step_signature(dtype, vulkan::length_free(main), st), [&] {
     auto key = codegen::attention_step_key(dtype, main, st, dev.caps());
+    vulkan::choose_merge(key, main);
     const auto& kernel = vulkan::kernel_library().get(key);
     return vulkan::MemoEntry{&kernel, codegen::attention_step_launch(key, kernel.source, main, st)};
   });
-  vulkan::record_launch(enc, *planned.kernel, vulkan::launch_for_length(planned, main), bindings);
-  if (splits > 1) {
+  // split=2 also binds the output and the stream's counters.
+  bool inline_merge = splits > 1 && vulkan::merges_in_launch(planned);
+  if (inline_merge) {
+    bindings[13] = vulkan::merge_counters(enc);
+  }
+  vulkan::record_launch(enc, *planned.kernel, vulkan::launch_for_length(planned, main),
+                        std::span(bindings, inline_merge ? 14 : 12));
+  if (splits > 1 && !inline_merge) {
     vulkan::record_attention_merge(dev, enc, dtype, g, scratch, bq.binding, by.binding);
   }
 }
