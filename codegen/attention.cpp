@@ -468,7 +468,8 @@ void set_attention_length(Launch& launch, const KernelKey& key, const AttentionG
   bool vector = mode != key.params.end() && mode->second == "vector";
   bool merge = mode != key.params.end() && mode->second == "merge";
   bool step = key.params.count("step") != 0;
-  size_t fields = (step ? kStepFields : kFields) + (vector && key.params.at("split") == "2" ? 1 : 0);
+  size_t fields =
+      (step ? kStepFields : kFields) + (vector && key.params.at("split") == "2" ? 1 : 0);
   if ((!vector && !merge) || launch.push_constants.size() != 4 * fields) {
     throw std::invalid_argument("[launch] " + key.canonical() +
                                 ": only a vector or merge launch takes another key length.");

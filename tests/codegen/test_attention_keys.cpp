@@ -402,7 +402,8 @@ TEST_CASE("sdpa prefill takes cooperative matrices where the device multiplies t
   CHECK_THROWS_AS(cg::render(k, caps), std::runtime_error);
 }
 
-TEST_CASE("a split decode merges in its last workgroups where one batch of loads holds its splits") {
+TEST_CASE(
+    "a split decode merges in its last workgroups where one batch of loads holds its splits") {
   auto caps = device(49152, 32, true);
   auto decode = [](int64_t hkv, int64_t lkv) {
     auto g = prefill(128, 128, "none");

@@ -266,8 +266,8 @@ void ScaledDotProductAttention::eval_gpu(const std::vector<array>& inputs, array
   int64_t splits = codegen::attention_splits(g);
   codegen::AttentionGeometry main = g;
   vulkan::SplitScratch scratch;
-  vulkan::Binding bindings[] = {bq.binding,   bk.binding,    bv.binding, mask_binding,
-                                sinks_binding, by.binding,   by.binding, by.binding};
+  vulkan::Binding bindings[] = {bq.binding,    bk.binding, bv.binding, mask_binding,
+                                sinks_binding, by.binding, by.binding, by.binding};
   if (splits > 1) {
     scratch = vulkan::split_scratch(dev, enc, g, splits);
     main.out_offset = static_cast<int64_t>(scratch.bound.elem_offset);

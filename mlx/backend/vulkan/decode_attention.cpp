@@ -179,10 +179,10 @@ void DecodeAttention::eval_gpu(const std::vector<array>& inputs, std::vector<arr
   int64_t splits = codegen::attention_splits(g);
   codegen::AttentionGeometry main = g;
   vulkan::SplitScratch scratch;
-  vulkan::Binding bindings[] = {bq.binding,    bk.binding,     bv.binding,     bkr.binding,
-                                bvr.binding,   by.binding,     bqw.binding,    bkw.binding,
-                                bpos.binding,  bstart.binding, bk_out.binding, bv_out.binding,
-                                by.binding,    by.binding};
+  vulkan::Binding bindings[] = {bq.binding,   bk.binding,     bv.binding,     bkr.binding,
+                                bvr.binding,  by.binding,     bqw.binding,    bkw.binding,
+                                bpos.binding, bstart.binding, bk_out.binding, bv_out.binding,
+                                by.binding,   by.binding};
   if (splits > 1) {
     scratch = vulkan::split_scratch(dev, enc, g, splits);
     main.out_offset = static_cast<int64_t>(scratch.bound.elem_offset);
