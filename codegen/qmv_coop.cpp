@@ -179,6 +179,12 @@ KernelSource render_qmvc(const KernelKey& key, const DeviceCaps& caps) {
   if (frag == "n8") {
     defines.push_back("FRAG_N8 1");
   }
+  // Chunks loaded ahead: 3 for the f16 fragments built in registers at <= 8 rows, else 2
+  // (H200: f16 [4,14336] x [4096,14336]^T 23.6 us with 2, 22.0 with 3; bf16 26.9 with 2,
+  // 32.7 with 3 at 209 registers; docs/matmul.md).
+  bool in_registers = magic && bits == 4 && wvec == "1";
+  defines.push_back(std::string("SETS ") +
+                    (in_registers && dtype == "f16" && rows == "8" ? "3" : "2"));
   KernelSource source = row_kernel_source("qmv_coop.glsl", defines, 5, kFields, idx64, caps);
   source.coop_khr = path == "khr";
   source.coop_khr_bf16 = dtype == "bf16";

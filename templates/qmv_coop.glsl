@@ -21,11 +21,11 @@
 // dequantizes its 16 x KC values of W to f16 (bf16) in its own shared stage (each lane a
 // whole pack of 32 values: one scale and bias), copies the x rows of the chunk next to it
 // (rows >= M stay zero), and adds KC / 16 fragment products to its 16 x 16 f32
-// accumulator. Each chunk's words, scales, biases and x are loaded three chunks ahead (three
-// register sets; two were 5% slower on an H100, docs/matmul.md), so that each load has two
-// chunks of work to arrive in. At the end the
-// subgroups' accumulators meet in shared memory in a fixed order and the output is rounded
-// once. Stages are private to a subgroup: the chunk loop has no workgroup barrier. f16 with
+// accumulator. Each chunk's words, scales, biases and x are loaded SETS chunks ahead (SETS
+// register sets: 3 for f16 at <= 8 rows, 2 elsewhere, where a third set's registers cost
+// more than it hid: docs/matmul.md), so that a load has the chunks before it to arrive in.
+// At the end the subgroups' accumulators meet in shared memory in a fixed order and the
+// output is rounded once. Stages are private to a subgroup: the chunk loop has no workgroup barrier. f16 with
 // DQ_MAGIC skips the stages (DQ_FRAG): each lane builds its fragments from its own loads,
 // the chunk's k permuted so that both operands' pairs are cheap to make.
 //
@@ -34,7 +34,7 @@
 // with DQ_MAGIC (below) they stay exact and the scales apply in f32, as in qmv.glsl.
 //
 // The engine defines BITS, GS, SG, KC (a multiple of 32 dividing k), WVEC (1: packs read as
-// uvec4s), COOP_BF16, DQ_MAGIC and ROWS8 (below), IN0_* and OUT_* (f16 or bf16), and the
+// uvec4s), COOP_BF16, DQ_MAGIC, ROWS8 and SETS (below), IN0_* and OUT_* (f16 or bf16), and the
 // workgroup size (SG subgroups of 32 lanes) as spec constant 0. codegen/qmv_coop.cpp
 // (qmvc_applies) picks it only where x's rows start on 16 bytes. The KHR path is this module rewritten (codegen/coop_rewrite.h).
 #ifndef BITS
@@ -200,36 +200,67 @@ struct ChunkRegs {
   uvec4 xv[X_CHUNKS];
 };
 
-// A subgroup's chunks c = sg, sg + SG, ... in three register sets, each chunk's loads
-// issued three chunks ahead: USE(R) consumes a set, then the set is loaded again, then
+// A subgroup's chunks c = sg, sg + SG, ... in SETS register sets (2 or 3), each chunk's
+// loads issued SETS chunks ahead: USE(R) consumes a set, then the set is loaded again, then
 // AFTER(R). The loads are not under conditions: a chunk past the last reloads the last
 // (never used), and x's rows past M read row M - 1 (never used). Under conditions NVIDIA's
 // compiler copied the loaded registers into the sets' own right after the loads, which
-// waited for them there (its machine code, H200). It still issues all three sets' loads
-// at the end of the body (docs/matmul.md, "qmvc without stages").
+// waited for them there (its machine code, H200). The loop body holds SETS whole chunks
+// with no exit between them and the last chunks run after it: with a `break` after each
+// chunk (the form before) a set's fresh values were dead on the exit edge, so the compiler
+// sank all the loads to the end of the body, right before their first use; now it issues
+// them at the top of the body and the chunks' products interleave (docs/matmul.md, "qmvc's
+// loads at the top of the body").
+#ifndef SETS
+#define SETS 3
+#endif
+#if SETS == 3
 #define CHUNK_LOOP(Regs, LOAD, USE, AFTER)            \
   Regs r0, r1, r2;                                    \
   IDX_T c = IDX_T(sg);                                \
   LOAD(r0, min(c, clast));                            \
   LOAD(r1, min(c + SG, clast));                       \
   LOAD(r2, min(c + 2 * SG, clast));                   \
-  for (; c < chunks; c += 3 * SG) {                   \
+  for (; c + 2 * SG < chunks; c += 3 * SG) {          \
     USE(r0);                                          \
     LOAD(r0, min(c + 3 * SG, clast));                 \
     AFTER(r0);                                        \
-    if (c + SG >= chunks) {                           \
-      break;                                          \
-    }                                                 \
     USE(r1);                                          \
     LOAD(r1, min(c + 4 * SG, clast));                 \
     AFTER(r1);                                        \
-    if (c + 2 * SG >= chunks) {                       \
-      break;                                          \
-    }                                                 \
     USE(r2);                                          \
     LOAD(r2, min(c + 5 * SG, clast));                 \
     AFTER(r2);                                        \
+  }                                                   \
+  if (c < chunks) {                                   \
+    USE(r0);                                          \
+    AFTER(r0);                                        \
+  }                                                   \
+  if (c + SG < chunks) {                              \
+    USE(r1);                                          \
+    AFTER(r1);                                        \
   }
+#elif SETS == 2
+#define CHUNK_LOOP(Regs, LOAD, USE, AFTER)            \
+  Regs r0, r1;                                        \
+  IDX_T c = IDX_T(sg);                                \
+  LOAD(r0, min(c, clast));                            \
+  LOAD(r1, min(c + SG, clast));                       \
+  for (; c + SG < chunks; c += 2 * SG) {              \
+    USE(r0);                                          \
+    LOAD(r0, min(c + 2 * SG, clast));                 \
+    AFTER(r0);                                        \
+    USE(r1);                                          \
+    LOAD(r1, min(c + 3 * SG, clast));                 \
+    AFTER(r1);                                        \
+  }                                                   \
+  if (c < chunks) {                                   \
+    USE(r0);                                          \
+    AFTER(r0);                                        \
+  }
+#else
+#error SETS is 2 or 3
+#endif
 
 void main() {
   uint sg = gl_SubgroupID;
@@ -563,9 +594,11 @@ void main() {
 // Values s and s + 4 of a word as the f16 pair OFF + q (DQ_MAGIC).
 #define W_PAIR(word, s) unpackFloat2x16((((word) >> (4u * (s))) & 0x000F000Fu) | magic)
 // Halves s and s + 4 of 16 bytes of x.
+// (Written with 16-bit halves: NVIDIA's compiler makes one byte permutation of it, where
+// the masks and shifts took two instructions.)
 #define X_PAIR(v, s)                                                             \
-  unpackFloat2x16((s) % 2u == 0u ? (((v)[(s) / 2u] & 0xFFFFu) | ((v)[(s) / 2u + 2u] << 16)) \
-                                 : (((v)[(s) / 2u] >> 16) | ((v)[(s) / 2u + 2u] & 0xFFFF0000u)))
+  unpackFloat2x16(pack32(u16vec2(unpack16((v)[(s) / 2u])[(s) % 2u],             \
+                                 unpack16((v)[(s) / 2u + 2u])[(s) % 2u])))
 #if FRAG_N8
 // W's 16 columns as A (lane l: columns g and g + 8, the pairs of B's 16 x 16 layout above)
 // times x's rows as B (row g, and g + 8 in the second fragment past 8 rows); ones times x

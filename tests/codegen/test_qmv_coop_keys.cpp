@@ -182,6 +182,23 @@ TEST_CASE("every qmvc variant renders and compiles, the KHR path through the rew
   n8.coop_f16_n8 = true;
   CHECK_NOTHROW(cg::render(changed("frag", "n8"), n8));
   CHECK_THROWS_AS(cg::render(changed("frag", "n4"), n8), std::invalid_argument);
+  // Chunks loaded ahead: 3 sets only for f16 fragments built in registers at <= 8 rows.
+  auto sets = [](const cg::KernelSource& s) {
+    for (const auto& d : s.defines) {
+      if (d.rfind("SETS ", 0) == 0) {
+        return d.substr(5);
+      }
+    }
+    return std::string("none");
+  };
+  auto aligned = rows(5, 100, 256);
+  auto frag8 = cg::qmvc_key("f16", aligned, n8);
+  REQUIRE(frag8.params.at("frag") == "n8");
+  REQUIRE(frag8.params.at("rows") == "8");
+  CHECK(sets(cg::render(frag8, n8)) == "3");
+  CHECK(sets(cg::render(cg::qmvc_key("f16", rows(12, 100, 256), n8), n8)) == "2");
+  CHECK(sets(cg::render(cg::qmvc_key("bf16", aligned, n8), n8)) == "2");
+  CHECK(sets(cg::render(cg::qmvc_key("f16", rows(5, 100, 256, 8, 64), n8), n8)) == "2");
   auto bf16_n8 = cg::qmvc_key("bf16", g, n8);
   bf16_n8.params.insert_or_assign("frag", "n8");
   CHECK_THROWS_AS(cg::render(bf16_n8, n8), std::runtime_error);  // no bf16 16x8x16
