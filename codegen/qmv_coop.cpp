@@ -89,12 +89,14 @@ bool qmvc_applies(const std::string& dtype, const MatmulGeometry& g, const Devic
 
 bool qmvc_preferred(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps) {
   // Up to 8 rows qmv can run the product too; it wins for few rows, whose multiply-adds
-  // are cheap. With dq=magic (f32 scales and biases, as qmv) qmvc takes 4 rows and more
-  // (H200: 39.3-39.6 against qmv's 42.7-43.2 us at 4 rows, f16 and bf16; docs/matmul.md).
-  // Otherwise qmvc rounds W's values to the dtype, in integer arithmetic for bf16: 5 f16
-  // rows and 6 bf16 rows (H100).
+  // are cheap. With dq=magic (f32 scales and biases, as qmv) qmvc takes 3 rows and more
+  // (H200, the loop of "qmvc's loads at the top of the body" in docs/matmul.md: 3 rows of
+  // [3,14336] x [4096,14336]^T 21.8 against qmv's 31.3 us in f16, 26.6 against 36.1 in
+  // bf16; at 2 rows qmv's 22.0 / 25.6 against 21.7 / 26.6, and 27.2 against 32.4 with
+  // K = 4096). Otherwise qmvc rounds W's values to the dtype, in integer arithmetic for
+  // bf16: 5 f16 rows and 6 bf16 rows (H100).
   if (magic_dequant(dtype, g, caps)) {
-    return g.m >= 4;
+    return g.m >= 3;
   }
   return g.m >= (dtype == "bf16" ? 6 : 5);
 }

@@ -1,6 +1,6 @@
 // eval_gpu of AddMM, QuantizedMatmul, Dequantize and AffineQuantize.
 //   AddMM: C copied into the output, then the gemm family with its addmm epilogue.
-//   QuantizedMatmul: "qmvc" (transpose=true, 4-6 to 16 rows on cooperative matrices, and up to
+//   QuantizedMatmul: "qmvc" (transpose=true, 3-6 to 16 rows on cooperative matrices, and up to
 //     64 in 16-row launches), "qmv"
 //     (transpose=true, M <= 8: a decode step) or "qmm" (the gemm template reading B from
 //     the packed format), on dense operands; with 2-d weights every batch row of x folds
@@ -345,7 +345,7 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
   };
   // 17 to 64 rows of one weight matrix: qmvc in blocks of 16 rows, a launch each. Each reads
   // W again, but the qmm tiles these rows would take cost more than four blocks. A last
-  // block of few rows takes qmv where qmv is faster (qmvc_preferred: 1 to 3 rows, or 4 to 5
+  // block of few rows takes qmv where qmv is faster (qmvc_preferred: 1 to 2 rows, or 3 to 5
   // without dq=magic).
   bool coop = qmvc_mode != "off";
   if (coop && g.batches == 1 && g.m > 16 && g.m <= kQmvcBlockedRows) {
