@@ -25,18 +25,20 @@
 // register sets: 3 for f16 at <= 8 rows, 2 elsewhere, where a third set's registers cost
 // more than it hid: docs/matmul.md), so that a load has the chunks before it to arrive in.
 // At the end the subgroups' accumulators meet in shared memory in a fixed order and the
-// output is rounded once. Stages are private to a subgroup: the chunk loop has no workgroup barrier. f16 with
-// DQ_MAGIC skips the stages (DQ_FRAG): each lane builds its fragments from its own loads,
-// the chunk's k permuted so that both operands' pairs are cheap to make.
+// output is rounded once. Stages are private to a subgroup: the chunk loop has no
+// workgroup barrier. f16 with DQ_MAGIC skips the stages (DQ_FRAG): each lane builds its
+// fragments from its own loads, the chunk's k permuted so that both operands' pairs are
+// cheap to make.
 //
 // W's values become scale * q + bias in f32, then f16 (bf16) for the multiply-adds, as
 // gemm_coop.glsl's qmm does (a step coarser than qmv.glsl's f32 sums: docs/matmul.md);
 // with DQ_MAGIC (below) they stay exact and the scales apply in f32, as in qmv.glsl.
 //
 // The engine defines BITS, GS, SG, KC (a multiple of 32 dividing k), WVEC (1: packs read as
-// uvec4s), COOP_BF16, DQ_MAGIC, ROWS8 and SETS (below), IN0_* and OUT_* (f16 or bf16), and the
-// workgroup size (SG subgroups of 32 lanes) as spec constant 0. codegen/qmv_coop.cpp
-// (qmvc_applies) picks it only where x's rows start on 16 bytes. The KHR path is this module rewritten (codegen/coop_rewrite.h).
+// uvec4s), COOP_BF16, DQ_MAGIC, ROWS8 and SETS (below), IN0_* and OUT_* (f16 or bf16),
+// and the workgroup size (SG subgroups of 32 lanes) as spec constant 0.
+// codegen/qmv_coop.cpp (qmvc_applies) picks it only where x's rows start on 16 bytes. The
+// KHR path is this module rewritten (codegen/coop_rewrite.h).
 #ifndef BITS
 #define BITS 4
 #define GS 64

@@ -82,7 +82,7 @@ TEST_CASE("qmvc takes 1 to 16 rows of an aligned f16 or bf16 product on cooperat
   CHECK(cg::qmvc_key("f16", unaligned, nv_layout).params.at("dq") == "convert");
   CHECK(cg::qmvc_key("bf16", rows(12, 4096, 14336), nv_layout).canonical() ==
         "qmvc:bits=4,dq=magic,dtype=bf16,frag=n16,gs=64,idx=32,kc=64,path=khr,rows=16,sg=8,wvec=1");
-  // Preferred to qmv from 4 rows with dq=magic, else from 5 (f16) or 6 (bf16).
+  // Preferred to qmv from 3 rows with dq=magic, else from 5 (f16) or 6 (bf16).
   CHECK_FALSE(cg::qmvc_preferred("f16", rows(2, 4096, 14336), nv_layout));
   CHECK(cg::qmvc_preferred("f16", rows(3, 4096, 14336), nv_layout));
   CHECK(cg::qmvc_preferred("bf16", rows(3, 4096, 14336), nv_layout));
