@@ -122,21 +122,14 @@ bool qmvc_applies(const std::string& dtype, const MatmulGeometry& g, const Devic
 // moves the line down).
 bool qmvc_preferred(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps);
 // "qmvc:bits,dq=magic|convert,dtype=f16|bf16,frag=n8|n16,gs,idx=32|64,kc=64,path=nv|khr,
-// rows=8|16,sg=8,split=0|1,wvec=0|1". dq=magic (W's values as exact offset integers, scales and biases
+// rows=8|16,sg=8,wvec=0|1". dq=magic (W's values as exact offset integers, scales and biases
 // applied in f32) where the accumulators have NVIDIA's layout, for 4 bits, groups of >= 64,
 // and at most 8 rows (any rows for bf16 and for f16 with W's rows on 16 bytes); rows=8
 // stages 8 rows of x. frag=n8: f16 dq=magic fragments built in registers as 16 x 8 products
-// (x's rows as B), where the device multiplies 16x8x16. split=1 (templates/qmvc_split.glsl,
-// frag=n8 at <= 8 rows): a workgroup of 128 columns stages x once for one range of k, the
-// launch's grid y the splits; its partial sums go to a scratch buffer and the stream's
-// counters (binding 5 and 6), the last split of a column block adds them.
+// (x's rows as B), where the device multiplies 16x8x16.
 KernelKey qmvc_key(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps);
 KernelSource render_qmvc(const KernelKey& key, const DeviceCaps& caps);
 Launch qmvc_launch(const KernelKey& key, const KernelSource& source, const MatmulGeometry& g);
-// The f32 partial sums a split=1 launch writes (0 for split=0), and where they start in
-// their binding (a launch is planned once, its scratch bound at each record).
-int64_t qmvc_partials(const KernelKey& key, const Launch& launch, const MatmulGeometry& g);
-void set_qmvc_partials(Launch& launch, uint64_t elem_offset);
 
 // Whether the qmv family can run the quantized product: m <= 8, transpose=true (b_t).
 bool qmv_applies(const MatmulGeometry& g);

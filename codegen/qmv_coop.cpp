@@ -1,12 +1,9 @@
 // The "qmvc" family (codegen/matmul.h): quantized products of 1 to 16 rows on cooperative
 // matrices, templates/qmv_coop.glsl. When it applies, its key, rendering and launch.
 #include <algorithm>
-#include <climits>
-#include <cstring>
 #include <stdexcept>
 #include <vector>
 
-#include "codegen/attention.h"
 #include "codegen/internal.h"
 #include "codegen/matmul.h"
 #include "codegen/matmul_internal.h"
@@ -19,16 +16,6 @@ namespace {
 // 37 KB of stages per workgroup, and each lane one pack of W per chunk (docs/matmul.md).
 constexpr int64_t kSubgroups = 8;
 constexpr int64_t kChunk = 64;
-
-// split=1 (templates/qmvc_split.glsl): the chunks of x its stage holds (the most a split
-// of k takes), and the workgroups a launch should reach at least: two a multiprocessor of
-// an H100/H200 (132), so that one waiting on memory leaves another to run.
-constexpr int64_t kSplitChunks = 32;
-constexpr int64_t kSplitTargetGroups = 256;
-// Its shared memory: x's stage (8 rows of kSplitChunks chunks of 8 uvec4s, plus one a row),
-// the chunks' row sums, and the layout check's two matrices.
-constexpr int64_t kSplitStageBytes =
-    8 * (kSplitChunks * 8 + 1) * 16 + kSplitChunks * 8 * 4 + 128 * 4 + 32 * 16 + 4;
 
 // The template's shared memory: two stages (W and x) of 16 rows of kChunk 16-bit values
 // plus one uvec4 of padding, per subgroup; with dq=magic also each subgroup's 16 scales
@@ -81,15 +68,6 @@ bool frag_n8(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps
   return has_n8(dtype, caps) && magic_dequant(dtype, g, caps) && w_rows_vec4(g);
 }
 
-// split=1: x staged once a workgroup of 128 columns and k split across workgroups, for
-// f16 / bf16 fragments built in registers at <= 8 rows with 32-bit indices (its push
-// constants). MLX_VK_QMVC_SPLIT=off keeps split=0 (for measuring, docs/matmul.md).
-bool use_split(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps) {
-  return frag_n8(dtype, g, caps) && g.m <= 8 && !geometry_idx64(g, 16, 128, kChunk) &&
-         ceil_div(g.n, 128) * g.batches <= kMergeSlots * 8 &&
-         kSplitStageBytes <= static_cast<int64_t>(caps.max_shared_memory);
-}
-
 }  // namespace
 
 bool qmvc_applies(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps) {
@@ -137,16 +115,13 @@ KernelKey qmvc_key(const std::string& dtype, const MatmulGeometry& g, const Devi
                     {"path", coop_path(dtype, caps)},
                     {"rows", magic && g.m <= 8 ? "8" : "16"},
                     {"sg", std::to_string(kSubgroups)},
-                    {"split", use_split(dtype, g, caps) ? "1" : "0"},
                     {"wvec", wvec ? "1" : "0"}}};
 }
 
 KernelSource render_qmvc(const KernelKey& key, const DeviceCaps& caps) {
   const std::string where = "kernel " + key.canonical();
   check_params(
-      key,
-      {"bits", "dq", "dtype", "frag", "gs", "idx", "kc", "path", "rows", "sg", "split", "wvec"},
-      where);
+      key, {"bits", "dq", "dtype", "frag", "gs", "idx", "kc", "path", "rows", "sg", "wvec"}, where);
   const DtypeInfo& dt = float_dtype(key, where);
   bool idx64 = parse_idx(key, where);
   int bits = 0, gs = 0;
@@ -159,7 +134,6 @@ KernelSource render_qmvc(const KernelKey& key, const DeviceCaps& caps) {
   const std::string& dq = key_param(key, "dq", where);
   const std::string& rows = key_param(key, "rows", where);
   const std::string& frag = key_param(key, "frag", where);
-  const std::string& split = key_param(key, "split", where);
   bool magic = dq == "magic";
   int64_t sg = std::atoll(sg_text.c_str());
   int64_t kc = std::atoll(kc_text.c_str());
@@ -169,23 +143,19 @@ KernelSource render_qmvc(const KernelKey& key, const DeviceCaps& caps) {
       (wvec != "0" && wvec != "1") || (wvec == "1" && bits % 4 != 0) ||
       (dq != "magic" && dq != "convert") || (rows != "8" && rows != "16") ||
       (!magic && rows != "16") || (magic && (bits != 4 || gs % kc != 0)) ||
-      (frag != "n8" && frag != "n16") || (frag == "n8" && (!magic || wvec != "1")) ||
-      (split != "0" && split != "1") ||
-      (split == "1" && (frag != "n8" || rows != "8" || idx64 || kc != kChunk))) {
+      (frag != "n8" && frag != "n16") || (frag == "n8" && (!magic || wvec != "1"))) {
     throw std::invalid_argument(
         "[render] " + where +
         ": path must be nv (f16) or khr (f16, bf16), sg 1, 2, 4 or 8, kc 32, 64 or 128, wvec 0 "
         "or 1 (1 only for 4 or 8 bits), dq magic (4 bits, gs a multiple of kc) or convert, "
-        "rows 8 (magic only) or 16, frag n16 or n8 (dq=magic and wvec=1 only), split 0 or 1 "
-        "(frag=n8, rows=8, idx=32, kc=64 only).");
+        "rows 8 (magic only) or 16, frag n16 or n8 (dq=magic and wvec=1 only).");
   }
   bool supported =
       path == "nv" ? caps.cooperative_matrix
                    : (dtype == "f16" ? caps.cooperative_matrix_khr : caps.cooperative_matrix_bf16);
   if (!supported || caps.subgroup_size != 32 || (magic && !caps.coop_acc_nv_layout) ||
       (frag == "n8" && !has_n8(dtype, caps)) ||
-      (split == "1" ? kSplitStageBytes : stage_bytes(sg, kc, magic)) >
-          static_cast<int64_t>(caps.max_shared_memory)) {
+      stage_bytes(sg, kc, magic) > static_cast<int64_t>(caps.max_shared_memory)) {
     throw std::runtime_error("[vulkan] " + where +
                              ": the device has no cooperative matrices for this dtype on 32-lane "
                              "subgroups (or, for frag=n8, no 16x8x16 shape), or too little "
@@ -196,22 +166,6 @@ KernelSource render_qmvc(const KernelKey& key, const DeviceCaps& caps) {
   defines.push_back(std::string("IDX64 ") + (idx64 ? "1" : "0"));
   add_input_defines("IN0_", dt, defines);
   add_output_defines(dt, defines);
-  uint32_t wg = static_cast<uint32_t>(sg) * 32;
-  if (split == "1") {
-    defines.push_back("GS " + std::to_string(gs));
-    defines.push_back("SG " + sg_text);
-    defines.push_back("XCH " + std::to_string(kSplitChunks));
-    if (dtype == "bf16") {
-      defines.push_back("COOP_BF16 1");
-    }
-    KernelSource source =
-        row_kernel_source("qmvc_split.glsl", defines, 7, kFields + 2, idx64, caps);
-    source.coop_khr = path == "khr";
-    source.coop_khr_bf16 = dtype == "bf16";
-    source.workgroup_size = {wg, 1, 1};
-    source.spec_constants = {{0, wg}};
-    return source;
-  }
   defines.push_back("BITS " + std::to_string(bits));
   defines.push_back("GS " + std::to_string(gs));
   defines.push_back("SG " + sg_text);
@@ -236,6 +190,7 @@ KernelSource render_qmvc(const KernelKey& key, const DeviceCaps& caps) {
   KernelSource source = row_kernel_source("qmv_coop.glsl", defines, 5, kFields, idx64, caps);
   source.coop_khr = path == "khr";
   source.coop_khr_bf16 = dtype == "bf16";
+  uint32_t wg = static_cast<uint32_t>(sg) * 32;
   source.workgroup_size = {wg, 1, 1};
   source.spec_constants = {{0, wg}};
   return source;
@@ -250,71 +205,22 @@ Launch qmvc_launch(const KernelKey& key, const KernelSource& source, const Matmu
   expect.params["dq"] = key_param(key, "dq", where);
   expect.params["rows"] = expect.params["dq"] == "magic" && g.m <= 8 ? "8" : "16";
   expect.params["frag"] = key_param(key, "frag", where);
-  expect.params["split"] = key_param(key, "split", where);
-  if (expect.params["split"] == "1") {
-    expect.params["sg"] = key_param(key, "sg", where);  // split=1: any of render's
-  }
   if (g.m < 1 || g.m > 16 || !g.b_t || g.a_t || g.k % kChunk != 0 || key != expect) {
     throw std::invalid_argument("[launch] " + where + " does not match the geometry.");
   }
-  bool split = expect.params["split"] == "1";
-  int64_t sg = std::atoll(expect.params["sg"].c_str());
-  int64_t gx = ceil_div(g.n, split ? 16 * sg : 16);
-  std::vector<int64_t> fields = {g.m,
-                                 g.n,
-                                 g.k,
-                                 static_cast<int64_t>(g.a_offset),
-                                 static_cast<int64_t>(g.b_offset),
-                                 static_cast<int64_t>(g.out_offset),
-                                 g.lda,
-                                 g.ldb,
-                                 g.nb1,
-                                 g.a_bs0,
-                                 g.a_bs1,
-                                 g.b_bs0,
-                                 g.b_bs1,
-                                 static_cast<int64_t>(g.scales_offset),
-                                 static_cast<int64_t>(g.biases_offset)};
-  int64_t splits = 1;
-  if (split) {
-    // The fewest chunks a split that gives kSplitTargetGroups workgroups, at most a stage's.
-    int64_t chunks = g.k / kChunk;
-    int64_t want = std::max<int64_t>(1, ceil_div(kSplitTargetGroups, gx * g.batches));
-    int64_t per = std::min(kSplitChunks, ceil_div(chunks, std::min(want, chunks)));
-    splits = ceil_div(chunks, per);
-    fields.push_back(per);
-    fields.push_back(0);  // the partials' element 0: set_qmvc_partials
-  }
+  int64_t gx = (g.n + 15) / 16;
   constexpr int64_t kMax = 65535;
-  if (gx > kMax || g.batches > kMax || splits > kMax) {
+  if (gx > kMax || g.batches > kMax) {
     throw std::invalid_argument("[launch] " + where + ": too many workgroups for one launch.");
   }
-  Launch launch = pack_launch(source, fields, parse_idx(key, where), 1, where);
-  launch.groups = {static_cast<uint32_t>(gx), static_cast<uint32_t>(splits),
-                   static_cast<uint32_t>(g.batches)};
+  Launch launch = pack_launch(
+      source,
+      {g.m, g.n, g.k, static_cast<int64_t>(g.a_offset), static_cast<int64_t>(g.b_offset),
+       static_cast<int64_t>(g.out_offset), g.lda, g.ldb, g.nb1, g.a_bs0, g.a_bs1, g.b_bs0, g.b_bs1,
+       static_cast<int64_t>(g.scales_offset), static_cast<int64_t>(g.biases_offset)},
+      parse_idx(key, where), 1, where);
+  launch.groups = {static_cast<uint32_t>(gx), 1, static_cast<uint32_t>(g.batches)};
   return launch;
-}
-
-}  // namespace mlx::core::vulkan::codegen
-
-namespace mlx::core::vulkan::codegen {
-
-int64_t qmvc_partials(const KernelKey& key, const Launch& launch, const MatmulGeometry& g) {
-  auto split = key.params.find("split");
-  if (split == key.params.end() || split->second != "1") {
-    return 0;
-  }
-  return g.batches * launch.groups[1] * g.m * g.n;
-}
-
-void set_qmvc_partials(Launch& launch, uint64_t elem_offset) {
-  // The last of split=1's fields (32-bit indices only).
-  constexpr size_t kAt = (kFields + 1) * sizeof(int32_t);
-  if (launch.push_constants.size() < kAt + sizeof(int32_t) || elem_offset > INT32_MAX) {
-    throw std::invalid_argument("[launch] qmvc: the partial sums' offset does not fit the launch.");
-  }
-  int32_t v = static_cast<int32_t>(elem_offset);
-  std::memcpy(launch.push_constants.data() + kAt, &v, sizeof(v));
 }
 
 }  // namespace mlx::core::vulkan::codegen

@@ -22,10 +22,6 @@ layout(push_constant) uniform Params {
   IDX_T b_bs1;
   IDX_T extra0;
   IDX_T extra1;
-#if defined(XSPLIT) && XSPLIT
-  IDX_T split_chunks;  // qmvc_split.glsl: chunks of 64 values a split of k
-  IDX_T part_offset;   // and element 0 of its partial sums
-#endif
 #if defined(PRENORM) && PRENORM
   IDX_T norm_w_offset;  // qmv.glsl's absorbed rms_norm: its weight's element 0
   IDX_T eps_bits;       // and its eps as f32 bits

@@ -5,8 +5,6 @@
 // the GPU machine); lavapipe has none.
 #include <doctest/doctest.h>
 
-#include <array>
-#include <cstring>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -66,9 +64,9 @@ TEST_CASE("qmvc takes 1 to 16 rows of an aligned f16 or bf16 product on cooperat
   CHECK_FALSE(cg::qmvc_applies("f16", rows(4, 4096, 4096), wave64));
 
   auto key = cg::qmvc_key("f16", rows(8, 4096, 14336), all);
-  CHECK(key.canonical() ==
-        "qmvc:bits=4,dq=convert,dtype=f16,frag=n16,gs=64,idx=32,kc=64,path=khr,rows=16,sg=8,split="
-        "0,wvec=1");
+  CHECK(
+      key.canonical() ==
+      "qmvc:bits=4,dq=convert,dtype=f16,frag=n16,gs=64,idx=32,kc=64,path=khr,rows=16,sg=8,wvec=1");
   // dq=magic where the accumulators have NVIDIA's layout: 4 bits, with the 64-value chunk
   // inside one group, at most 8 rows (any for bf16, and for f16 whose W rows start on 16
   // bytes: its fragments are built in registers); rows=8 skips the accumulator rows 8..15.
@@ -76,16 +74,14 @@ TEST_CASE("qmvc takes 1 to 16 rows of an aligned f16 or bf16 product on cooperat
   nv_layout.coop_acc_nv_layout = true;
   auto magic = cg::qmvc_key("f16", rows(8, 4096, 14336), nv_layout);
   CHECK(magic.canonical() ==
-        "qmvc:bits=4,dq=magic,dtype=f16,frag=n16,gs=64,idx=32,kc=64,path=khr,rows=8,sg=8,split=0,"
-        "wvec=1");
+        "qmvc:bits=4,dq=magic,dtype=f16,frag=n16,gs=64,idx=32,kc=64,path=khr,rows=8,sg=8,wvec=1");
   CHECK(cg::qmvc_key("f16", rows(9, 4096, 14336), nv_layout).params.at("dq") == "magic");
   CHECK(cg::qmvc_key("f16", rows(9, 4096, 14336), nv_layout).params.at("rows") == "16");
   auto unaligned = rows(9, 4096, 14336);
   unaligned.b_offset = 2;  // W's rows off 16 bytes: the stages, whose 16-row magic kernel is slow
   CHECK(cg::qmvc_key("f16", unaligned, nv_layout).params.at("dq") == "convert");
   CHECK(cg::qmvc_key("bf16", rows(12, 4096, 14336), nv_layout).canonical() ==
-        "qmvc:bits=4,dq=magic,dtype=bf16,frag=n16,gs=64,idx=32,kc=64,path=khr,rows=16,sg=8,split=0,"
-        "wvec=1");
+        "qmvc:bits=4,dq=magic,dtype=bf16,frag=n16,gs=64,idx=32,kc=64,path=khr,rows=16,sg=8,wvec=1");
   // Preferred to qmv from 3 rows with dq=magic, else from 5 (f16) or 6 (bf16).
   CHECK_FALSE(cg::qmvc_preferred("f16", rows(2, 4096, 14336), nv_layout));
   CHECK(cg::qmvc_preferred("f16", rows(3, 4096, 14336), nv_layout));
@@ -145,17 +141,7 @@ TEST_CASE("every qmvc variant renders and compiles, the KHR path through the rew
               auto mod = cg::compile(key, src);
               CHECK(!mod.words.empty());
               auto launch = cg::qmvc_launch(key, src, g);
-              if (key.params.at("split") == "1") {
-                // 128 columns a workgroup, and 4 chunks of k in splits of 1 (for 256
-                // workgroups at least).
-                CHECK(launch.groups[0] == 1);
-                CHECK(launch.groups[1] == 4);
-                CHECK(cg::qmvc_partials(key, launch, g) == 4 * m * 100);
-              } else {
-                CHECK(launch.groups[0] == 7);  // 100 columns, 16 a workgroup
-                CHECK(launch.groups[1] == 1);
-                CHECK(cg::qmvc_partials(key, launch, g) == 0);
-              }
+              CHECK(launch.groups[0] == 7);  // 100 columns, 16 a workgroup
             }
           }
         }
@@ -210,8 +196,6 @@ TEST_CASE("every qmvc variant renders and compiles, the KHR path through the rew
   auto frag8 = cg::qmvc_key("f16", aligned, n8);
   REQUIRE(frag8.params.at("frag") == "n8");
   REQUIRE(frag8.params.at("rows") == "8");
-  REQUIRE(frag8.params.at("split") == "1");
-  frag8.params.insert_or_assign("split", std::string("0"));
   CHECK(sets(cg::render(frag8, n8)) == "3");
   CHECK(sets(cg::render(cg::qmvc_key("f16", rows(12, 100, 256), n8), n8)) == "2");
   CHECK(sets(cg::render(cg::qmvc_key("bf16", aligned, n8), n8)) == "2");
@@ -225,62 +209,6 @@ TEST_CASE("every qmvc variant renders and compiles, the KHR path through the rew
   convert_n8.params.insert_or_assign("dq", "convert");
   convert_n8.params.insert_or_assign("rows", "16");
   CHECK_THROWS_AS(cg::render(convert_n8, n8), std::invalid_argument);
-}
-
-TEST_CASE("qmvc split=1 stages x for 128 columns and splits k for at least 256 workgroups") {
-  auto n8 = coop_caps(true, true, true);
-  n8.coop_acc_nv_layout = true;
-  n8.coop_f16_n8 = true;
-  n8.coop_bf16_n8 = true;
-  // Where it applies: the 16x8 fragments built in registers, at most 8 rows.
-  CHECK(cg::qmvc_key("f16", rows(3, 4096, 14336), n8).params.at("split") == "1");
-  CHECK(cg::qmvc_key("bf16", rows(8, 4096, 14336), n8).params.at("split") == "1");
-  CHECK(cg::qmvc_key("f16", rows(9, 4096, 14336), n8).params.at("split") == "0");
-  CHECK(cg::qmvc_key("f16", rows(8, 4096, 14336, 8), n8).params.at("split") == "0");
-  auto no_n8 = n8;
-  no_n8.coop_f16_n8 = false;
-  CHECK(cg::qmvc_key("f16", rows(8, 4096, 14336), no_n8).params.at("split") == "0");
-  auto small_shared = n8;
-  small_shared.max_shared_memory = 32768;
-  CHECK(cg::qmvc_key("f16", rows(8, 4096, 14336), small_shared).params.at("split") == "0");
-  auto huge = rows(8, 4096, 14336);
-  huge.b_offset = uint64_t{1} << 31;  // past 32-bit indices: its push constants are 32-bit
-  CHECK(cg::qmvc_key("f16", huge, n8).params.at("split") == "0");
-
-  // The launch: 128 columns a workgroup (x), splits of at most 32 chunks of 64 (y), the
-  // fewest chunks a split that reach 256 workgroups.
-  auto launch_of = [&](const cg::MatmulGeometry& g) {
-    auto key = cg::qmvc_key("f16", g, n8);
-    REQUIRE(key.params.at("split") == "1");
-    return cg::qmvc_launch(key, cg::render(key, n8), g);
-  };
-  auto wide = launch_of(rows(4, 4096, 14336));  // 32 column blocks, 224 chunks
-  CHECK(wide.groups == std::array<uint32_t, 3>{32, 8, 1});
-  auto tall = launch_of(rows(4, 14336, 4096));  // 112 blocks, 64 chunks: 22, 22, 20
-  CHECK(tall.groups == std::array<uint32_t, 3>{112, 3, 1});
-  auto deep = launch_of(rows(4, 14336, 65536));  // 1024 chunks: the stage's 32 at most
-  CHECK(deep.groups == std::array<uint32_t, 3>{112, 32, 1});
-  auto g = rows(4, 4096, 14336);
-  auto key = cg::qmvc_key("f16", g, n8);
-  CHECK(cg::qmvc_partials(key, wide, g) == 8 * 4 * 4096);
-  // The partials' offset goes into the launch's last push constant.
-  auto moved = wide;
-  cg::set_qmvc_partials(moved, 1234);
-  int32_t at = 0;
-  std::memcpy(&at, moved.push_constants.data() + moved.push_constants.size() - 4, 4);
-  CHECK(at == 1234);
-  CHECK_THROWS_AS(cg::set_qmvc_partials(moved, uint64_t{1} << 32), std::invalid_argument);
-  // split=1 only with frag=n8, rows=8 and 32-bit indices.
-  auto changed = [&](const std::string& name, const std::string& value) {
-    auto k = key;
-    k.params.insert_or_assign(name, value);
-    return k;
-  };
-  CHECK_THROWS_AS(cg::render(changed("rows", "16"), n8), std::invalid_argument);
-  CHECK_THROWS_AS(cg::render(changed("frag", "n16"), n8), std::invalid_argument);
-  CHECK_THROWS_AS(cg::render(changed("idx", "64"), n8), std::invalid_argument);
-  CHECK_THROWS_AS(cg::render(changed("split", "2"), n8), std::invalid_argument);
-  CHECK_THROWS_AS(cg::render(key, small_shared), std::runtime_error);
 }
 
 TEST_CASE("bf16 fragments built element by element keep their bits through the KHR rewrite") {

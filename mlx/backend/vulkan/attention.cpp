@@ -119,6 +119,25 @@ bool merges_in_launch(const MemoEntry& planned) {
   return split != planned.kernel->key.params.end() && split->second == "2";
 }
 
+Binding merge_counters(CommandEncoder& enc) {
+  // One buffer a stream (a stream's launches are ordered by barriers, so two never count in
+  // the same slots at once); never freed, like the device. The kernels leave it zeroed.
+  static std::mutex mtx;
+  static std::map<int, allocator::Buffer> buffers;
+  constexpr size_t kBytes = codegen::kMergeSlots * 8 * sizeof(uint32_t);
+  std::lock_guard lk(mtx);
+  auto it = buffers.find(enc.index());
+  bool fresh = it == buffers.end();
+  if (fresh) {
+    it = buffers.emplace(enc.index(), allocator::malloc(kBytes)).first;
+  }
+  Binding b{allocation(it->second), 0, kBytes, true};
+  if (fresh) {
+    enc.fill(b, 0u);
+  }
+  return b;
+}
+
 SplitScratch split_scratch(Device& dev, CommandEncoder& enc, const codegen::AttentionGeometry& g,
                            int64_t splits) {
   SplitScratch s;

@@ -43,6 +43,9 @@ const codegen::Launch& launch_for_length(const MemoEntry& planned,
 void choose_merge(codegen::KernelKey& key, const codegen::AttentionGeometry& g);
 // Whether a planned decode launch merges its splits itself (split=2).
 bool merges_in_launch(const MemoEntry& planned);
+// The stream's zeroed counters of a split=2 launch (one per row block; the kernels leave
+// them zeroed), bound as written so that the encoder orders two such launches.
+Binding merge_counters(CommandEncoder& enc);
 
 // The f32 scratch of a split decode: (m, l, o) per row and chunk.
 struct SplitScratch {

@@ -4,13 +4,11 @@
 #include <array>
 #include <atomic>
 #include <cstdio>
-#include <map>
 #include <mutex>
 #include <set>
 #include <stdexcept>
 #include <string>
 
-#include "codegen/attention.h"
 #include "mlx/backend/vulkan/allocator.h"
 #include "mlx/backend/vulkan/device.h"
 #include "mlx/backend/vulkan/elementwise.h"
@@ -200,25 +198,6 @@ void record_launch(CommandEncoder& enc, const Kernel& kernel, const codegen::Lau
   all[bindings.size()] = mb;
   enc.dispatch(kernel, std::span(all.data(), bindings.size() + 1), launch.push_constants,
                launch.groups);
-}
-
-Binding merge_counters(CommandEncoder& enc) {
-  // One buffer a stream (a stream's launches are ordered by barriers, so two never count in
-  // the same slots at once); never freed, like the device. The kernels leave it zeroed.
-  static std::mutex mtx;
-  static std::map<int, allocator::Buffer> buffers;
-  constexpr size_t kBytes = codegen::kMergeSlots * 8 * sizeof(uint32_t);
-  std::lock_guard lk(mtx);
-  auto it = buffers.find(enc.index());
-  bool fresh = it == buffers.end();
-  if (fresh) {
-    it = buffers.emplace(enc.index(), allocator::malloc(kBytes)).first;
-  }
-  Binding b{allocation(it->second), 0, kBytes, true};
-  if (fresh) {
-    enc.fill(b, 0u);
-  }
-  return b;
 }
 
 }  // namespace mlx::core::vulkan

@@ -96,12 +96,6 @@ struct BoundOperand {
 // of going unnoticed. The caller checks fits_one_binding first (or splits the launch).
 BoundOperand bind_operand(const Device& dev, const OperandSpan& span, bool is_output);
 
-// The stream's zeroed counters (codegen::kMergeSlots * 8 of them) of the launches whose
-// last workgroup merges the others' partial results (sdpa.glsl's split=2, one per row
-// block; qmvc_split.glsl, one per column block). The kernels leave them zeroed; bound as
-// written so that the encoder orders two such launches.
-Binding merge_counters(CommandEncoder& enc);
-
 // Uploads launch.meta (if any) as the last binding and records the dispatch on `enc`.
 // `bindings` holds the operands in binding order (a stack array will do); the meta binding
 // goes after them.

@@ -306,15 +306,6 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
         if (n16_only) {
           key.params["frag"] = "n16";
         }
-        // MLX_VK_QMVC_SPLIT=off keeps every workgroup on all of k (split=0, for measuring).
-        static const bool unsplit = vulkan::env_string("MLX_VK_QMVC_SPLIT", "auto") == "off";
-        if (unsplit || convert_only || n16_only) {
-          key.params.insert_or_assign("split", std::string(1, '0'));
-        }
-        static const std::string split_sg = vulkan::env_string("MLX_VK_QMVC_SPLIT_SG", "");
-        if (!split_sg.empty() && key.params.at("split") == "1") {
-          key.params.insert_or_assign("sg", split_sg);
-        }
         if (const auto* kernel = vulkan::get_kernel_or_drop_coop(key, true)) {
           return vulkan::MemoEntry{kernel, codegen::qmvc_launch(key, kernel->source, g)};
         }
@@ -348,20 +339,6 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
                                           pf_regions, pc);
       enc.dispatch(*planned.kernel, std::span(all.data(), n_bindings + 3), pc, groups);
       vulkan::count_prefetch_launch();
-      return;
-    }
-    if (int64_t partials = codegen::qmvc_partials(planned.kernel->key, planned.launch, g)) {
-      // qmvc split=1: the splits' f32 partial sums and the stream's counters after the
-      // product's bindings (its last workgroup of a column block adds the partials).
-      auto scratch = vulkan::temporary(enc, partials, "f32");
-      auto bound = bind_run(dev, scratch, partials, true);
-      codegen::Launch launch = planned.launch;
-      codegen::set_qmvc_partials(launch, bound.elem_offset);
-      std::array<vulkan::Binding, 7> all;
-      std::copy(bindings, bindings + 5, all.begin());
-      all[5] = bound.binding;
-      all[6] = vulkan::merge_counters(enc);
-      vulkan::record_launch(enc, *planned.kernel, launch, all);
       return;
     }
     vulkan::record_launch(enc, *planned.kernel, planned.launch, std::span(bindings, n_bindings));
