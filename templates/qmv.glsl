@@ -1,5 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 // Quantized matrix-vector products (the "qmv" family: quantized_matmul with transpose=true
 // and M <= 8 rows, a decode step), bound by reading the packed weights once:
 //   out[z, m, n] = sum_k x[uint(z, m, k)] * (scale[n, k / GS] * q[n, k] + bias[n, k / GS])
@@ -203,29 +204,32 @@ shared float ks_part[WGS / TPR][MR * NC + MR];
 
 #include "include/quant_pack.glsl"
 
-// x[uint(row, 32 * p + j)] for j < 32, as f32.
+// x[uint(row, 32 * p + j)] for j < 32, as f32. The loops over xs here and in the f32 sums
+// below are unrolled: left rolled, NVIDIA's compiler kept xs and a pack's position sums in
+// local memory in some variants (bf16 [1,4096] x [4096,4096]^T with a residual: 87 us
+// against 10.5 on an H200, docs/matmul.md). The f16 sums' loops stay rolled (faster so).
 void load_x(IDX_T row, IDX_T p, out float xs[32]) {
 #if VEC > 1
   IDX_T v0 = row / VEC + p * (32 / VEC);
-  for (uint q = 0; q < 32 / VEC; ++q) {
+  [[unroll]] for (uint q = 0; q < 32 / VEC; ++q) {
     IN0_VT raw = xv[uint(v0 + q)];
 #if X_F16_PAIRS && MLX_F16_HW
     // f16 lanes two at a time, one conversion call per word instead of a lane extraction
     // and a conversion per value: 18.2 -> 17.7 us for the 4-bit product of an 8B-class
     // down projection on an H100, M = 8 84 -> 80 us (docs/matmul.md).
-    for (uint j = 0; j < VEC / 2; ++j) {
+    [[unroll]] for (uint j = 0; j < VEC / 2; ++j) {
       vec2 pair = unpackHalf2x16(raw[j]);
       xs[q * VEC + 2 * j] = pair.x;
       xs[q * VEC + 2 * j + 1] = pair.y;
     }
 #else
-    for (uint j = 0; j < VEC; ++j) {
+    [[unroll]] for (uint j = 0; j < VEC; ++j) {
       xs[q * VEC + j] = float(IN0_VLANE(raw, j));
     }
 #endif
   }
 #else
-  for (uint j = 0; j < 32; ++j) {
+  [[unroll]] for (uint j = 0; j < 32; ++j) {
     xs[j] = float(IN0_LOAD(x[uint(row + p * 32 + j)]));
   }
 #endif
@@ -531,28 +535,28 @@ void main() {
             weigh_x(p, xs, ss[i]);
 #endif
             float xsum = 0.0f;
-            for (uint j = 0; j < 32; ++j) {
+            [[unroll]] for (uint j = 0; j < 32; ++j) {
               xsum += xs[j];
             }
-            for (uint c = 0; c < NC; ++c) {
+            [[unroll]] for (uint c = 0; c < NC; ++c) {
 #if MR == 1 && defined(PACK_POSITIONS)
               // Values scaled by their position in a 16-bit half (pack_value_scaled): one
               // sum per position, scaled once.
               float part[PACK_POSITIONS];
-              for (uint q = 0; q < PACK_POSITIONS; ++q) {
+              [[unroll]] for (uint q = 0; q < PACK_POSITIONS; ++q) {
                 part[q] = 0.0f;
               }
-              for (uint j = 0; j < 32; ++j) {
+              [[unroll]] for (uint j = 0; j < 32; ++j) {
                 uint q = pack_position(j);
                 part[q] = fma(xs[j], pack_value_scaled(words[u][c], j), part[q]);
               }
               float qdot = part[0];
-              for (uint q = 1; q < PACK_POSITIONS; ++q) {
+              [[unroll]] for (uint q = 1; q < PACK_POSITIONS; ++q) {
                 qdot = fma(part[q], pack_position_scale(q), qdot);
               }
 #else
               float qdot = 0.0f;
-              for (uint j = 0; j < 32; ++j) {
+              [[unroll]] for (uint j = 0; j < 32; ++j) {
                 qdot = fma(xs[j], PACK_VALUE(c, j), qdot);
               }
 #endif

@@ -165,6 +165,18 @@ Config named_config(const std::string& name) {
     c.head_dim = 128;
     c.vocab_size = 151936;
     c.max_position_embeddings = 40960;
+  } else if (name == "qwen3-8b") {
+    // Qwen/Qwen3-8B's config.json: 36 layers, 32 query and 8 KV heads of 128, its own
+    // lm_head (8.2B parameters, 6.95B without the embeddings).
+    c.hidden_size = 4096;
+    c.num_hidden_layers = 36;
+    c.intermediate_size = 12288;
+    c.num_attention_heads = 32;
+    c.num_key_value_heads = 8;
+    c.head_dim = 128;
+    c.vocab_size = 151936;
+    c.max_position_embeddings = 40960;
+    c.tie_word_embeddings = false;
   } else if (name == "tiny" || name == "tiny-qwen3-vocab") {
     c.hidden_size = 128;
     c.num_hidden_layers = 2;
@@ -182,7 +194,7 @@ Config named_config(const std::string& name) {
     }
   } else {
     throw std::invalid_argument(std::string("[qwen3] unknown config '") + name +
-                                "' (known: qwen3-0.6b, tiny, tiny-qwen3-vocab)");
+                                "' (known: qwen3-0.6b, qwen3-8b, tiny, tiny-qwen3-vocab)");
   }
   return c;
 }

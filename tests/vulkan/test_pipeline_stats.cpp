@@ -1,8 +1,8 @@
 // Compiler statistics (pipeline_stats.h): with capture on, a freshly built kernel reports
 // what the driver made of it, where the device has VK_KHR_pipeline_executable_properties.
 // The kernels are built through the library from keys no other test uses (binary
-// Subtract, Maximum and Minimum on u16, decode attention), so each build here is the
-// kernel's first in the process.
+// Subtract, Maximum, Minimum and Remainder on u16, decode attention, single-row quantized
+// products), so each build here is the kernel's first in the process.
 #include "vk_test.h"
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 
 #include "codegen/attention.h"
 #include "codegen/elementwise.h"
+#include "codegen/matmul.h"
 #include "mlx/backend/vulkan/kernel_library.h"
 #include "mlx/backend/vulkan/pipeline_stats.h"
 
@@ -104,6 +105,61 @@ TEST_CASE("decode attention kernels keep their arrays out of local memory") {
         }
         std::string local = local_memory(vk::pipeline_stats(key.canonical()));
         CHECK(local == base);
+        ++checked;
+      }
+    }
+  }
+  vk::set_pipeline_stats(was);
+  CHECK(checked > 0);
+}
+
+// The same for the single-row quantized products (templates/qmv.glsl) of an 8B-class decode
+// step: with the loops over x's 32 values and the pack's positions left rolled, NVIDIA's
+// compiler put 240 bytes of a bf16 [1,4096] x [4096,4096]^T product with a residual in
+// local memory, and that product took 87 us instead of 10.5 in Qwen3-8B's decode on an
+// H200 (docs/matmul.md, "qmv's f32 sums with their loops unrolled").
+TEST_CASE("quantized single-row product kernels keep their arrays out of local memory") {
+  VK_REQUIRE_DEVICE();
+  if (!vk::device().has_pipeline_executable_info()) {
+    MESSAGE(vk::device().name() << " reports no compiler statistics; nothing to check.");
+    return;
+  }
+  bool was = vk::pipeline_stats_enabled();
+  vk::set_pipeline_stats(true);
+  std::string base = local_memory(build_and_read(u16_binary_key("Remainder")));
+  if (base.empty()) {
+    vk::set_pipeline_stats(was);
+    MESSAGE(vk::device().name() << " reports no local memory statistic; nothing to check.");
+    return;
+  }
+  const auto& caps = vk::device().caps();
+  std::vector<std::string> dtypes{"f32"};
+  if (caps.storage_16bit) {
+    dtypes.insert(dtypes.end(), {"f16", "bf16"});
+  }
+  auto& lib = vk::kernel_library();
+  int checked = 0;
+  // (K, N): q/o-sized, an lm_head and a down projection; each plain, with a residual and
+  // with an absorbed rms_norm.
+  const std::pair<int64_t, int64_t> shapes[] = {{4096, 4096}, {4096, 151936}, {12288, 4096}};
+  for (const auto& dt : dtypes) {
+    for (auto [k, n] : shapes) {
+      for (int fused = 0; fused < 3; ++fused) {
+        vk::codegen::MatmulGeometry g;
+        g.m = 1, g.n = n, g.k = k, g.lda = k;
+        g.b_t = true, g.ldb = k / 8, g.bits = 4, g.group_size = 64;
+        g.residual = fused == 1;
+        g.prenorm = fused == 2;
+        auto key = vk::codegen::qmv_key(dt, g, caps);
+        size_t builds = lib.builds();
+        const auto& kernel = lib.get(key);
+        INFO("kernel " << key.canonical());
+        REQUIRE(kernel.pipeline != VK_NULL_HANDLE);
+        if (lib.builds() == builds) {
+          MESSAGE("already built without capture in this process: " << key.canonical());
+          continue;
+        }
+        CHECK(local_memory(vk::pipeline_stats(key.canonical())) == base);
         ++checked;
       }
     }
