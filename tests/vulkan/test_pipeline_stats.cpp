@@ -7,6 +7,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "codegen/attention.h"
 #include "codegen/elementwise.h"
@@ -53,6 +56,55 @@ std::string local_memory(const std::vector<vk::PipelineStat>& stats) {
   return {};
 }
 
+// Capture on for a test's builds, back as it was after.
+struct CaptureOn {
+  bool was = vk::pipeline_stats_enabled();
+  CaptureOn() {
+    vk::set_pipeline_stats(true);
+  }
+  ~CaptureOn() {
+    vk::set_pipeline_stats(was);
+  }
+};
+
+// The local memory a plain kernel reports (binary `op` on u16, a key only the calling test
+// uses), against which kernels with register arrays are checked; empty, with a message,
+// where the device reports no such statistic (nothing to check there). Capture must be on.
+std::string local_memory_baseline(const std::string& op) {
+  if (!vk::device().has_pipeline_executable_info()) {
+    MESSAGE(vk::device().name() << " reports no compiler statistics; nothing to check.");
+    return {};
+  }
+  std::string base = local_memory(build_and_read(u16_binary_key(op)));
+  if (base.empty()) {
+    MESSAGE(vk::device().name() << " reports no local memory statistic; nothing to check.");
+  }
+  return base;
+}
+
+// The float dtypes the device's kernels take.
+std::vector<std::string> float_dtypes() {
+  std::vector<std::string> dtypes{"f32"};
+  if (vk::device().caps().storage_16bit) {
+    dtypes.insert(dtypes.end(), {"f16", "bf16"});
+  }
+  return dtypes;
+}
+
+// Builds the key (with capture on) and returns the local memory it reports, or nothing,
+// with a message, when another test built it first (its statistics were not captured).
+std::optional<std::string> captured_local_memory(const vk::codegen::KernelKey& key) {
+  auto& lib = vk::kernel_library();
+  size_t builds = lib.builds();
+  const auto& k = lib.get(key);
+  REQUIRE(k.pipeline != VK_NULL_HANDLE);
+  if (lib.builds() == builds) {
+    MESSAGE("already built without capture in this process: " << key.canonical());
+    return std::nullopt;
+  }
+  return local_memory(vk::pipeline_stats(key.canonical()));
+}
+
 }  // namespace
 
 // Decode attention's vector kernels hold q, K, V and the accumulators in arrays that must
@@ -62,26 +114,14 @@ std::string local_memory(const std::vector<vk::PipelineStat>& stats) {
 // on devices that report the statistic.
 TEST_CASE("decode attention kernels keep their arrays out of local memory") {
   VK_REQUIRE_DEVICE();
-  if (!vk::device().has_pipeline_executable_info()) {
-    MESSAGE(vk::device().name() << " reports no compiler statistics; nothing to check.");
-    return;
-  }
-  bool was = vk::pipeline_stats_enabled();
-  vk::set_pipeline_stats(true);
-  std::string base = local_memory(build_and_read(u16_binary_key("Minimum")));
+  CaptureOn capture;
+  std::string base = local_memory_baseline("Minimum");
   if (base.empty()) {
-    vk::set_pipeline_stats(was);
-    MESSAGE(vk::device().name() << " reports no local memory statistic; nothing to check.");
     return;
   }
   const auto& caps = vk::device().caps();
-  std::vector<std::string> dtypes{"f32"};
-  if (caps.storage_16bit) {
-    dtypes.insert(dtypes.end(), {"f16", "bf16"});
-  }
-  auto& lib = vk::kernel_library();
   int checked = 0;
-  for (const auto& dt : dtypes) {
+  for (const auto& dt : float_dtypes()) {
     for (int64_t groups : {1, 2, 4, 8}) {
       vk::codegen::AttentionGeometry g;
       g.hkv = 8, g.groups = groups, g.lq = 1, g.lkv = 4096, g.d = g.dv = 128;
@@ -95,21 +135,14 @@ TEST_CASE("decode attention kernels keep their arrays out of local memory") {
         keys.push_back(vk::codegen::attention_step_key(dt, g, st, caps));
       }
       for (const auto& key : keys) {
-        size_t builds = lib.builds();
-        const auto& k = lib.get(key);
         INFO("kernel " << key.canonical());
-        REQUIRE(k.pipeline != VK_NULL_HANDLE);
-        if (lib.builds() == builds) {
-          MESSAGE("already built without capture in this process: " << key.canonical());
-          continue;
+        if (auto local = captured_local_memory(key)) {
+          CHECK(*local == base);
+          ++checked;
         }
-        std::string local = local_memory(vk::pipeline_stats(key.canonical()));
-        CHECK(local == base);
-        ++checked;
       }
     }
   }
-  vk::set_pipeline_stats(was);
   CHECK(checked > 0);
 }
 
@@ -120,29 +153,17 @@ TEST_CASE("decode attention kernels keep their arrays out of local memory") {
 // H200 (docs/matmul.md, "qmv's f32 sums with their loops unrolled").
 TEST_CASE("quantized single-row product kernels keep their arrays out of local memory") {
   VK_REQUIRE_DEVICE();
-  if (!vk::device().has_pipeline_executable_info()) {
-    MESSAGE(vk::device().name() << " reports no compiler statistics; nothing to check.");
-    return;
-  }
-  bool was = vk::pipeline_stats_enabled();
-  vk::set_pipeline_stats(true);
-  std::string base = local_memory(build_and_read(u16_binary_key("Remainder")));
+  CaptureOn capture;
+  std::string base = local_memory_baseline("Remainder");
   if (base.empty()) {
-    vk::set_pipeline_stats(was);
-    MESSAGE(vk::device().name() << " reports no local memory statistic; nothing to check.");
     return;
   }
   const auto& caps = vk::device().caps();
-  std::vector<std::string> dtypes{"f32"};
-  if (caps.storage_16bit) {
-    dtypes.insert(dtypes.end(), {"f16", "bf16"});
-  }
-  auto& lib = vk::kernel_library();
   int checked = 0;
   // (K, N): q/o-sized, an lm_head and a down projection; each plain, with a residual and
   // with an absorbed rms_norm.
   const std::pair<int64_t, int64_t> shapes[] = {{4096, 4096}, {4096, 151936}, {12288, 4096}};
-  for (const auto& dt : dtypes) {
+  for (const auto& dt : float_dtypes()) {
     for (auto [k, n] : shapes) {
       for (int fused = 0; fused < 3; ++fused) {
         vk::codegen::MatmulGeometry g;
@@ -151,20 +172,14 @@ TEST_CASE("quantized single-row product kernels keep their arrays out of local m
         g.residual = fused == 1;
         g.prenorm = fused == 2;
         auto key = vk::codegen::qmv_key(dt, g, caps);
-        size_t builds = lib.builds();
-        const auto& kernel = lib.get(key);
         INFO("kernel " << key.canonical());
-        REQUIRE(kernel.pipeline != VK_NULL_HANDLE);
-        if (lib.builds() == builds) {
-          MESSAGE("already built without capture in this process: " << key.canonical());
-          continue;
+        if (auto local = captured_local_memory(key)) {
+          CHECK(*local == base);
+          ++checked;
         }
-        CHECK(local_memory(vk::pipeline_stats(key.canonical())) == base);
-        ++checked;
       }
     }
   }
-  vk::set_pipeline_stats(was);
   CHECK(checked > 0);
 }
 
