@@ -11,7 +11,9 @@
 // 4. Qwen3 lm_head products (huge N, short K), and a dependent chain of decode-sized
 //    quantized products (GPU time per link, with L2-resident and with cold weights).
 //
-// Usage: matmul_bench   (MATMUL_BENCH_ONLY=gemv,qmv,qrows,lmhead,chain,gemm runs a subset;
+// 5. A Qwen3-8B decode step's products with the ops they absorb (fused).
+//
+// Usage: matmul_bench   (MATMUL_BENCH_ONLY=gemv,qmv,qrows,lmhead,chain,fused,gemm runs a subset;
 //                        MATMUL_BENCH_QROWS=2,4,8 sets qrows' row counts)
 #include <cstdio>
 #include <cstdlib>
@@ -181,6 +183,45 @@ int main() {
            measure_op([&] { return mx::quantized_matmul(x, qb[0], qb[1], qb[2], true, 64, 4); },
                       batch, reps)});
     }
+  }
+  if (bench::wanted("MATMUL_BENCH_ONLY", "fused")) {
+    // A Qwen3-8B decode step's four products as the model makes them (bf16, 4-bit, group 64),
+    // each with the ops it absorbs (mlx/fusion.h): the input norm into q/k/v, the residual
+    // add into o and down, the norm and the compiled SwiGLU into gate/up.
+    auto swiglu = mx::compile(
+        [](const std::vector<mx::array>& in) {
+          return std::vector<mx::array>{in[0] * mx::sigmoid(in[0]) * in[1]};
+        },
+        true);
+    auto quant = [](int n, int k, int seed) {
+      auto q = mx::quantize(bench::gpu_uniform({n, k}, seed, mx::bfloat16), 64, 4);
+      mx::eval(q);
+      return q;
+    };
+    auto bytes_of = [](const std::vector<mx::array>& q) {
+      return 4.0 * q[0].size() + 2.0 * q[1].size() + 2.0 * q[2].size();
+    };
+    auto h = bench::gpu_uniform({1, 4096}, 30, mx::bfloat16);
+    auto norm_w = bench::gpu_uniform({4096}, 31, mx::bfloat16);
+    auto mid = bench::gpu_uniform({1, 12288}, 32, mx::bfloat16);
+    auto qkv = quant(6144, 4096, 33), o = quant(4096, 4096, 34), gate_up = quant(24576, 4096, 35),
+         down = quant(4096, 12288, 36);
+    auto qmm = [](const mx::array& x, const std::vector<mx::array>& q) {
+      return mx::quantized_matmul(x, q[0], q[1], q[2], true, 64, 4);
+    };
+    add("8B q/k/v: rms_norm -> q4 bf16 [1,4096] x [6144,4096]^T", bytes_of(qkv),
+        [&] { return qmm(mx::fast::rms_norm(h, norm_w, 1e-6f), qkv); });
+    add("8B o: q4 bf16 [1,4096] x [4096,4096]^T + residual", bytes_of(o),
+        [&] { return mx::add(h, qmm(h, o)); });
+    add("8B down: q4 bf16 [1,12288] x [4096,12288]^T + residual", bytes_of(down),
+        [&] { return mx::add(h, qmm(mid, down)); });
+    // The SwiGLU becomes the gate/up product's epilogue only where a product reads it: the
+    // whole MLP, whose gate/up share is this row's time less the down row's.
+    add("8B MLP: rms_norm -> q4 [1,4096] x [24576,4096]^T -> SwiGLU -> down + residual",
+        bytes_of(gate_up) + bytes_of(down), [&] {
+          auto halves = mx::split(qmm(mx::fast::rms_norm(h, norm_w, 1e-6f), gate_up), 2, -1);
+          return mx::add(h, qmm(swiglu({halves[0], halves[1]})[0], down));
+        });
   }
   if (bench::wanted("MATMUL_BENCH_ONLY", "qrows")) {
     // The 4-bit down and gate/up projections of an 8B-class model by rows, f16 and bf16:

@@ -104,10 +104,17 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
       ceil_div(g.glu ? g.n / 2 : g.n, wg_lanes / 32 * 4) >= 1024) {
     tpr = 16;
   }
+  tpr = tuning_env("MLX_VK_QMV_TPR", 4, 32, tpr);  // for measuring, as the overrides below
   bool sg = caps.subgroup_shuffle && tpr <= caps.subgroup_size;
   QmvShares shares = qmv_shares(g.glu ? g.n / 2 : g.n, packs, mr, tpr, g.bits, caps);
+  // MLX_VK_QMV_KS / MLX_VK_QMV_U override the parts and packs in flight (for measuring).
+  shares.ks = tuning_env("MLX_VK_QMV_KS", 1, 4, shares.ks);
+  if ((wg_lanes / tpr) % shares.ks != 0 || shares.ks == 3) {
+    throw std::invalid_argument("[quantized_matmul] MLX_VK_QMV_KS must divide the " +
+                                std::to_string(wg_lanes / tpr) + " teams of a workgroup.");
+  }
   // A GLU team owns one column of each half.
-  uint32_t nc = g.glu ? 2 : shares.nc;
+  uint32_t nc = g.glu ? 2 : tuning_env("MLX_VK_QMV_NC", 1, 4, shares.nc);
   // Packs in flight per lane: 4 across its columns and its column group's parts (H100, 8
   // bits in 2 parts of 2 columns: u 2 instead of 1 27.0 -> 32.2 us), but no more than a lane
   // has (a decode-sized K = 1024 gives each of 32 lanes one pack). Registers held for
@@ -118,6 +125,7 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
   while (u > 1 && u > per_lane) {
     u /= 2;
   }
+  u = tuning_env("MLX_VK_QMV_U", 1, 4, u);
   // f16 rows of 4-bit values summed in f16 pairs (templates/qmv.glsl, F16_DOT) where a
   // lane has packs to pipeline: the split rule's long rows (2 parts), no fused norm (its
   // weighed x would be rounded to f16 unnormalized), on devices with f16 arithmetic. On an
