@@ -113,8 +113,13 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
     throw std::invalid_argument("[quantized_matmul] MLX_VK_QMV_KS must divide the " +
                                 std::to_string(wg_lanes / tpr) + " teams of a workgroup.");
   }
-  // A GLU team owns one column of each half.
-  uint32_t nc = g.glu ? 2 : tuning_env("MLX_VK_QMV_NC", 1, 4, shares.nc);
+  // A GLU team owns nc / 2 columns of each half: 2 of each where the split rule gives 4
+  // columns (an 8B-class gate/up with its norm 43.6 -> 37.4 us on an H200: x's loads, norm
+  // and sums shared by 4 columns), else 1. MLX_VK_QMV_GLU_NC=2 or 4 forces one (measuring).
+  uint32_t nc = tuning_env("MLX_VK_QMV_NC", 1, 4, shares.nc);
+  if (g.glu) {
+    nc = tuning_env("MLX_VK_QMV_GLU_NC", 2, 4, shares.nc >= 4 ? 4 : 2) >= 4 ? 4 : 2;
+  }
   // Packs in flight per lane: 4 across its columns and its column group's parts (H100, 8
   // bits in 2 parts of 2 columns: u 2 instead of 1 27.0 -> 32.2 us), but no more than a lane
   // has (a decode-sized K = 1024 gives each of 32 lanes one pack). Registers held for
@@ -206,14 +211,12 @@ KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
       (mr != "1" && mr != "2" && mr != "4" && mr != "8") || (nc != "1" && nc != "2" && nc != "4") ||
       tpr < 1 || tpr > 32 || (tpr & (tpr - 1)) != 0 || wg % (tpr * std::stoul(ks)) != 0 ||
       (sg && (!caps.subgroup_shuffle || tpr > caps.subgroup_size)) || (wvec && bits % 4 != 0) ||
-      ((norm || res || glu || pf) && idx64) || (glu && (nc != "2" || res))) {
+      ((norm || res || glu || pf) && idx64) || (glu && ((nc != "2" && nc != "4") || res))) {
     throw std::invalid_argument(
         "[render] " + where +
-        ": vec must be 1 or 16 bytes of lanes, mr 1, 2, 4 or 8, nc 1, 2 "
-        "or 4, tpr a "
-        "power of two up to 32 (the subgroup size with sg 1) whose teams split into ks parts, "
-        "wvec 1 "
-        "only for 4 or 8 bits, norm, res, glu and pf 1 only with idx 32, glu with nc 2 "
+        ": vec must be 1 or 16 bytes of lanes, mr 1, 2, 4 or 8, nc 1, 2 or 4, tpr a power "
+        "of two up to 32 (the subgroup size with sg 1) whose teams split into ks parts, wvec 1 "
+        "only for 4 or 8 bits, norm, res, glu and pf 1 only with idx 32, glu with nc 2 or 4 "
         "and no res.");
   }
   std::vector<std::string> defines =
@@ -278,8 +281,8 @@ Launch qmv_launch(const KernelKey& key, const KernelSource& source, const Matmul
   // Column groups per workgroup: its teams, ks parts to a group.
   int64_t groups =
       static_cast<int64_t>(source.workgroup_size[0]) / tpr / std::stol(key_param(key, "ks", where));
-  // A GLU group owns column n of both halves: n / 2 groups.
-  int64_t gx = g.glu ? ceil_div(g.n / 2, groups) : ceil_div(g.n, groups * nc);
+  // A GLU group owns nc / 2 columns of both halves.
+  int64_t gx = g.glu ? ceil_div(g.n / 2, groups * (nc / 2)) : ceil_div(g.n, groups * nc);
   constexpr int64_t kMax = 65535;
   if (gx > kMax || g.batches > kMax) {
     throw std::invalid_argument("[launch] " + where + ": too many workgroups for one launch.");

@@ -37,9 +37,12 @@
 // shape is added to each sum before its one rounding.
 //
 // GLU 1 (silu(g) * u of the product's halves g = columns [0, N/2) and u = [N/2, N), as a
-// compiled SwiGLU takes them, mlx/fusion.h): NC is 2 and a team owns column n of each
-// half, so it finishes silu(g_n) * u_n itself; the output has N/2 columns. Every node is
-// rounded to the dtype as the unfused product and the compiled group round theirs.
+// compiled SwiGLU takes them, mlx/fusion.h): NC is 2 or 4 and a team owns columns n ..
+// n + NC/2 - 1 of each half, so it finishes silu(g_n) * u_n itself; the output has N/2
+// columns. Every node is rounded to the dtype as the unfused product and the compiled
+// group round theirs. Two columns of each half share a lane's x (loaded, weighed by the
+// norm and summed once) across 4 columns instead of 2: an 8B-class gate/up with its norm,
+// bf16 [1,4096] x [24576,4096]^T, 43.6 -> 37.4 us on an H200 (docs/matmul.md).
 //
 // PREFETCH 1 (a decode step, whose next product the runtime knows): workgroups after the
 // product's own bring the next product's weights into L2 (include/prefetch.glsl).
@@ -389,12 +392,15 @@ void main() {
   IDX_T a_base = pc.a_offset + outer * pc.a_bs0 + inner * pc.a_bs1;
   IDX_T w_batch = outer * pc.b_bs0 + inner * pc.b_bs1;
 #if GLU
-  // Column n of the gate half and column n of the up half; n < N / 2 is stored.
+  // Columns col0 .. col0 + NC / 2 - 1 of the gate half, then the same of the up half; those
+  // below N / 2 are stored (past it they repeat the last one).
   IDX_T half_n = pc.n / 2;
-  IDX_T col0 = IDX_T(gl_WorkGroupID.x) * IDX_T(WGS / TPR / KS) + IDX_T(group);
+  IDX_T col0 = (IDX_T(gl_WorkGroupID.x) * IDX_T(WGS / TPR / KS) + IDX_T(group)) * IDX_T(NC / 2);
   IDX_T cols[NC];
-  cols[0] = min(col0, half_n - 1);
-  cols[1] = cols[0] + half_n;
+  for (uint c = 0; c < NC / 2; ++c) {
+    cols[c] = min(col0 + IDX_T(c), half_n - 1);
+    cols[c + NC / 2] = cols[c] + half_n;
+  }
 #define OUT_COLS half_n
 #define LIVE (col0 < half_n)
 #else
@@ -634,13 +640,16 @@ void main() {
     const float inv = 1.0f;
 #endif
 #if GLU
-    float gate = OUT_ROUND(inv * TEAM_TOTAL(acc[i][0], i * NC));
-    float up = OUT_ROUND(inv * TEAM_TOTAL(acc[i][1], i * NC + 1));
-    if (lane == 0 && part == 0 && IDX_T(i) < pc.m && LIVE) {
-      precise float sig = OUT_ROUND(GLU_SIGMOID(gate));
-      precise float silu = OUT_ROUND(gate * sig);
-      precise float v = silu * up;
-      outv[uint(pc.out_offset + z * pc.m * half_n + IDX_T(i) * half_n + col0)] = OUT_STORE(v);
+    for (uint c = 0; c < NC / 2; ++c) {
+      float gate = OUT_ROUND(inv * TEAM_TOTAL(acc[i][c], i * NC + c));
+      float up = OUT_ROUND(inv * TEAM_TOTAL(acc[i][c + NC / 2], i * NC + c + NC / 2));
+      if (lane == 0 && part == 0 && IDX_T(i) < pc.m && col0 + IDX_T(c) < half_n) {
+        precise float sig = OUT_ROUND(GLU_SIGMOID(gate));
+        precise float silu = OUT_ROUND(gate * sig);
+        precise float v = silu * up;
+        outv[uint(pc.out_offset + z * pc.m * half_n + IDX_T(i) * half_n + col0 + IDX_T(c))] =
+            OUT_STORE(v);
+      }
     }
 #else
     for (uint c = 0; c < NC; ++c) {

@@ -183,6 +183,26 @@ TEST_CASE("qmv teams own up to 4 columns (2 of one row) while the launch keeps 1
   CHECK(nc(geometry(1, 1024, 1024)) == "1");    // 2 columns would leave 64 workgroups
   CHECK(nc(geometry(4, 14336, 4096)) == "4");   // 8 teams x 4 columns: 448 workgroups
   CHECK(nc(geometry(4, 1024, 3072)) == "1");    // 4 columns would leave 32 workgroups
+  // A SwiGLU product's team owns as many columns of each half as its half's split rule
+  // gives, 2 or 1 of each: an 8B-class gate/up 2 + 2 in two parts, Qwen3-0.6B's 1 + 1.
+  auto glu = [&](int64_t m, int64_t n, int64_t k) {
+    auto g = geometry(m, n, k);
+    g.glu = true;
+    g.prenorm = true;
+    return g;
+  };
+  CHECK((nc(glu(1, 24576, 4096)) == "4" && param(glu(1, 24576, 4096), "ks") == "2"));
+  CHECK(nc(glu(1, 6144, 1024)) == "2");
+  CHECK(nc(glu(1, 144, 8384)) == "2");  // 4 would leave too few workgroups
+  CHECK(nc(glu(4, 24576, 4096)) == "4");
+  for (auto g : {glu(1, 24576, 4096), glu(1, 6144, 1024)}) {
+    auto key = cg::qmv_key("bf16", g, caps);
+    auto mod = cg::compile(key, cg::render(key, caps));
+    CHECK(cg::validate_spirv(mod.words) == "");
+    // Half the columns a group: 8 teams in 2 parts of 2 + 2 columns, 8 teams of 1 + 1.
+    auto launch = cg::qmv_launch(key, cg::render(key, caps), g);
+    CHECK(launch.groups[0] == (key.params["nc"] == "4" ? 12288 / 8 : 3072 / 8));
+  }
   CHECK(nc(geometry(2, 2048, 1024)) == "2");    // 2 columns: 128 workgroups
   CHECK(nc(geometry(8, 151936, 1024)) == "2");  // 8 rows: at most 2 columns
   CHECK(nc(geometry(1, 151936, 1024)) == "4");  // an lm_head: 4 columns, 2374 workgroups

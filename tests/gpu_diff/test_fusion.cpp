@@ -464,6 +464,60 @@ TEST_CASE("a SwiGLU product on the GPU matches the unfused CPU reference") {
   CHECK(counts["Compiled"] == 0);
 }
 
+TEST_CASE("a SwiGLU product with two columns of each half a team matches the CPU reference") {
+  if (!gpu_present())
+    return;
+  mx::vulkan::reset_fallback_counts();
+  auto cpu = mx::Device::cpu, gpu = mx::Device::gpu;
+  // Long rows in two parts and enough columns that each team takes 2 columns of the gate half
+  // and the same 2 of the up half (nc=4, codegen/qmv.cpp): K = 1024 with 8-lane teams
+  // (lavapipe), K = 4096 with 32-lane ones (an 8B-class gate/up on the H200). Odd halves
+  // leave the last team's second column past N / 2.
+  struct Shape {
+    int k, n;
+  };
+  uint64_t seed = 650;
+  for (Shape sh : {Shape{1024, 16402}, Shape{4096, 4098}}) {
+    for (auto dt : {mx::float32, mx::bfloat16}) {
+      std::vector<mx::array> wq;
+      for (auto& a :
+           mx::quantize(uniform({sh.n, sh.k}, dt, seed++), 64, 4, "affine", std::nullopt, cpu)) {
+        wq.push_back(a);
+      }
+      auto nw = uniform({sh.k}, dt, seed++);
+      auto x = uniform({1, sh.k}, dt, seed++);
+      auto make = [&](mx::Device d) {
+        std::vector<mx::array> w{on_device(wq[0], d), on_device(wq[1], d), on_device(wq[2], d)};
+        auto h = glu_input(on_device(x, d), w, on_device(nw, d), true, d);
+        auto fused = mx::glu_of_product(h, mx::to_stream(d));
+        return fused ? *fused : h;
+      };
+      // The fused norm does not round the normalized x: the reference normalizes and sums in
+      // f32, rounds the product to the dtype, then takes the SwiGLU in it (as the SwiGLU
+      // case above).
+      auto want = with_fusion(false, [&] {
+        auto f32 = [&](const mx::array& a) { return mx::astype(a, mx::float32, cpu); };
+        auto xs = mx::fast::rms_norm(f32(x), f32(nw), kEps, cpu);
+        auto p =
+            mx::quantized_matmul(xs, wq[0], f32(wq[1]), f32(wq[2]), true, 64, 4, "affine", cpu);
+        auto halves = mx::split(mx::astype(p, dt, cpu), 2, -1, cpu);
+        const auto& g = halves[0];
+        return mx::multiply(mx::multiply(g, mx::sigmoid(g, cpu), cpu), halves[1], cpu);
+      });
+      want.eval();
+      auto got = gpu_eval_checked([&] { return std::vector<mx::array>{make(gpu)}; }, "glu")[0];
+      Tolerance tol =
+          dt == mx::float32 ? fused_tolerance(dt, 1e-6 * sh.k * 4) : Tolerance{1.0 / 64, 1.0 / 64};
+      CHECK(all_close(got, want, tol,
+                      "swiglu(quantized_matmul) K " + std::to_string(sh.k) + " N " +
+                          std::to_string(sh.n) + " " + mx::dtype_to_string(dt)));
+    }
+  }
+  auto counts = mx::vulkan::fallback_counts();
+  CHECK(counts["QuantizedMatmul"] == 0);
+  CHECK(counts["Compiled"] == 0);
+}
+
 TEST_CASE("a long-K decode product split into parts keeps its norm, residual and SwiGLU") {
   if (!gpu_present())
     return;
