@@ -471,13 +471,14 @@ TEST_CASE("a SwiGLU product with two columns of each half a team matches the CPU
   auto cpu = mx::Device::cpu, gpu = mx::Device::gpu;
   // Long rows in two parts and enough columns that each team takes 2 columns of the gate half
   // and the same 2 of the up half (nc=4, codegen/qmv.cpp): K = 1024 with 8-lane teams
-  // (lavapipe), K = 4096 with 32-lane ones (an 8B-class gate/up on the H200). Odd halves
-  // leave the last team's second column past N / 2.
+  // (lavapipe), K = 4096 with 32-lane ones (an 8B-class gate/up on the H200), and 3 rows
+  // (MR 4, one part) with 16385 columns a half on lavapipe. Odd halves leave the last
+  // team's second column past N / 2.
   struct Shape {
-    int k, n;
+    int m, k, n;
   };
   uint64_t seed = 650;
-  for (Shape sh : {Shape{1024, 16402}, Shape{4096, 4098}}) {
+  for (Shape sh : {Shape{1, 1024, 16402}, Shape{1, 4096, 4098}, Shape{3, 1024, 32770}}) {
     for (auto dt : {mx::float32, mx::bfloat16}) {
       std::vector<mx::array> wq;
       for (auto& a :
@@ -485,7 +486,7 @@ TEST_CASE("a SwiGLU product with two columns of each half a team matches the CPU
         wq.push_back(a);
       }
       auto nw = uniform({sh.k}, dt, seed++);
-      auto x = uniform({1, sh.k}, dt, seed++);
+      auto x = uniform({sh.m, sh.k}, dt, seed++);
       auto make = [&](mx::Device d) {
         std::vector<mx::array> w{on_device(wq[0], d), on_device(wq[1], d), on_device(wq[2], d)};
         auto h = glu_input(on_device(x, d), w, on_device(nw, d), true, d);
@@ -509,7 +510,8 @@ TEST_CASE("a SwiGLU product with two columns of each half a team matches the CPU
       Tolerance tol =
           dt == mx::float32 ? fused_tolerance(dt, 1e-6 * sh.k * 4) : Tolerance{1.0 / 64, 1.0 / 64};
       CHECK(all_close(got, want, tol,
-                      "swiglu(quantized_matmul) K " + std::to_string(sh.k) + " N " +
+                      "swiglu(quantized_matmul) M " + std::to_string(sh.m) + " K " +
+                          std::to_string(sh.k) + " N " +
                           std::to_string(sh.n) + " " + mx::dtype_to_string(dt)));
     }
   }
