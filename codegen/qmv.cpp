@@ -113,9 +113,10 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
     throw std::invalid_argument("[quantized_matmul] MLX_VK_QMV_KS must divide the " +
                                 std::to_string(wg_lanes / tpr) + " teams of a workgroup.");
   }
-  // A GLU team owns nc / 2 columns of each half: 2 of each where the split rule gives 4
-  // columns (an 8B-class gate/up with its norm 43.6 -> 37.4 us on an H200: x's loads, norm
-  // and sums shared by 4 columns), else 1. MLX_VK_QMV_GLU_NC=2 or 4 forces one (measuring).
+  // A GLU team owns nc / 2 columns of each half: 2 of each where qmv_shares gives the half
+  // 4 columns a team (an 8B-class gate/up with its norm 43.6 -> 37.4 us on an H200: x's
+  // loads, norm and sums shared by 4 columns), else 1. MLX_VK_QMV_GLU_NC=2 or 4 forces one
+  // (measuring).
   uint32_t nc = tuning_env("MLX_VK_QMV_NC", 1, 4, shares.nc);
   if (g.glu) {
     nc = tuning_env("MLX_VK_QMV_GLU_NC", 2, 4, shares.nc >= 4 ? 4 : 2) >= 4 ? 4 : 2;
