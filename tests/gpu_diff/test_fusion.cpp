@@ -356,6 +356,20 @@ mx::array glu_input(const mx::array& x, const std::vector<mx::array>& wq, const 
   return swiglu({halves[0], halves[1]})[0];
 }
 
+// The fused SwiGLU product's reference on the CPU: the fused norm does not round the
+// normalized x (templates/qmv.glsl), so x is normalized and the product summed in f32, the
+// product rounded to dt, then the SwiGLU taken in dt.
+mx::array glu_reference_f32_norm(const mx::array& x, const std::vector<mx::array>& wq,
+                                 const mx::array& nw, mx::Dtype dt) {
+  auto cpu = mx::Device::cpu;
+  auto f32 = [&](const mx::array& a) { return mx::astype(a, mx::float32, cpu); };
+  auto xs = mx::fast::rms_norm(f32(x), f32(nw), kEps, cpu);
+  auto p = mx::quantized_matmul(xs, wq[0], f32(wq[1]), f32(wq[2]), true, 64, 4, "affine", cpu);
+  auto halves = mx::split(mx::astype(p, dt, cpu), 2, -1, cpu);
+  const auto& g = halves[0];
+  return mx::multiply(mx::multiply(g, mx::sigmoid(g, cpu), cpu), halves[1], cpu);
+}
+
 bool is_glu_product(const mx::array& a) {
   auto* q = a.has_primitive() ? dynamic_cast<mx::QuantizedMatmul*>(&a.primitive()) : nullptr;
   return q != nullptr && q->glu() != nullptr;
@@ -436,16 +450,8 @@ TEST_CASE("a SwiGLU product on the GPU matches the unfused CPU reference") {
         // so its reference normalizes in f32; the separate launches (norm 2) round as the
         // graph does.
         auto want = with_fusion(false, [&] {
-          if (norm != 1) {
-            return make(cpu);
-          }
-          auto f32 = [&](const mx::array& a) { return mx::astype(a, mx::float32, cpu); };
-          auto xs = mx::fast::rms_norm(f32(x), f32(mx::slice(nw_buf, {0}, {K}, cpu)), kEps, cpu);
-          auto p = mx::quantized_matmul(xs, wq[0], f32(wq[1]), f32(wq[2]), true, 64, 4, "affine",
-                                        cpu);
-          auto halves = mx::split(mx::astype(p, dt, cpu), 2, -1, cpu);
-          const auto& g = halves[0];
-          return mx::multiply(mx::multiply(g, mx::sigmoid(g, cpu), cpu), halves[1], cpu);
+          return norm != 1 ? make(cpu)
+                           : glu_reference_f32_norm(x, wq, mx::slice(nw_buf, {0}, {K}, cpu), dt);
         });
         want.eval();
         auto got = gpu_eval_checked([&] { return std::vector<mx::array>{make(gpu)}; }, "glu")[0];
@@ -493,26 +499,15 @@ TEST_CASE("a SwiGLU product with two columns of each half a team matches the CPU
         auto fused = mx::glu_of_product(h, mx::to_stream(d));
         return fused ? *fused : h;
       };
-      // The fused norm does not round the normalized x: the reference normalizes and sums in
-      // f32, rounds the product to the dtype, then takes the SwiGLU in it (as the SwiGLU
-      // case above).
-      auto want = with_fusion(false, [&] {
-        auto f32 = [&](const mx::array& a) { return mx::astype(a, mx::float32, cpu); };
-        auto xs = mx::fast::rms_norm(f32(x), f32(nw), kEps, cpu);
-        auto p =
-            mx::quantized_matmul(xs, wq[0], f32(wq[1]), f32(wq[2]), true, 64, 4, "affine", cpu);
-        auto halves = mx::split(mx::astype(p, dt, cpu), 2, -1, cpu);
-        const auto& g = halves[0];
-        return mx::multiply(mx::multiply(g, mx::sigmoid(g, cpu), cpu), halves[1], cpu);
-      });
+      auto want = with_fusion(false, [&] { return glu_reference_f32_norm(x, wq, nw, dt); });
       want.eval();
       auto got = gpu_eval_checked([&] { return std::vector<mx::array>{make(gpu)}; }, "glu")[0];
       Tolerance tol =
           dt == mx::float32 ? fused_tolerance(dt, 1e-6 * sh.k * 4) : Tolerance{1.0 / 64, 1.0 / 64};
       CHECK(all_close(got, want, tol,
                       "swiglu(quantized_matmul) M " + std::to_string(sh.m) + " K " +
-                          std::to_string(sh.k) + " N " +
-                          std::to_string(sh.n) + " " + mx::dtype_to_string(dt)));
+                          std::to_string(sh.k) + " N " + std::to_string(sh.n) + " " +
+                          mx::dtype_to_string(dt)));
     }
   }
   auto counts = mx::vulkan::fallback_counts();
