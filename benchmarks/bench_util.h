@@ -70,35 +70,42 @@ inline double time_gpu_op(const std::function<mx::array()>& make, int batch, int
 // Wall time and GPU time (timestamp queries, mlx/backend/vulkan/profile.h) per op, in ms.
 struct Timing {
   double wall_ms = 0;
-  double gpu_ms = 0;  // every kernel the op dispatched, summed; 0 when not profiling
+  double gpu_ms = 0;        // every kernel the op dispatched, summed; 0 when not profiling
+  double gpu_worst_ms = 0;  // the slowest batch's, per op
 };
 
 // Like time_gpu_op, and also the GPU time per op from the profiler (turn it on first with
-// vulkan::set_profiling(true)): the GPU busy time (union of the kernels' intervals) over
-// the ops, for the timed submissions, so at least `reps`
-// batches of `batch` ops after a warm-up of >= 200 ms of back-to-back work (the GPU's
-// clocks take ~100 ms to leave idle).
+// vulkan::set_profiling(true)): the GPU busy time (union of the kernels' intervals) of each
+// of `reps` batches of `batch` ops, after a warm-up of >= 200 ms of back-to-back work (the
+// GPU's clocks take ~100 ms to leave idle). gpu_ms is the median batch's: on an H200 one
+// batch in some processes held a stall of ~15 ms after a large allocation and free (a
+// 151 us lm_head then read 470-750 us as a mean over all batches; docs/performance.md,
+// "Benchmark method").
 inline Timing measure_op(const std::function<mx::array()>& make, int batch, int reps) {
   double warm_start = now_ms();
   do {
     run_batch(make, batch);
   } while (now_ms() - warm_start < 200.0);
   mx::synchronize();
-  mx::vulkan::reset_kernel_times();
-  Timing t{1e30, 0};
+  Timing t{1e30, 0, 0};
+  std::vector<double> busy_ms;
   for (int r = 0; r < reps; ++r) {
     mx::synchronize();
+    mx::vulkan::reset_kernel_times();
     double t0 = now_ms();
     run_batch(make, batch);
     mx::synchronize();
     t.wall_ms = std::min(t.wall_ms, (now_ms() - t0) / batch);
+    // The union of the kernels' intervals, not their total: the ops of a batch are
+    // independent and their timestamp intervals overlap.
+    busy_ms.push_back(mx::vulkan::gpu_busy_us() / 1000.0 / batch);
   }
-  // The union of the kernels' intervals, not their total: the ops of a batch are
-  // independent and their timestamp intervals overlap.
-  t.gpu_ms = mx::vulkan::gpu_busy_us() / 1000.0 / (static_cast<double>(batch) * reps);
-  if (std::getenv("BENCH_KERNELS")) {  // which launches the op is made of, and their times
+  if (std::getenv("BENCH_KERNELS")) {  // the launches of the last batch, and their times
     std::printf("%s", mx::vulkan::profile_report().c_str());
   }
+  std::sort(busy_ms.begin(), busy_ms.end());
+  t.gpu_ms = busy_ms[busy_ms.size() / 2];
+  t.gpu_worst_ms = busy_ms.back();
   return t;
 }
 
@@ -182,8 +189,13 @@ inline void print_timed_table(const std::vector<TimedRow>& rows, double peak_gbs
   std::printf("|---|---|---|---|---|---|\n");
   for (auto& r : rows) {
     double gbs = r.t.gpu_ms > 0 ? r.bytes / (r.t.gpu_ms * 1e-3) / 1e9 : 0;
-    std::printf("| %s | %.2f MiB | %.1f | %.1f | %.0f | %.2f |\n", r.name.c_str(),
-                r.bytes / (1 << 20), r.t.gpu_ms * 1e3, r.t.wall_ms * 1e3, gbs, gbs / peak_gbs);
+    // A batch more than 1.5x the median is shown: a stall, not the kernel's speed.
+    char worst[48] = "";
+    if (r.t.gpu_worst_ms > 1.5 * r.t.gpu_ms) {
+      std::snprintf(worst, sizeof(worst), " (one batch %.1f)", r.t.gpu_worst_ms * 1e3);
+    }
+    std::printf("| %s | %.2f MiB | %.1f%s | %.1f | %.0f | %.2f |\n", r.name.c_str(),
+                r.bytes / (1 << 20), r.t.gpu_ms * 1e3, worst, r.t.wall_ms * 1e3, gbs, gbs / peak_gbs);
   }
 }
 
