@@ -133,8 +133,8 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
   }
   u = tuning_env("MLX_VK_QMV_U", 1, 4, u);
   // f16 rows of 4-bit values summed in f16 pairs (templates/qmv.glsl, F16_DOT) where a
-  // lane has packs to pipeline: the split rule's long rows (2 parts), on devices with f16
-  // arithmetic. On an
+  // lane has packs to pipeline: the split rule's long rows (2 parts), no fused norm (its
+  // weighed x would be rounded to f16 unnormalized), on devices with f16 arithmetic. On an
   // H200, [1,14336] x [4096,14336]^T 17.1-17.3 -> 14.9-15.0 us; the same for bf16 x
   // (converted to f16 with a power-of-two scale per pack) and for Qwen3-0.6B's short rows
   // was not faster (docs/matmul.md, "qmv's single row in f16 pairs").
@@ -142,12 +142,7 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
   // f32 where that is not exact (templates/qmv.glsl, X_BF16). On an H100, bf16 [1,14336] x
   // [4096,14336]^T 17.4-17.7 -> 15.8-16.0 us, but [1,4096] x [14336,4096]^T (2 steps a lane)
   // 18.8-18.9 -> 20.9-21.0. MLX_VK_QMV_F16_DOT=0 keeps the f32 sums (for measuring).
-  // With a fused norm (q/k/v, gate/up) x is weighed in f32 and each pack scaled by a power
-  // of two into f16 (load_x_pairs_normed), bf16 too at any steps a lane. On an H200,
-  // Qwen3-8B's bf16 [1,4096] x [24576,4096]^T with its norm and SwiGLU ... (docs/matmul.md,
-  // "f16 pairs with a fused norm"). MLX_VK_QMV_F16_NORM=0 keeps the f32 sums there.
-  bool normed_f16 = g.prenorm && tuning_env("MLX_VK_QMV_F16_NORM", 0, 1, 1) == 1;
-  bool f16_x = dtype == "f16" || (dtype == "bf16" && (per_lane >= 3 || normed_f16));
+  bool f16_x = dtype == "f16" || (dtype == "bf16" && per_lane >= 3);
   // Several rows take them where a lane has >= 2 steps: 2 to 4 f16 rows, 2 bf16 rows, each
   // pack's values made once for all rows. On an H100 (4 bits, against the f32 sums):
   // f16 [M,14336] x [4096,14336]^T M = 2 / 3 / 4 27.8 / 35.5 / 42.2 -> 22.0 / 31.2 / 38.9
@@ -155,7 +150,7 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
   // 27.9 -> 25.5 and 35.0 -> 31.9, but bf16 M = 3 and 4 (35.8 -> 39.8, 42.6 -> 50.0) and
   // 8 rows of either (f16 79.1 -> 125.1) lost (docs/matmul.md).
   bool long_rows = mr == 1 ? shares.ks == 2 : per_lane >= 2 && (dtype == "f16" ? mr <= 4 : mr == 2);
-  bool f16_dot = f16_x && long_rows && g.bits == 4 && vec == 8 && (!g.prenorm || normed_f16) &&
+  bool f16_dot = f16_x && long_rows && g.bits == 4 && vec == 8 && !g.prenorm && !g.glu &&
                  caps.shader_float16 && tuning_env("MLX_VK_QMV_F16_DOT", 0, 1, 1) == 1;
   return KernelKey{"qmv",
                    {{"bits", std::to_string(g.bits)},
@@ -204,11 +199,11 @@ KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
   bool f16_dot = dot == "f16";
   if ((dot != "f32" && !f16_dot) ||
       (f16_dot && ((std::string(dt.name) != "f16" && std::string(dt.name) != "bf16") || bits != 4 ||
-                   vec != std::to_string(lanes) || !caps.shader_float16))) {
+                   vec != std::to_string(lanes) || norm || glu || !caps.shader_float16))) {
     throw std::invalid_argument("[render] " + where +
                                 ": dot must be f32, or f16 for f16 or bf16 rows of 4-bit "
-                                "values read as 16-byte vectors on a device with f16 "
-                                "arithmetic.");
+                                "values read as 16-byte vectors, unfused with a norm or SwiGLU, "
+                                "on a device with f16 arithmetic.");
   }
   if (ks != "1" && ks != "2" && ks != "4") {
     throw std::invalid_argument("[render] " + where + ": ks must be 1, 2 or 4.");
@@ -240,9 +235,7 @@ KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
   }
   defines.push_back("U " + u);
   defines.push_back(std::string("F16_DOT ") + bit(f16_dot));
-  // A fused norm converts x through f32 (load_x_pairs_normed), whatever its dtype.
-  defines.push_back(std::string("X_BF16 ") +
-                    bit(f16_dot && !norm && std::string(dt.name) == "bf16"));
+  defines.push_back(std::string("X_BF16 ") + bit(f16_dot && std::string(dt.name) == "bf16"));
   defines.push_back("TPR " + std::to_string(tpr));
   defines.push_back("KS " + ks);
   defines.push_back(std::string("SUBGROUP ") + bit(sg));
