@@ -133,8 +133,8 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
   }
   u = tuning_env("MLX_VK_QMV_U", 1, 4, u);
   // f16 rows of 4-bit values summed in f16 pairs (templates/qmv.glsl, F16_DOT) where a
-  // lane has packs to pipeline: the split rule's long rows (2 parts), on devices with f16
-  // arithmetic. On an
+  // lane has packs to pipeline: the split rule's long rows (2 parts), no fused norm (its
+  // weighed x would be rounded to f16 unnormalized), on devices with f16 arithmetic. On an
   // H200, [1,14336] x [4096,14336]^T 17.1-17.3 -> 14.9-15.0 us; the same for bf16 x
   // (converted to f16 with a power-of-two scale per pack) and for Qwen3-0.6B's short rows
   // was not faster (docs/matmul.md, "qmv's single row in f16 pairs").
@@ -142,21 +142,7 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
   // f32 where that is not exact (templates/qmv.glsl, X_BF16). On an H100, bf16 [1,14336] x
   // [4096,14336]^T 17.4-17.7 -> 15.8-16.0 us, but [1,4096] x [14336,4096]^T (2 steps a lane)
   // 18.8-18.9 -> 20.9-21.0. MLX_VK_QMV_F16_DOT=0 keeps the f32 sums (for measuring).
-  // With a fused norm (q/k/v, gate/up) and one row of <= 8192 values, the workgroup stages
-  // x once as f16 pairs in shared memory, weighed and scaled per pack by a power of two
-  // (templates/qmv.glsl, X_PAIRS), and the lanes sum f16 pairs; bf16 too, at any steps a
-  // lane. The same sums with x converted by every lane were slower than the f32 sums (Qwen3-
-  // 8B's q/k/v 10.8 -> 14.4 us on an H200, docs/matmul.md). MLX_VK_QMV_XPAIRS=0 keeps f32.
-  // Its shared memory: 64 bytes of pairs and 8 of (xsum, unscale) a pack and a float a
-  // team, beside the team sums' (without shuffles) and the parts'.
-  uint64_t teams = static_cast<uint64_t>(wg_lanes / tpr);
-  uint64_t shared_bytes = static_cast<uint64_t>(packs) * 72 + teams * 4 +
-                          (sg ? 4 : static_cast<uint64_t>(wg_lanes) * mr * nc * 4) +
-                          teams * (mr * nc + mr) * 4;
-  bool normed_f16 = g.prenorm && mr == 1 && packs <= 256 &&
-                    shared_bytes <= caps.max_shared_memory &&
-                    tuning_env("MLX_VK_QMV_XPAIRS", 0, 1, 1) == 1;
-  bool f16_x = dtype == "f16" || (dtype == "bf16" && (per_lane >= 3 || normed_f16));
+  bool f16_x = dtype == "f16" || (dtype == "bf16" && per_lane >= 3);
   // Several rows take them where a lane has >= 2 steps: 2 to 4 f16 rows, 2 bf16 rows, each
   // pack's values made once for all rows. On an H100 (4 bits, against the f32 sums):
   // f16 [M,14336] x [4096,14336]^T M = 2 / 3 / 4 27.8 / 35.5 / 42.2 -> 22.0 / 31.2 / 38.9
@@ -164,7 +150,7 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
   // 27.9 -> 25.5 and 35.0 -> 31.9, but bf16 M = 3 and 4 (35.8 -> 39.8, 42.6 -> 50.0) and
   // 8 rows of either (f16 79.1 -> 125.1) lost (docs/matmul.md).
   bool long_rows = mr == 1 ? shares.ks == 2 : per_lane >= 2 && (dtype == "f16" ? mr <= 4 : mr == 2);
-  bool f16_dot = f16_x && long_rows && g.bits == 4 && vec == 8 && (!g.prenorm || normed_f16) &&
+  bool f16_dot = f16_x && long_rows && g.bits == 4 && vec == 8 && !g.prenorm && !g.glu &&
                  caps.shader_float16 && tuning_env("MLX_VK_QMV_F16_DOT", 0, 1, 1) == 1;
   return KernelKey{"qmv",
                    {{"bits", std::to_string(g.bits)},
@@ -183,15 +169,14 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
                     {"tpr", std::to_string(tpr)},
                     {"u", std::to_string(u)},
                     {"vec", std::to_string(vec)},
-                    {"wvec", bit(wvec)},
-                    {"xp", f16_dot && normed_f16 ? std::to_string(packs) : "0"}}};
+                    {"wvec", bit(wvec)}}};
 }
 
 KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
   const std::string where = "kernel " + key.canonical();
   check_params(key,
                {"bits", "dot", "dtype", "glu", "gs", "idx", "ks", "mr", "nc", "norm", "pf", "res",
-                "sg", "tpr", "u", "vec", "wvec", "xp"},
+                "sg", "tpr", "u", "vec", "wvec"},
                where);
   const DtypeInfo& dt = float_dtype(key, where);
   bool idx64 = parse_idx(key, where);
@@ -214,11 +199,11 @@ KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
   bool f16_dot = dot == "f16";
   if ((dot != "f32" && !f16_dot) ||
       (f16_dot && ((std::string(dt.name) != "f16" && std::string(dt.name) != "bf16") || bits != 4 ||
-                   vec != std::to_string(lanes) || !caps.shader_float16))) {
+                   vec != std::to_string(lanes) || norm || glu || !caps.shader_float16))) {
     throw std::invalid_argument("[render] " + where +
                                 ": dot must be f32, or f16 for f16 or bf16 rows of 4-bit "
-                                "values read as 16-byte vectors on a device with f16 "
-                                "arithmetic.");
+                                "values read as 16-byte vectors, unfused with a norm or SwiGLU, "
+                                "on a device with f16 arithmetic.");
   }
   if (ks != "1" && ks != "2" && ks != "4") {
     throw std::invalid_argument("[render] " + where + ": ks must be 1, 2 or 4.");
@@ -250,21 +235,9 @@ KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
   }
   defines.push_back("U " + u);
   defines.push_back(std::string("F16_DOT ") + bit(f16_dot));
-  // A fused norm converts x through f32 (load_x_pairs_normed), whatever its dtype.
-  defines.push_back(std::string("X_BF16 ") +
-                    bit(f16_dot && !norm && std::string(dt.name) == "bf16"));
+  defines.push_back(std::string("X_BF16 ") + bit(f16_dot && std::string(dt.name) == "bf16"));
   defines.push_back("TPR " + std::to_string(tpr));
   defines.push_back("KS " + ks);
-  // xp: the packs of x's row a workgroup stages as f16 pairs (X_PAIRS), 0 for none.
-  const std::string& xp = key_param(key, "xp", where);
-  uint64_t xp_packs = std::stoull(xp);
-  if (xp_packs > 256 || (xp_packs > 0 && (!f16_dot || !norm || mr != "1"))) {
-    throw std::invalid_argument("[render] " + where +
-                                ": xp (x's packs staged as f16 pairs) must be 0, or at most "
-                                "256 for one row of f16 sums with a fused norm.");
-  }
-  defines.push_back(std::string("X_PAIRS ") + (xp_packs > 0 ? "1" : "0"));
-  defines.push_back("XP_PACKS " + std::to_string(std::max<uint64_t>(xp_packs, 1)));
   defines.push_back(std::string("SUBGROUP ") + bit(sg));
   defines.push_back("VEC " + vec);
   defines.push_back(std::string("WVEC ") + bit(wvec));
@@ -301,10 +274,7 @@ Launch qmv_launch(const KernelKey& key, const KernelSource& source, const Matmul
   expect.params["ks"] = key_param(key, "ks", where);
   expect.params["pf"] = key_param(key, "pf", where);
   expect.params["dot"] = key_param(key, "dot", where);
-  // xp (the caps' shared memory decides it) stages exactly the row's packs.
-  const std::string& xp = key_param(key, "xp", where);
-  expect.params["xp"] = xp;
-  if (!qmv_applies(g) || key != expect || (xp != "0" && std::stoll(xp) != g.k / 32)) {
+  if (!qmv_applies(g) || key != expect) {
     throw std::invalid_argument("[launch] " + where + " does not match the geometry.");
   }
   int64_t tpr = std::stol(key_param(key, "tpr", where));

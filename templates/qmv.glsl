@@ -112,9 +112,6 @@
 #ifndef F16_DOT
 #define F16_DOT 0
 #endif
-#ifndef X_PAIRS
-#define X_PAIRS 0
-#endif
 #if F16_DOT
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #endif
@@ -340,19 +337,17 @@ void load_x_pairs(IDX_T row, IDX_T p, out f16vec2 xp[16], out float xsum, inout 
   }
 }
 
-// One 4-bit pack's 32 values as 16 exact f16 pairs, qv[4k + i] = (q_{8k+i}, q_{8k+i+4}) - 8:
+// One 4-bit pack's 32 values as 16 exact f16 pairs, qv[4k + i] = (q_{8k+i}, q_{8k+i+4}):
 // word values i and i + 4 (bits 4i and 4i + 16) come out together, masked in place
 // (positions 2 and 3 after one shift by 8) and ORed under the exponent of 1024, as the
 // exact f16 pair 1024 + q (positions 0 and 2) or 1024 + 16 q (positions 1 and 3), which one
-// exact add (or multiply-add) brings to q - 8: centered values, so that a pack's f16 sums
-// do not carry 7.5 sum(x) (which the bias term then cancels in f32) and round about half
-// as much (the caller adds 8 s to the bias). `expo` is 0x64006400 held in a register, so
-// that the mask and the OR are one three-input logic operation (with both as immediates
+// exact add (or multiply-add) brings to q. `expo` is 0x64006400 held in a register, so that
+// the mask and the OR are one three-input logic operation (with both as immediates
 // NVIDIA's compiler emitted two).
 void pack_values_f16(uint words[BITS], uint expo, out f16vec2 qv[16]) {
-  const f16vec2 minus_off = f16vec2(-1032.0hf);
+  const f16vec2 minus_off = f16vec2(-1024.0hf);
   const f16vec2 sixteenth = f16vec2(0.0625hf);
-  const f16vec2 minus_off16 = f16vec2(-72.0hf);
+  const f16vec2 minus_off16 = f16vec2(-64.0hf);
   for (uint k = 0; k < 4; ++k) {
     uint w = words[k];
     uint w8 = w >> 8;
@@ -362,87 +357,6 @@ void pack_values_f16(uint words[BITS], uint expo, out f16vec2 qv[16]) {
     qv[4 * k + 3] = fma(unpackFloat2x16((w8 & 0x00F000F0u) | expo), sixteenth, minus_off16);
   }
 }
-
-#if PRENORM
-// x's pack p of `row` weighed by the norm weight (its squares added to ss first), as f16
-// pairs in load_x_pairs' order, scaled by a power of two that puts the pack's largest |x|
-// in [2^7, 2^8): then no half of pairs_dot's sum (16 products of values <= 15) passes f16's
-// 65504, and the norm's input may have any scale (the norm undoes it) without its values
-// falling into f16's subnormals. `unscale` takes a pack's f16 sum back; xsum is the
-// weighed values' sum in f32. A non-finite x shows in the pack's sum (the caller's redo).
-void load_x_pairs_normed(IDX_T row, IDX_T p, out f16vec2 xp[16], out float xsum,
-                         inout float ss, out float unscale) {
-  float v[32];
-  load_x(row, p, v);
-  weigh_x(p, v, ss);
-  float m = 0.0f;
-  xsum = 0.0f;
-  [[unroll]] for (uint j = 0; j < 32; ++j) {
-    m = max(m, abs(v[j]));
-    xsum += v[j];
-  }
-  // m in [2^(e - 127), 2^(e - 126)): scale 2^(134 - e), unscale 2^(e - 134), both normal.
-  uint e = clamp(floatBitsToUint(m) >> 23, 8u, 254u);
-  float scale = uintBitsToFloat((261u - e) << 23);
-  unscale = uintBitsToFloat((e - 7u) << 23);
-  [[unroll]] for (uint k = 0; k < 4; ++k) {
-    [[unroll]] for (uint i = 0; i < 4; ++i) {
-      xp[4 * k + i] = f16vec2(v[8 * k + i] * scale, v[8 * k + i + 4] * scale);
-    }
-  }
-}
-#endif
-
-#if X_PAIRS
-// X_PAIRS 1 (one row with a fused norm, K <= 32 XP_PACKS): the workgroup converts x's row
-// once, before any lane needs it, into f16 pairs in shared memory (load_x_pairs_normed, a
-// pack an invocation), with each pack's (xsum, unscale) beside them, and sums the row's
-// squares. The lanes then read ready pairs (4 16-byte reads a pack) instead of loading,
-// weighing, scaling and converting x per pack and column group: 264 of the 749 instructions
-// a pack step took for 4 columns on an H200 (docs/matmul.md).
-shared uvec4 xp_stage[XP_PACKS * 4];
-shared vec2 xp_meta[XP_PACKS];
-shared float xp_ss[WGS / TPR];
-
-// Stages `row`; every invocation calls it (barriers). Returns the norm's 1 / rms.
-float stage_x_pairs(IDX_T row) {
-  float ss = 0.0f;
-  for (uint p = gl_LocalInvocationID.x; p < XP_PACKS; p += WGS) {
-    f16vec2 xp[16];
-    float xsum, unscale;
-    load_x_pairs_normed(row, IDX_T(p), xp, xsum, ss, unscale);
-    [[unroll]] for (uint q = 0; q < 4; ++q) {
-      xp_stage[p * 4 + q] = uvec4(packFloat2x16(xp[4 * q]), packFloat2x16(xp[4 * q + 1]),
-                                  packFloat2x16(xp[4 * q + 2]), packFloat2x16(xp[4 * q + 3]));
-    }
-    xp_meta[p] = vec2(xsum, unscale);
-  }
-  float t = team_sum(ss, 0);
-  if (team_lane() == 0) {
-    xp_ss[team_index()] = t;
-  }
-  barrier();
-  float total = 0.0f;
-  for (uint q = 0; q < WGS / TPR; ++q) {
-    total += xp_ss[q];
-  }
-  return inversesqrt(total / float(pc.k) + uintBitsToFloat(uint(pc.eps_bits)));
-}
-
-// Pack p's pairs and (xsum, unscale) from the stage.
-void staged_x_pairs(IDX_T p, out f16vec2 xp[16], out float xsum, out float unscale) {
-  [[unroll]] for (uint q = 0; q < 4; ++q) {
-    uvec4 w4 = xp_stage[uint(p) * 4 + q];
-    xp[4 * q] = unpackFloat2x16(w4.x);
-    xp[4 * q + 1] = unpackFloat2x16(w4.y);
-    xp[4 * q + 2] = unpackFloat2x16(w4.z);
-    xp[4 * q + 3] = unpackFloat2x16(w4.w);
-  }
-  vec2 meta = xp_meta[uint(p)];
-  xsum = meta.x;
-  unscale = meta.y;
-}
-#endif
 
 // sum_j x_j q_j of one pack from its pairs: one f16 multiply-add per two values.
 float pairs_dot(f16vec2 xp[16], f16vec2 qv[16]) {
@@ -520,10 +434,6 @@ void main() {
   }
   IDX_T packs = pc.k / 32;
   IDX_T groups_per_row = pc.k / GS;
-#if X_PAIRS
-  // Before any branch: the whole workgroup stages the row (barriers inside).
-  const float staged_inv = stage_x_pairs(a_base);
-#endif
 #if PRENORM
   // Each lane loads every pack of x once per row (for all NC columns), so its squares of
   // the loaded values sum to its share of the row's.
@@ -595,18 +505,9 @@ void main() {
           }
           if (IDX_T(i) < pc.m) {
             f16vec2 xp[16];
-#if X_PAIRS
-            float unscale;
-            staged_x_pairs(p, xp, xsums[i], unscale);
-#elif PRENORM
-            float unscale;
-            load_x_pairs_normed(a_base + IDX_T(i) * pc.lda, p, xp, xsums[i], ss[i], unscale);
-#else
-            const float unscale = 1.0f;
             load_x_pairs(a_base + IDX_T(i) * pc.lda, p, xp, xsums[i], redo);
-#endif
             for (uint c = 0; c < NC; ++c) {
-              qd[i][c] = pairs_dot(xp, qv[c]) * unscale;
+              qd[i][c] = pairs_dot(xp, qv[c]);
               redo = redo || !(abs(qd[i][c]) < uintBitsToFloat(0x7f800000u));
             }
           }
@@ -616,14 +517,10 @@ void main() {
             if (IDX_T(i) < pc.m) {
               float xs[32];
               load_x(a_base + IDX_T(i) * pc.lda, p, xs);
-#if PRENORM
-              float counted = 0.0f;  // the squares went into ss[i] already
-              weigh_x(p, xs, counted);
-#endif
               for (uint c = 0; c < NC; ++c) {
                 float qdot = 0.0f;
                 for (uint j = 0; j < 32; ++j) {
-                  qdot = fma(xs[j], float(int(pack_value(words[u][c], j)) - 8), qdot);
+                  qdot = fma(xs[j], float(pack_value(words[u][c], j)), qdot);
                 }
                 qd[i][c] = qdot;
               }
@@ -632,8 +529,7 @@ void main() {
         }
         for (uint i = 0; i < MR; ++i) {
           for (uint c = 0; c < NC; ++c) {
-            // The pack sums are of q - 8 (pack_values_f16): the bias term takes the 8 s.
-            acc[i][c] = fma(s[c], qd[i][c], fma(fma(8.0f, s[c], b[c]), xsums[i], acc[i][c]));
+            acc[i][c] = fma(s[c], qd[i][c], fma(b[c], xsums[i], acc[i][c]));
           }
         }
 #else
@@ -690,7 +586,7 @@ void main() {
           ks_part[team][i * NC + c] = t;
         }
       }
-#if PRENORM && !X_PAIRS
+#if PRENORM
 #if !SUBGROUP
       barrier();  // slot 0 of the shared sums may still be read for acc[0][0] (NC 1)
 #endif
@@ -709,7 +605,7 @@ void main() {
         }
         acc[i][c] = lane == 0 ? t : 0.0f;
       }
-#if PRENORM && !X_PAIRS
+#if PRENORM
       float t2 = 0.0f;
       for (uint q = 0; q < KS; ++q) {
         t2 += ks_part[group * KS + q][MR * NC + i];
@@ -729,9 +625,7 @@ void main() {
 #define TEAM_TOTAL(v, slot) team_sum(v, slot)
 #endif
   for (uint i = 0; i < MR; ++i) {
-#if X_PAIRS
-    const float inv = staged_inv;
-#elif PRENORM && KS > 1
+#if PRENORM && KS > 1
     float inv = inversesqrt(ss[i] / float(pc.k) + uintBitsToFloat(uint(pc.eps_bits)));
 #elif PRENORM
     // Without subgroups team_sum's shared slots are reused: barriers around this sum.
