@@ -70,17 +70,16 @@ inline double time_gpu_op(const std::function<mx::array()>& make, int batch, int
 // Wall time and GPU time (timestamp queries, mlx/backend/vulkan/profile.h) per op, in ms.
 struct Timing {
   double wall_ms = 0;
-  double gpu_ms = 0;        // every kernel the op dispatched, summed; 0 when not profiling
+  double gpu_ms = 0;        // the median batch's GPU busy time per op; 0 when not profiling
   double gpu_worst_ms = 0;  // the slowest batch's, per op
 };
 
 // Like time_gpu_op, and also the GPU time per op from the profiler (turn it on first with
 // vulkan::set_profiling(true)): the GPU busy time (union of the kernels' intervals) of each
 // of `reps` batches of `batch` ops, after a warm-up of >= 200 ms of back-to-back work (the
-// GPU's clocks take ~100 ms to leave idle). gpu_ms is the median batch's: on an H200 one
-// batch in some processes held a stall of ~15 ms after a large allocation and free (a
-// 151 us lm_head then read 470-750 us as a mean over all batches; docs/performance.md,
-// "Benchmark method").
+// GPU's clocks take ~100 ms to leave idle). gpu_ms is the median batch's, so one stalled
+// batch does not move it (on an H200 one of five batches of a 151 us lm_head once took
+// 636 us; docs/performance.md, "Benchmark method: the median batch").
 inline Timing measure_op(const std::function<mx::array()>& make, int batch, int reps) {
   double warm_start = now_ms();
   do {
@@ -195,7 +194,8 @@ inline void print_timed_table(const std::vector<TimedRow>& rows, double peak_gbs
       std::snprintf(worst, sizeof(worst), " (one batch %.1f)", r.t.gpu_worst_ms * 1e3);
     }
     std::printf("| %s | %.2f MiB | %.1f%s | %.1f | %.0f | %.2f |\n", r.name.c_str(),
-                r.bytes / (1 << 20), r.t.gpu_ms * 1e3, worst, r.t.wall_ms * 1e3, gbs, gbs / peak_gbs);
+                r.bytes / (1 << 20), r.t.gpu_ms * 1e3, worst, r.t.wall_ms * 1e3, gbs,
+                gbs / peak_gbs);
   }
 }
 
