@@ -40,7 +40,8 @@
   X(vkCreateDebugUtilsMessengerEXT)                   \
   X(vkDestroyDebugUtilsMessengerEXT)                  \
   X(vkGetPhysicalDeviceCooperativeMatrixPropertiesNV) \
-  X(vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR)
+  X(vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR) \
+  X(vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV)
 
 #define MLX_VK_DEVICE_FUNCTIONS(X) \
   X(vkDestroyDevice)               \
