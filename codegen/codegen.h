@@ -52,14 +52,6 @@ struct DeviceCaps {
   bool coop_f16_n8 = false;
   // The same for bf16 A/B on VK_KHR_cooperative_matrix.
   bool coop_bf16_n8 = false;
-  // Workgroup-scope matrices (VK_NV_cooperative_matrix2, templates/gemm_wg.glsl): the
-  // workgroup size at which the device multiplies them from f16 into f32 (0: none), the
-  // granularity of their M, N and K, and whether bf16 A/B work too.
-  uint32_t coop_wg_invocations = 0;
-  std::array<uint32_t, 3> coop_wg_granularity{0, 0, 0};
-  bool coop_wg_bf16 = false;
-  // Shared memory the driver keeps for them, out of max_shared_memory.
-  uint32_t coop_wg_reserved_shared = 0;
   uint32_t max_workgroup_invocations = 128;
   uint32_t max_shared_memory = 16384;
   // Vector steps per invocation of a fused kernel (templates/fused.glsl's EPT): the
@@ -99,9 +91,6 @@ struct KernelSource {
   // A/B fragments when coop_khr_bf16): codegen/coop_rewrite.h.
   bool coop_khr = false;
   bool coop_khr_bf16 = false;
-  // With coop_khr: every matrix has workgroup scope (VK_NV_cooperative_matrix2), and under
-  // coop_khr_bf16 16-bit accumulators are bf16 too.
-  bool coop_workgroup = false;
 };
 
 // The numbers of one dispatch of a rendered kernel. Every family's launch planner returns

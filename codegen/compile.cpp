@@ -189,7 +189,7 @@ SpirvModule compile(const KernelKey& key, const KernelSource& source, int optimi
   }
   // After validation: this SPIRV-Tools predates SPV_KHR_cooperative_matrix and bfloat16.
   if (source.coop_khr) {
-    module.words = coop_nv_to_khr(module.words, source.coop_khr_bf16, source.coop_workgroup);
+    module.words = coop_nv_to_khr(module.words, source.coop_khr_bf16);
   }
   return module;
 }

@@ -41,20 +41,6 @@ constexpr uint32_t kOpLoadKHR = 4457;
 constexpr uint32_t kOpStoreKHR = 4458;
 constexpr uint32_t kOpMulAddKHR = 4459;
 constexpr uint32_t kOpLengthKHR = 4460;
-constexpr uint32_t kOpTypeBool = 20;
-constexpr uint32_t kOpUndef = 1;
-constexpr uint32_t kOpFunction = 54;
-constexpr uint32_t kOpLoadTensorNV = 5367;
-constexpr uint32_t kOpTypeTensorLayoutNV = 5370;
-constexpr uint32_t kOpTypeTensorViewNV = 5371;
-constexpr uint32_t kOpCreateTensorLayoutNV = 5372;
-constexpr uint32_t kOpTensorLayoutSetDimensionNV = 5373;
-constexpr uint32_t kOpTensorLayoutSetStrideNV = 5374;
-constexpr uint32_t kOpCreateTensorViewNV = 5377;
-constexpr uint32_t kCapTensorAddressingNV = 5439;
-constexpr uint32_t kCapMatrixTensorAddressingNV = 5433;
-constexpr uint32_t kStorageBuffer = 12;
-constexpr uint32_t kTensorView = 0x1;
 constexpr uint32_t kCapMatrixNV = 5357;
 constexpr uint32_t kCapMatrixKHR = 6022;
 constexpr uint32_t kCapBFloat16Type = 5116;
@@ -105,8 +91,7 @@ std::string extension_name(const uint32_t* words, uint32_t count) {
 
 }  // namespace
 
-std::vector<uint32_t> coop_nv_to_khr(const std::vector<uint32_t>& words, bool bf16_ab,
-                                     bool workgroup) {
+std::vector<uint32_t> coop_nv_to_khr(const std::vector<uint32_t>& words, bool bf16_ab) {
   if (words.size() < 5) {
     fail("the module is shorter than its header.");
   }
@@ -141,28 +126,6 @@ std::vector<uint32_t> coop_nv_to_khr(const std::vector<uint32_t>& words, bool bf
       use_of.emplace(i.result_id, kUseAccumulator);
     }
   }
-  // Under workgroup, loads from storage buffers become tensor loads (below): what they need.
-  std::map<uint32_t, uint32_t> pointer_class;        // pointer type -> storage class
-  std::map<uint32_t, std::pair<uint32_t, uint32_t>> matrix_dims;  // matrix type -> rows, cols
-  uint32_t bool_type = 0;
-  for (const Inst& i : parsed.insts) {
-    const uint32_t* w = words.data() + i.at;
-    if (i.opcode == kOpTypePointer) {
-      pointer_class[i.result_id] = w[2];
-    } else if (i.opcode == kOpTypeMatrixNV) {
-      matrix_dims[i.result_id] = {w[4], w[5]};
-    } else if (i.opcode == kOpTypeBool) {
-      bool_type = i.result_id;
-    }
-  }
-  auto tensor_load = [&](const Inst& i) {
-    return workgroup && i.opcode == kOpLoadNV &&
-           pointer_class[type_of[words[i.at + 3]]] == kStorageBuffer;
-  };
-  bool tensors = false;
-  for (const Inst& i : parsed.insts) {
-    tensors = tensors || tensor_load(i);
-  }
   std::map<uint32_t, uint32_t> assigned;
   auto assign = [&](uint32_t type, uint32_t use) {
     auto [it, fresh] = assigned.emplace(type, use);
@@ -188,40 +151,10 @@ std::vector<uint32_t> coop_nv_to_khr(const std::vector<uint32_t>& words, bool bf
     fail("the module declares no 32-bit unsigned int type for the use and layout constants.");
   }
 
-  // The 16-bit float type: under workgroup, accumulators of it turn bf16 with A and B.
-  uint32_t half_type = 0;
-  for (const Inst& i : parsed.insts) {
-    if (i.opcode == kOpTypeFloat && words[i.at + 2] == 16) {
-      half_type = i.result_id;
-    }
-  }
-  auto becomes_bf16 = [&](uint32_t matrix_type, uint32_t component) {
-    return bf16_ab && (use_of[matrix_type] != kUseAccumulator ||
-                       (workgroup && component == half_type && half_type != 0));
-  };
-
   uint32_t bound = words[3];
-  // 0, 1, 2: the uses, the row/column-major layouts, and Workgroup scope (2).
-  const uint32_t c_use[3] = {bound, bound + 1, bound + 2};
+  const uint32_t c_use[3] = {bound, bound + 1, bound + 2};  // also the row/column-major layouts
   const uint32_t bf16_type = bound + 3;
   bound += 4;
-  // The tensor loads' types: a 2-d layout without clamping, a view that swaps the two
-  // dimensions (a column-major load), and an undefined matrix of each loaded type for the
-  // loads' Object operand (read only where a load clamps, which these do not).
-  const uint32_t layout_type = bound, view_type = bound + 1, false_id = bound + 2;
-  bound += 3;
-  std::map<uint32_t, uint32_t> undef_of;  // loaded matrix type -> OpUndef
-  if (tensors) {
-    if (bool_type == 0) {
-      fail("the module declares no bool type for the tensor view.");
-    }
-    for (const Inst& i : parsed.insts) {
-      if (tensor_load(i) && !undef_of.count(i.type_id)) {
-        undef_of[i.type_id] = bound++;
-      }
-    }
-  }
-  bool tensor_declared = false;
 
   // With bf16 A/B, elements of those matrices written or read one by one (fragments built in
   // registers: templates/qmv_coop.glsl, DQ_FRAG) are f16 in the NV module. Their 16 bits are
@@ -235,7 +168,7 @@ std::vector<uint32_t> coop_nv_to_khr(const std::vector<uint32_t>& words, bool bf
   if (bf16_ab) {
     for (const Inst& i : parsed.insts) {
       const uint32_t* w = words.data() + i.at;
-      if (i.opcode == kOpTypeMatrixNV && becomes_bf16(i.result_id, w[2])) {
+      if (i.opcode == kOpTypeMatrixNV && use_of[i.result_id] != kUseAccumulator) {
         bf16_mats.insert(i.result_id);
       } else if (i.opcode == kOpTypePointer && bf16_mats.count(w[3])) {
         mat_pointer_class[i.result_id] = w[2];
@@ -268,10 +201,6 @@ std::vector<uint32_t> coop_nv_to_khr(const std::vector<uint32_t>& words, bool bf
       case kOpCapability:
         if (w[1] == kCapMatrixNV) {
           emit(out, kOpCapability, {kCapMatrixKHR});
-          if (tensors) {
-            emit(out, kOpCapability, {kCapTensorAddressingNV});
-            emit(out, kOpCapability, {kCapMatrixTensorAddressingNV});
-          }
           if (bf16_ab) {
             emit(out, kOpCapability, {kCapBFloat16Type});
             emit(out, kOpCapability, {kCapBFloat16Matrix});
@@ -282,10 +211,6 @@ std::vector<uint32_t> coop_nv_to_khr(const std::vector<uint32_t>& words, bool bf
       case kOpExtension:
         if (extension_name(w, i.count) == "SPV_NV_cooperative_matrix") {
           emit_extension(out, "SPV_KHR_cooperative_matrix");
-          if (tensors) {
-            emit_extension(out, "SPV_NV_tensor_addressing");
-            emit_extension(out, "SPV_NV_cooperative_matrix2");
-          }
           if (bf16_ab) {
             emit_extension(out, "SPV_KHR_bfloat16");
           }
@@ -306,59 +231,18 @@ std::vector<uint32_t> coop_nv_to_khr(const std::vector<uint32_t>& words, bool bf
           declared = true;
         }
         uint32_t use = use_of[i.result_id];
-        uint32_t component = becomes_bf16(i.result_id, w[2]) ? bf16_type : w[2];
-        uint32_t scope = workgroup ? c_use[2] : w[3];
-        emit(out, kOpTypeMatrixKHR, {i.result_id, component, scope, w[4], w[5], c_use[use]});
+        uint32_t component = bf16_ab && use != kUseAccumulator ? bf16_type : w[2];
+        emit(out, kOpTypeMatrixKHR, {i.result_id, component, w[3], w[4], w[5], c_use[use]});
         continue;
       }
-      case kOpFunction:
-        if (tensors && !tensor_declared) {
-          emit(out, kOpConstantFalse, {bool_type, false_id});
-          emit(out, kOpTypeTensorLayoutNV, {layout_type, c_use[2], c_use[0]});
-          emit(out, kOpTypeTensorViewNV, {view_type, c_use[2], false_id, c_use[1], c_use[0]});
-          for (auto [type, id] : undef_of) {
-            emit(out, kOpUndef, {type, id});
-          }
-          tensor_declared = true;
-        }
-        break;
-      case kOpLoadNV:
-        if (tensor_load(i)) {
-          // NV: type, result, pointer, stride, column-major[, memory access]. A row-major
-          // R x C matrix is a layout of dims (R, C) and strides (stride, 1) from the pointer;
-          // a column-major one is (C, R) read through the swapping view.
-          auto [rows, cols] = matrix_dims[w[1]];
-          bool col_major = layout(w[5]) == c_use[1];
-          uint32_t l0 = bound++, l1 = bound++, l2 = bound++;
-          emit(out, kOpCreateTensorLayoutNV, {layout_type, l0});
-          if (col_major) {
-            emit(out, kOpTensorLayoutSetDimensionNV, {layout_type, l1, l0, cols, rows});
-          } else {
-            emit(out, kOpTensorLayoutSetDimensionNV, {layout_type, l1, l0, rows, cols});
-          }
-          emit(out, kOpTensorLayoutSetStrideNV, {layout_type, l2, l1, w[4], c_use[1]});
-          uint32_t memory = i.count > 6 ? w[6] : 0;
-          if (memory != 0) {
-            fail("a load to become a tensor load has memory operands.");
-          }
-          if (col_major) {
-            uint32_t v = bound++;
-            emit(out, kOpCreateTensorViewNV, {view_type, v});
-            emit(out, kOpLoadTensorNV,
-                 {w[1], w[2], w[3], undef_of[w[1]], l2, 0u, kTensorView, v});
-          } else {
-            emit(out, kOpLoadTensorNV, {w[1], w[2], w[3], undef_of[w[1]], l2, 0u, 0u});
-          }
-          continue;
-        }
-        {
+      case kOpLoadNV: {
         // NV: type, result, pointer, stride, column-major[, memory access...]
         // KHR: type, result, pointer, layout, stride[, memory access...]
         out.push_back(i.count << 16 | kOpLoadKHR);
         out.insert(out.end(), {w[1], w[2], w[3], layout(w[5]), w[4]});
         out.insert(out.end(), w + 6, w + i.count);
         continue;
-        }
+      }
       case kOpStoreNV: {
         // NV: pointer, object, stride, column-major[, ...]; KHR: pointer, object, layout, stride
         out.push_back(i.count << 16 | kOpStoreKHR);

@@ -17,11 +17,7 @@ namespace mlx::core::vulkan::codegen {
 // that it differs from A's). With bf16_ab, the A and B component type becomes bfloat16
 // (SPV_KHR_bfloat16): the loads then read the same 16-bit words as bf16, and elements
 // written or read one by one keep their 16 bits (an f16 in the NV module, bitcast).
-// With workgroup, every matrix type gets workgroup scope (VK_NV_cooperative_matrix2; glslang
-// 12 knows only subgroup scope), and with bf16_ab its 16-bit accumulators become bfloat16
-// too (templates/gemm_wg.glsl converts its f32 sums to the output dtype as a matrix).
 // Throws std::invalid_argument naming what it cannot rewrite.
-std::vector<uint32_t> coop_nv_to_khr(const std::vector<uint32_t>& words, bool bf16_ab,
-                                     bool workgroup = false);
+std::vector<uint32_t> coop_nv_to_khr(const std::vector<uint32_t>& words, bool bf16_ab);
 
 }  // namespace mlx::core::vulkan::codegen

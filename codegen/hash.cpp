@@ -30,9 +30,6 @@ uint64_t kernel_hash(const KernelKey& key, const KernelSource& source, const Dev
   h.add(caps.fingerprint);
   if (source.coop_khr) {  // the module is rewritten after compilation (codegen/coop_rewrite.h)
     h.add(std::string(source.coop_khr_bf16 ? "coop_khr_bf16" : "coop_khr"));
-    if (source.coop_workgroup) {
-      h.add(std::string("coop_workgroup"));
-    }
   }
   return h.digest();
 }

@@ -77,24 +77,8 @@ constexpr GemmTile kCoopTiles[] = {
 constexpr GemmTile kCoopQuantTiles[] = {
     {256, 128, 16, 64, 64, true}, {128, 128, 32, 64, 32, true}, {64, 64, 32, 32, 32, true}};
 
-// The workgroup-scope tiles (templates/gemm_wg.glsl), largest first.
-constexpr GemmTile kWgTiles[] = {{128, 256, 16, 128, 256, false, true, true},
-                                 {128, 128, 32, 128, 128, false, true, true},
-                                 {64, 64, 32, 64, 64, false, true, true}};
-
 GemmTile parse_tile(const std::string& text, const std::string& where) {
   GemmTile t{};
-  if (text.rfind("wgkhr", 0) == 0) {
-    t.wg = t.khr = true;
-    if (std::sscanf(text.c_str() + 5, "%dx%dx%d", &t.bm, &t.bn, &t.bk) != 3 || t.bm < 16 ||
-        t.bn < 16 || t.bk < 16 || t.bm % 16 != 0 || t.bn % 16 != 0 || t.bk % 16 != 0 ||
-        (t.tm = t.bm, t.tn = t.bn, t.name() != text)) {
-      throw std::invalid_argument("[render] " + where +
-                                  ": a workgroup-scope tile must be wgkhrBMxBNxBK with BM, BN "
-                                  "and BK multiples of 16.");
-    }
-    return t;
-  }
   bool nv = text.rfind("coopnv", 0) == 0;
   if (nv || text.rfind("coopkhr", 0) == 0) {
     t.coop = true;
@@ -145,9 +129,6 @@ int64_t coop_shared_bytes(const GemmTile& t) {
 
 // Whether the device multiplies the dtype on the tile's cooperative-matrix path.
 bool coop_supported(const GemmTile& t, const DeviceCaps& caps, const std::string& dtype) {
-  if (t.wg) {
-    return (dtype == "f16" && caps.coop_wg_invocations > 0) || (dtype == "bf16" && caps.coop_wg_bf16);
-  }
   if (!t.khr) {
     return dtype == "f16" && caps.cooperative_matrix;
   }
@@ -156,16 +137,6 @@ bool coop_supported(const GemmTile& t, const DeviceCaps& caps, const std::string
 }
 
 bool tile_fits(const GemmTile& t, const DeviceCaps& caps) {
-  if (t.wg) {
-    // gemm_wg.glsl's two stages of A and B, rows padded by 16 bytes, beside what the driver
-    // keeps; every invocation loads whole 8-value chunks of both.
-    const auto& g = caps.coop_wg_granularity;
-    int64_t wg = caps.coop_wg_invocations;
-    return wg > 0 && g[0] > 0 && g[1] > 0 && g[2] > 0 && t.bm % g[0] == 0 &&
-           t.bn % g[1] == 0 && t.bk % g[2] == 0 && (t.bm * t.bk / 8) % wg == 0 &&
-           (t.bn * t.bk / 8) % wg == 0 &&
-           coop_shared_bytes(t) + caps.coop_wg_reserved_shared <= caps.max_shared_memory;
-  }
   if (t.coop) {
     bool path = t.khr ? caps.cooperative_matrix_khr || caps.cooperative_matrix_bf16
                       : caps.cooperative_matrix;
@@ -244,9 +215,6 @@ bool reach_needs_64(uint64_t reach) {
 }
 
 std::string GemmTile::name() const {
-  if (wg) {
-    return "wgkhr" + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk);
-  }
   if (coop) {
     return (khr ? "coopkhr" : "coopnv") + std::to_string(bm) + "x" + std::to_string(bn) + "x" +
            std::to_string(bk) + "w" + std::to_string(tm) + "x" + std::to_string(tn);
@@ -273,28 +241,7 @@ bool coop_aligned(const MatmulGeometry& g) {
   return true;
 }
 
-bool wg_fits_geometry(const GemmTile& t, const MatmulGeometry& g) {
-  return coop_aligned(g) && g.bits == 0 && !g.addmm && g.m >= t.bm && g.n >= t.bn && g.k > 0 &&
-         g.k % t.bk == 0 && g.n % 8 == 0 && g.out_offset % 8 == 0 &&
-         !geometry_idx64(g, t.bm, t.bn, t.bk);
-}
-
 GemmTile gemm_tile(const MatmulGeometry& g, const DeviceCaps& caps, const std::string& dtype) {
-  // Workgroup-scope matrices where the device has them for the dtype and the problem fits a
-  // tile: the largest tile that still fills the device (docs/matmul.md).
-  std::optional<GemmTile> wg_chosen;
-  for (const GemmTile& t : kWgTiles) {
-    if (!coop_supported(t, caps, dtype) || !tile_fits(t, caps) || !wg_fits_geometry(t, g)) {
-      continue;
-    }
-    wg_chosen = t;
-    if (ceil_div(g.m, t.bm) * ceil_div(g.n, t.bn) * g.batches >= kBusyGroups / 2) {
-      break;
-    }
-  }
-  if (wg_chosen) {
-    return *wg_chosen;
-  }
   if (coop_aligned(g)) {
     // The KHR rewrite where the device has it (faster than the NV module on an H200:
     // docs/matmul.md), else NV for f16.
@@ -356,13 +303,7 @@ std::vector<GemmTile> gemm_tile_candidates(const MatmulGeometry& g, const Device
       out.push_back(t);
     }
   };
-  if (first.wg) {
-    for (const GemmTile& t : kWgTiles) {
-      if (out.size() < max_count && t.name() != first.name() && gemm_tile_usable(t, g, caps, dtype)) {
-        out.push_back(t);
-      }
-    }
-  } else if (first.coop) {
+  if (first.coop) {
     for (const GemmTile& t : g.bits > 0 ? kCoopQuantTiles : kCoopTiles) {
       add(t);
     }
@@ -386,9 +327,6 @@ GemmTile parse_gemm_tile(const std::string& name) {
 
 bool gemm_tile_usable(const GemmTile& t, const MatmulGeometry& g, const DeviceCaps& caps,
                       const std::string& dtype) {
-  if (t.wg && (!coop_supported(t, caps, dtype) || !wg_fits_geometry(t, g))) {
-    return false;
-  }
   if (t.coop && (!coop_supported(t, caps, dtype) || !coop_aligned(g))) {
     return false;
   }
@@ -454,24 +392,7 @@ KernelSource gemm_source(const KernelKey& key, const DeviceCaps& caps, bool quan
   uint32_t buffers = quant ? 5 : 3;
   KernelSource source;
   uint32_t wg = 0;
-  if (t.wg) {
-    std::string dtype = dt.name;
-    if (quant || flag(key, "addmm", where) || !coop_supported(t, caps, dtype)) {
-      throw std::invalid_argument("[render] " + where +
-                                  ": a workgroup-scope tile takes f16 or bf16 gemm keys without "
-                                  "addmm, on a device with workgroup-scope matrices.");
-    }
-    if (dtype == "bf16") {
-      defines.push_back("COOP_BF16 1");
-    }
-    defines.push_back("WG_SIZE " + std::to_string(caps.coop_wg_invocations));
-    source = row_kernel_source("gemm_wg.glsl", defines, 3, kFields, idx64, caps);
-    source.coop_khr = true;
-    source.coop_khr_bf16 = dtype == "bf16";
-    source.coop_workgroup = true;
-    source.workgroup_size = {caps.coop_wg_invocations, 1, 1};
-    return source;  // the workgroup size is WG_SIZE, not a specialization constant
-  } else if (t.coop) {
+  if (t.coop) {
     std::string dtype = dt.name;
     if (dtype != "f16" && !(t.khr && dtype == "bf16")) {
       throw std::invalid_argument("[render] " + where +

@@ -73,22 +73,13 @@ struct GemmTile {
   // The cooperative-matrix kernel on VK_KHR_cooperative_matrix (the NV module rewritten,
   // codegen/coop_rewrite.h): f16, or bf16 where the device multiplies bf16.
   bool khr = false;
-  // The workgroup-scope kernel (templates/gemm_wg.glsl, VK_NV_cooperative_matrix2 on the KHR
-  // path): one BM x BN matrix per workgroup, BK a step; tm x tn are not used (equal to the
-  // tile), nor is coop.
-  bool wg = false;
-  // "128x128x16x8x8", "coopnv128x128x32w64x32", "coopkhr128x128x32w64x32" or "wgkhr128x128x32":
-  // the key's form
+  // "128x128x16x8x8", "coopnv128x128x32w64x32" or "coopkhr128x128x32w64x32": the key's form
   std::string name() const;
 };
 
 // Whether gemm_coop.glsl can read the operands: f16 rows that start on 16 bytes and
 // contiguous extents that are multiples of 8 values (not quantized).
 bool coop_aligned(const MatmulGeometry& g);
-// Whether gemm_wg.glsl can run the problem with tile t: coop_aligned, not quantized, no
-// addmm, 32-bit indices, the output's rows on 16 bytes, m and n at least the tile and k a
-// multiple of its step.
-bool wg_fits_geometry(const GemmTile& t, const MatmulGeometry& g);
 
 // The heuristic tile for a problem on a device: the largest tile that still gives enough
 // workgroups to fill the device, among those its workgroup and shared-memory limits allow.

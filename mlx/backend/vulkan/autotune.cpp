@@ -207,7 +207,7 @@ codegen::GemmTile autotuned_gemm_tile(const codegen::MatmulGeometry& g, const ch
   std::string timings;  // for MLX_VK_LOG_AUTOTUNE=1
   for (const auto& t : candidates) {
     auto key = quant ? codegen::qmm_key(dtype, s, t) : codegen::gemm_key(dtype, s, t);
-    const Kernel* kernel = get_kernel_or_drop_coop(key, t.coop || t.wg);
+    const Kernel* kernel = get_kernel_or_drop_coop(key, t.coop);
     if (kernel == nullptr) {
       continue;  // cooperative matrices were just turned off: only FMA tiles remain
     }

@@ -1,6 +1,5 @@
 #include "mlx/backend/vulkan/coop_shapes.h"
 
-#include <algorithm>
 #include <sstream>
 #include <vector>
 
@@ -8,7 +7,7 @@ namespace mlx::core::vulkan {
 
 namespace {
 
-constexpr uint32_t kF16 = 0, kF32 = 1, kBF16 = 1000141000, kWorkgroup = 2, kSubgroup = 3;
+constexpr uint32_t kF16 = 0, kF32 = 1, kBF16 = 1000141000, kSubgroup = 3;
 
 std::vector<VkCooperativeMatrixPropertiesKHR> khr_properties(VkPhysicalDevice pd) {
   if (!vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR) {
@@ -71,42 +70,6 @@ std::string khr_coop_shape_list(VkPhysicalDevice pd) {
     }
   }
   return os.str();
-}
-
-WorkgroupCoopShape workgroup_coop_shape(VkPhysicalDevice pd, uint32_t max_invocations) {
-  WorkgroupCoopShape best;
-  auto* query = vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV;
-  if (!query) {
-    return best;
-  }
-  uint32_t count = 0;
-  query(pd, &count, nullptr);
-  VkCooperativeMatrixFlexibleDimensionsPropertiesNV blank{};
-  blank.sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV;
-  std::vector<VkCooperativeMatrixFlexibleDimensionsPropertiesNV> props(count, blank);
-  if (count > 0) {
-    query(pd, &count, props.data());
-  }
-  for (const auto& c : props) {
-    bool f16 = c.AType == kF16, bf16 = c.AType == kBF16;
-    if (c.scope != kWorkgroup || c.workgroupInvocations > max_invocations || c.AType != c.BType ||
-        c.CType != kF32 || c.ResultType != kF32 || !(f16 || bf16) ||
-        c.workgroupInvocations < best.invocations) {
-      continue;
-    }
-    if (c.workgroupInvocations > best.invocations) {
-      best = {c.workgroupInvocations, c.MGranularity, c.NGranularity, c.KGranularity, false,
-              false};
-    }
-    // Entries of one size share their granularity on the drivers seen (an H200's list,
-    // docs/matmul.md); keep the coarsest so that a tile fits both types.
-    best.m = std::max(best.m, c.MGranularity);
-    best.n = std::max(best.n, c.NGranularity);
-    best.k = std::max(best.k, c.KGranularity);
-    best.f16 = best.f16 || f16;
-    best.bf16 = best.bf16 || bf16;
-  }
-  return best;
 }
 
 }  // namespace mlx::core::vulkan

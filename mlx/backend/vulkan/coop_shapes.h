@@ -21,15 +21,4 @@ std::pair<bool, bool> khr_coop_shapes(VkPhysicalDevice pd, uint32_t m, uint32_t 
 // types as the registry numbers them (0 f16, 1 f32, 1000141000 bf16, ...).
 std::string khr_coop_shape_list(VkPhysicalDevice pd);
 
-// A workgroup size at which VK_NV_cooperative_matrix2 multiplies workgroup-scope matrices
-// into f32 (templates/gemm_wg.glsl), with the granularity its M, N and K must be multiples
-// of, and the A/B types it takes (f16, bf16). invocations 0: none.
-struct WorkgroupCoopShape {
-  uint32_t invocations = 0;
-  uint32_t m = 0, n = 0, k = 0;
-  bool f16 = false, bf16 = false;
-};
-// The largest such workgroup of at most max_invocations.
-WorkgroupCoopShape workgroup_coop_shape(VkPhysicalDevice pd, uint32_t max_invocations);
-
 }  // namespace mlx::core::vulkan

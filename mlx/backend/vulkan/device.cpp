@@ -499,8 +499,6 @@ struct DeviceFactory {
         static_cast<size_t>(dev->caps_.coop_f16_n8 ? 1 : 0);
     selected["cooperative_matrix_bf16_16x8x16"] =
         static_cast<size_t>(dev->caps_.coop_bf16_n8 ? 1 : 0);
-    selected["cooperative_matrix_workgroup_invocations"] =
-        static_cast<size_t>(dev->caps_.coop_wg_invocations);
     selected["array_memory_type"] = static_cast<size_t>(dev->array_type_);
     auto& flags = p.memory.memoryTypes[dev->array_type_].propertyFlags;
     selected["memory_path"] = std::string(
@@ -611,43 +609,8 @@ struct DeviceFactory {
       want_khr_bf16 = khr && bf16_shape && bf16_ext && bf16_features.shaderBFloat16Type &&
                       bf16_features.shaderBFloat16CooperativeMatrix;
     }
-    // Workgroup-scope matrices (VK_NV_cooperative_matrix2) for the large GEMMs
-    // (templates/gemm_wg.glsl): the KHR module with its scope rewritten, so they need the KHR
-    // path. MLX_VK_COOPMAT_WG=off keeps the subgroup tiles (docs/matmul.md).
-    auto coop2 = make_info<VkPhysicalDeviceCooperativeMatrix2FeaturesNV>(
-        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV);
-    WorkgroupCoopShape wg_shape;
-    uint32_t wg_reserved = 0;
-    bool wg_tensor = false;
-    if (want_khr_f16 && env_flag("MLX_VK_COOPMAT_WG", true) &&
-        p.has(VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME)) {
-      VkPhysicalDeviceFeatures2 query{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &coop2, {}};
-      vkGetPhysicalDeviceFeatures2(p.handle, &query);
-      auto coop2_props = make_info<VkPhysicalDeviceCooperativeMatrix2PropertiesNV>(
-          VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_PROPERTIES_NV);
-      VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
-                                        &coop2_props, {}};
-      vkGetPhysicalDeviceProperties2(p.handle, &props);
-      if (coop2.cooperativeMatrixWorkgroupScope && coop2.cooperativeMatrixFlexibleDimensions) {
-        wg_shape = workgroup_coop_shape(
-            p.handle, std::min(p.props.limits.maxComputeWorkGroupInvocations,
-                               coop2_props.cooperativeMatrixWorkgroupScopeMaxWorkgroupSize));
-        wg_reserved = coop2_props.cooperativeMatrixWorkgroupScopeReservedSharedMemory;
-        wg_tensor = coop2.cooperativeMatrixTensorAddressing == VK_TRUE;
-      }
-    }
     void* chain = executable_info.pipelineExecutableInfo ? static_cast<void*>(&executable_info)
                                                          : static_cast<void*>(&f11);
-    if (wg_shape.invocations > 0) {
-      exts.push_back(VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME);
-      coop2 = make_info<VkPhysicalDeviceCooperativeMatrix2FeaturesNV>(
-          VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV);
-      coop2.cooperativeMatrixWorkgroupScope = VK_TRUE;
-      coop2.cooperativeMatrixFlexibleDimensions = VK_TRUE;
-      coop2.cooperativeMatrixTensorAddressing = wg_tensor ? VK_TRUE : VK_FALSE;
-      coop2.pNext = chain;
-      chain = &coop2;
-    }
     if (want_coop) {
       exts.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
       coop.pNext = chain;
@@ -726,10 +689,6 @@ struct DeviceFactory {
                     : want_coop  ? has_coop_f16_shape(p.handle, 16, 8, 16)
                                  : false;
     c.coop_bf16_n8 = want_khr_bf16 && khr_coop_shapes(p.handle, 16, 8, 16).second;
-    c.coop_wg_invocations = wg_shape.f16 ? wg_shape.invocations : 0;
-    c.coop_wg_granularity = {wg_shape.m, wg_shape.n, wg_shape.k};
-    c.coop_wg_bf16 = wg_shape.f16 && wg_shape.bf16 && want_khr_bf16;
-    c.coop_wg_reserved_shared = wg_reserved;
     c.max_workgroup_invocations = p.props.limits.maxComputeWorkGroupInvocations;
     c.max_shared_memory = p.props.limits.maxComputeSharedMemorySize;
     // MLX_VK_MAX_WORKGROUP_INVOCATIONS and MLX_VK_MAX_SHARED_MEMORY lower the limits the

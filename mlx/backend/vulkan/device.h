@@ -59,8 +59,6 @@ class Device {
     caps_.cooperative_matrix = false;
     caps_.cooperative_matrix_khr = false;
     caps_.cooperative_matrix_bf16 = false;
-    caps_.coop_wg_invocations = 0;
-    caps_.coop_wg_bf16 = false;
   }
   const VkPhysicalDeviceLimits& limits() const {
     return properties_.limits;

@@ -1,6 +1,6 @@
-// VK_KHR_cooperative_matrix, VK_KHR_shader_bfloat16 and VK_NV_cooperative_matrix2 as the
-// Vulkan registry defines them, for headers that predate them (Debian bookworm's are
-// 1.3.239; the extensions came in 1.3.255, 1.4.311 and 1.3.300). Only what device.cpp uses, with the registry's values and layouts.
+// VK_KHR_cooperative_matrix and VK_KHR_shader_bfloat16 as the Vulkan registry defines them,
+// for headers that predate them (Debian bookworm's are 1.3.239; the extensions came in
+// 1.3.255 and 1.4.311). Only what device.cpp uses, with the registry's values and layouts.
 #pragma once
 
 #ifndef VK_KHR_cooperative_matrix
@@ -48,51 +48,4 @@ typedef struct VkPhysicalDeviceShaderBfloat16FeaturesKHR {
   VkBool32 shaderBFloat16DotProduct;
   VkBool32 shaderBFloat16CooperativeMatrix;
 } VkPhysicalDeviceShaderBfloat16FeaturesKHR;
-#endif
-
-#ifndef VK_NV_cooperative_matrix2
-#define VK_NV_cooperative_matrix2 1
-#define VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME "VK_NV_cooperative_matrix2"
-inline constexpr VkStructureType VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV =
-    static_cast<VkStructureType>(1000593000);
-inline constexpr VkStructureType
-    VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV =
-        static_cast<VkStructureType>(1000593001);
-typedef struct VkPhysicalDeviceCooperativeMatrix2FeaturesNV {
-  VkStructureType sType;
-  void* pNext;
-  VkBool32 cooperativeMatrixWorkgroupScope;
-  VkBool32 cooperativeMatrixFlexibleDimensions;
-  VkBool32 cooperativeMatrixReductions;
-  VkBool32 cooperativeMatrixConversions;
-  VkBool32 cooperativeMatrixPerElementOperations;
-  VkBool32 cooperativeMatrixTensorAddressing;
-  VkBool32 cooperativeMatrixBlockLoads;
-} VkPhysicalDeviceCooperativeMatrix2FeaturesNV;
-inline constexpr VkStructureType VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_PROPERTIES_NV =
-    static_cast<VkStructureType>(1000593002);
-typedef struct VkPhysicalDeviceCooperativeMatrix2PropertiesNV {
-  VkStructureType sType;
-  void* pNext;
-  uint32_t cooperativeMatrixWorkgroupScopeMaxWorkgroupSize;
-  uint32_t cooperativeMatrixFlexibleDimensionsMaxDimension;
-  uint32_t cooperativeMatrixWorkgroupScopeReservedSharedMemory;
-} VkPhysicalDeviceCooperativeMatrix2PropertiesNV;
-typedef struct VkCooperativeMatrixFlexibleDimensionsPropertiesNV {
-  VkStructureType sType;
-  void* pNext;
-  uint32_t MGranularity;
-  uint32_t NGranularity;
-  uint32_t KGranularity;
-  VkComponentTypeKHR AType;
-  VkComponentTypeKHR BType;
-  VkComponentTypeKHR CType;
-  VkComponentTypeKHR ResultType;
-  VkBool32 saturatingAccumulation;
-  VkScopeKHR scope;  // WORKGROUP 2
-  uint32_t workgroupInvocations;
-} VkCooperativeMatrixFlexibleDimensionsPropertiesNV;
-typedef VkResult(VKAPI_PTR* PFN_vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV)(
-    VkPhysicalDevice physicalDevice, uint32_t* pPropertyCount,
-    VkCooperativeMatrixFlexibleDimensionsPropertiesNV* pProperties);
 #endif

@@ -40,8 +40,7 @@
   X(vkCreateDebugUtilsMessengerEXT)                   \
   X(vkDestroyDebugUtilsMessengerEXT)                  \
   X(vkGetPhysicalDeviceCooperativeMatrixPropertiesNV) \
-  X(vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR) \
-  X(vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV)
+  X(vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR)
 
 #define MLX_VK_DEVICE_FUNCTIONS(X) \
   X(vkDestroyDevice)               \

@@ -283,7 +283,7 @@ void matmul_gpu(int stream, const array& a_in, const array& b_in, array& out, bo
     const auto& planned = memoized(matmul_signature("gemm", dtype, g), [&] {
       auto tile = planned_gemm_tile(g, dtype, true);
       auto key = codegen::gemm_key(dtype, g, tile);
-      const Kernel* kernel = get_kernel_or_drop_coop(key, tile.coop || tile.wg);
+      const Kernel* kernel = get_kernel_or_drop_coop(key, tile.coop);
       if (kernel == nullptr) {
         key = codegen::gemm_key(dtype, g, codegen::gemm_tile(g, dev.caps(), dtype));
         kernel = &kernel_library().get(key);
