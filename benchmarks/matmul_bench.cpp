@@ -13,8 +13,10 @@
 //
 // 5. A Qwen3-8B decode step's products with the ops they absorb (fused).
 //
-// Usage: matmul_bench   (MATMUL_BENCH_ONLY=gemv,qmv,qrows,lmhead,chain,fused,gemm runs a subset;
-//                        MATMUL_BENCH_QROWS=2,4,8 sets qrows' row counts)
+// Usage: matmul_bench   (MATMUL_BENCH_ONLY=gemv,qmv,qrows,lmhead,chain,fused,gemm,qmm runs a
+//                        subset; MATMUL_BENCH_QROWS=2,4,8 sets qrows' row counts,
+//                        MATMUL_BENCH_QMM_ROWS=256,512 qmm's)
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -29,6 +31,30 @@
 namespace mx = mlx::core;
 using bench::measure_op;
 using bench::TimedRow;
+
+namespace {
+
+// Row counts from a comma-separated environment variable (e.g. "2,4,8"), each 1..most;
+// `ms` keeps its defaults when the variable is unset. False (after a message) when malformed.
+bool row_counts(const char* name, int most, std::vector<int>& ms) {
+  const char* list = std::getenv(name);
+  if (!list || !*list) {
+    return true;
+  }
+  ms.clear();
+  for (const char* at = list; *at;) {
+    char* end = nullptr;
+    ms.push_back(static_cast<int>(std::strtol(at, &end, 10)));
+    at = *end == ',' ? end + 1 : end;
+    if (ms.back() < 1 || ms.back() > most || (*end != ',' && *end != '\0')) {
+      std::fprintf(stderr, "matmul_bench: %s takes row counts 1..%d\n", name, most);
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
 
 int main() {
   if (!mx::gpu::is_available()) {
@@ -239,17 +265,8 @@ int main() {
     // where qmvc (MLX_VK_QMV_COOP=on) and qmv (off) cross. MATMUL_BENCH_QROWS=2,4,8 picks
     // the row counts (the gate/up shape runs only for <= 8 rows, qmv's).
     std::vector<int> ms{2, 3, 4, 5, 6, 7, 8, 12, 16, 24, 33, 48, 64, 96};
-    if (const char* list = std::getenv("MATMUL_BENCH_QROWS"); list && *list) {
-      ms.clear();
-      for (const char* at = list; *at;) {
-        char* end = nullptr;
-        ms.push_back(static_cast<int>(std::strtol(at, &end, 10)));
-        at = *end == ',' ? end + 1 : end;
-        if (ms.back() < 1 || ms.back() > 96 || (*end != ',' && *end != '\0')) {
-          std::fprintf(stderr, "matmul_bench: MATMUL_BENCH_QROWS takes row counts 1..96\n");
-          return 1;
-        }
-      }
+    if (!row_counts("MATMUL_BENCH_QROWS", 96, ms)) {
+      return 1;
     }
     for (auto dt : {mx::float16, mx::bfloat16}) {
       const char* dn = dt == mx::float16 ? "f16" : "bf16";
@@ -356,6 +373,51 @@ int main() {
     double flops = 2.0 * 512 * 4096 * 14336;
     std::printf("| q4 g64 M=512 x [4096,14336]^T (qmm) | %.1f | %.1f | %.1f |\n", t.gpu_ms * 1e3,
                 t.wall_ms * 1e3, t.gpu_ms > 0 ? flops / (t.gpu_ms * 1e-3) / 1e12 : 0.0);
+  }
+  if (bench::wanted("MATMUL_BENCH_ONLY", "qmm")) {
+    // Prefill-sized 4-bit products of an 8B-class MLP by rows, f16 and bf16: where
+    // dequantizing first (MLX_VK_QMM_DEQUANT=on) and the qmm tiles (off) cross.
+    // MATMUL_BENCH_QMM_ROWS=256,512 sets the row counts.
+    std::vector<int> ms{128, 256, 512, 1024, 4096};
+    if (!row_counts("MATMUL_BENCH_QMM_ROWS", 8192, ms)) {
+      return 1;
+    }
+    std::printf(
+        "\n| quantized product | GPU time (us) | wall per op (us) | TFLOPS (GPU) "
+        "|\n|---|---|---|---|\n");
+    for (auto dt : {mx::float16, mx::bfloat16}) {
+      const char* dn = dt == mx::float16 ? "f16" : "bf16";
+      for (auto [n, k] : {std::pair{4096, 14336}, std::pair{14336, 4096}}) {
+        auto q = mx::quantize(bench::gpu_uniform({n, k}, 24, dt), 64, 4);
+        auto xr = bench::gpu_uniform({ms.empty() ? 1 : *std::max_element(ms.begin(), ms.end()), k},
+                                     25, dt);
+        mx::eval(q);
+        for (int m : ms) {
+          auto x = mx::slice(xr, {0, 0}, {m, k});
+          auto t =
+              measure_op([&] { return mx::quantized_matmul(x, q[0], q[1], q[2], true, 64, 4); },
+                         batch, m >= 2048 ? 2 : reps);
+          double flops = 2.0 * m * n * k;
+          std::printf("| q4 g64 %s [%d,%d] x [%d,%d]^T | %.1f | %.1f | %.1f |\n", dn, m, k, n, k,
+                      t.gpu_ms * 1e3, t.wall_ms * 1e3,
+                      t.gpu_ms > 0 ? flops / (t.gpu_ms * 1e-3) / 1e12 : 0.0);
+        }
+      }
+    }
+    // The dequantize op alone (the first of the two launches above, rounded twice as the
+    // op is): bytes read and written against the peak.
+    std::vector<TimedRow> deq;
+    for (auto dt : {mx::float16, mx::bfloat16}) {
+      auto q = mx::quantize(bench::gpu_uniform({14336, 4096}, 26, dt), 64, 4);
+      mx::eval(q);
+      double bytes = 4.0 * q[0].size() + 2.0 * q[1].size() + 2.0 * q[2].size() + 2.0 * 14336 * 4096;
+      deq.push_back(
+          {dt == mx::float16 ? "dequantize q4 g64 f16 [14336,4096]"
+                             : "dequantize q4 g64 bf16 [14336,4096]",
+           bytes,
+           measure_op([&] { return mx::dequantize(q[0], q[1], q[2], 64, 4); }, batch, reps)});
+    }
+    bench::print_timed_table(deq, peak);
   }
   return 0;
 }

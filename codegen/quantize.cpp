@@ -26,9 +26,16 @@ bool geometry_idx64(const QuantGeometry& g) {
                         values);
 }
 
-// Invocations: packs of 32 values (dequantize) or groups (quantize).
+// Chunks of 8 values (dequantize) or groups (quantize): the launch's count.
+int64_t work_items(const QuantGeometry& g, bool quantize) {
+  return g.rows * (g.k / (quantize ? g.group_size : 8));
+}
+
+// Invocations: one per group (quantize), one per kDequantChunks chunks (dequantize).
+constexpr int64_t kDequantChunks = 4;  // DEQ_CHUNKS in templates/quantize.glsl
 int64_t invocations(const QuantGeometry& g, bool quantize) {
-  return g.rows * (g.k / (quantize ? g.group_size : 32));
+  int64_t items = work_items(g, quantize);
+  return quantize ? items : (items + kDequantChunks - 1) / kDequantChunks;
 }
 
 }  // namespace
@@ -42,6 +49,11 @@ KernelKey quant_key(const std::string& op, const std::string& dtype, const Quant
                  {"op", op}}};
   if (!g.ids.empty()) {
     key.params["ids"] = g.ids;
+  }
+  if (op == "dequantize") {
+    // Each chunk of 8 values as 16-byte stores where the output's offset allows.
+    key.params.emplace("round", std::string(1, g.round_once ? '1' : '2'));
+    key.params.emplace("vec", std::string(1, g.out_offset % 8 == 0 ? '1' : '0'));
   }
   return key;
 }
@@ -60,7 +72,7 @@ void parse_quant(const KernelKey& key, const std::string& where, int& bits, int&
 
 KernelSource render_quant(const KernelKey& key, const DeviceCaps& caps) {
   const std::string where = "kernel " + key.canonical();
-  check_params(key, {"bits", "dtype", "gs", "ids", "idx", "op"}, where);
+  check_params(key, {"bits", "dtype", "gs", "ids", "idx", "op", "round", "vec"}, where);
   const DtypeInfo& dt = dtype_info(key_param(key, "dtype", where), where);
   if (dt.kind != Kind::Float) {
     throw std::invalid_argument("[render] " + where + ": needs a float dtype.");
@@ -77,6 +89,21 @@ KernelSource render_quant(const KernelKey& key, const DeviceCaps& caps) {
   defines.push_back(std::string("QUANT_OP ") + (quantize ? "1" : "0"));
   defines.push_back("BITS " + std::to_string(bits));
   defines.push_back("GS " + std::to_string(gs));
+  if (!quantize) {
+    const std::string& vec = key_param(key, "vec", where);
+    if (vec != "0" && vec != "1") {
+      throw std::invalid_argument("[render] " + where + ": vec must be 0 or 1.");
+    }
+    const std::string& round = key_param(key, "round", where);
+    if (round != "1" && round != "2") {
+      throw std::invalid_argument("[render] " + where + ": round must be 1 or 2.");
+    }
+    defines.push_back("VEC_OUT " + vec);
+    defines.push_back("OUT_WIDTH " + std::to_string(dt.bits));
+    defines.push_back(std::string("OUT_F16 ") + (std::string(dt.name) == "f16" ? "1" : "0"));
+    defines.push_back(std::string("ROUND_ONCE ") + (round == "1" ? "1" : "0"));
+    defines.push_back("DEQ_CHUNKS " + std::to_string(kDequantChunks));
+  }
   bool ids = key.params.count("ids") != 0;
   if (ids) {
     const std::string& t = key_param(key, "ids", where);
@@ -97,8 +124,9 @@ Launch quant_launch(const KernelKey& key, const KernelSource& source, const Quan
       key != quant_key(key_param(key, "op", where), key_param(key, "dtype", where), g)) {
     throw std::invalid_argument("[launch] " + where + " does not match the geometry.");
   }
-  int64_t count = invocations(g, quantize);
+  int64_t count = work_items(g, quantize);
   uint64_t wg = source.workgroup_size[0];
+  uint64_t groups = (static_cast<uint64_t>(invocations(g, quantize)) + wg - 1) / wg;
   std::vector<int64_t> fields{count,
                               g.k,
                               static_cast<int64_t>(g.w_offset),
@@ -109,8 +137,7 @@ Launch quant_launch(const KernelKey& key, const KernelSource& source, const Quan
     fields.push_back(g.src_rows);
     fields.push_back(static_cast<int64_t>(g.ids_offset));
   }
-  return pack_launch(source, fields, parse_idx(key, where),
-                     (static_cast<uint64_t>(count) + wg - 1) / wg, where);
+  return pack_launch(source, fields, parse_idx(key, where), groups, where);
 }
 
 }  // namespace mlx::core::vulkan::codegen

@@ -28,10 +28,15 @@ struct QuantGeometry {
   std::string ids;
   int64_t src_rows = 0;
   uint64_t ids_offset = 0;
+  // Dequantize: scale * q + bias rounded once, as the qmm tiles dequantize a product's
+  // weights, instead of the op's T(T(scale * q) + bias).
+  bool round_once = false;
 };
 
 // "quant:bits=2..8,dtype=f16|bf16|f32,gs=32|64|128,idx=32|64,op=dequantize|quantize", plus
-// "ids=i32|u32" for a dequantize through indices;
+// "ids=i32|u32" for a dequantize through indices and, for dequantize, "round=1|2" (the
+// roundings a value takes: round_once) and "vec=0|1" (1: the output's offset is a multiple
+// of 8, so each 8-value chunk is stored as 16-byte vectors);
 // dtype is the float side's (the output of dequantize, the input of quantize, and the
 // scales' and biases').
 KernelKey quant_key(const std::string& op, const std::string& dtype, const QuantGeometry& g);

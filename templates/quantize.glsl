@@ -1,11 +1,14 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 // MLX's affine quantization format (docs/quantization.md), both ways, over dense rows of K
 // values: BITS-bit values packed little-endian into uint32 words (K * BITS / 32 per row),
 // one scale and one bias per GS values.
-//   QUANT_OP 0, dequantize: one invocation per pack of 32 values (BITS words, inside one
-//     group): out = T(T(scale * q) + bias), the product rounded to the output dtype T
-//     before the add, as the CPU reference (and MLX's multiply-then-add) computes it.
+//   QUANT_OP 0, dequantize: one invocation per chunk of 8 values (BITS bytes of the row's
+//     bit stream, inside one group): out = T(T(scale * q) + bias), the product rounded to
+//     the output dtype T before the add, as the CPU reference (and MLX's multiply-then-add)
+//     computes it. Consecutive invocations write consecutive chunks, so a subgroup's stores
+//     are contiguous; with VEC_OUT each chunk is one 16-byte store (two for f32).
 //   QUANT_OP 1, quantize: one invocation per group, in f32 step by step as the CPU
 //     reference, so the words, scales and biases are the same: min and max (NaN skipped),
 //     scale = max((max - min) / n_bins, 1e-7) signed toward the end of larger magnitude
@@ -26,6 +29,23 @@
 
 #include "include/operands.glsl"
 
+#ifndef VEC_OUT
+#define VEC_OUT 0
+#endif
+#ifndef OUT_WIDTH
+#define OUT_WIDTH 16
+#endif
+// ROUND_ONCE: out = T(scale * q + bias), rounded once at the store, as the qmm tiles
+// dequantize a product's weights (mlx/backend/vulkan/qmm_dequant.h); else the op's two.
+#ifndef ROUND_ONCE
+#define ROUND_ONCE 0
+#endif
+#ifndef OUT_F16
+#define OUT_F16 0
+#endif
+#ifndef DEQ_CHUNKS
+#define DEQ_CHUNKS 4
+#endif
 #define MASK ((1u << BITS) - 1u)
 #define WORDS_PER_GROUP (GS * BITS / 32)
 
@@ -43,6 +63,10 @@ layout(std430, set = 0, binding = 2) readonly buffer Biases {
 };
 layout(std430, set = 0, binding = 3) writeonly buffer Out {
   OUT_ST outv[];
+};
+// The same output as 16-byte vectors (VEC_OUT: the output's offset is a multiple of 8).
+layout(std430, set = 0, binding = 3) writeonly buffer Out4 {
+  uvec4 out4[];
 };
 #ifndef IDS
 #define IDS 0
@@ -71,7 +95,7 @@ layout(std430, set = 0, binding = 3) writeonly buffer Biases {
 // codegen/matmul.cpp packs exactly these fields, each IDX_T. Offsets are elements (words
 // for the packed operand) within each binding.
 layout(push_constant) uniform Params {
-  IDX_T count;  // packs (dequantize) or groups (quantize)
+  IDX_T count;  // chunks of 8 values (dequantize) or groups (quantize)
   IDX_T k;      // values per row
   IDX_T w_offset;
   IDX_T s_offset;
@@ -90,15 +114,37 @@ IDX_T invocation() {
 }
 
 #if QUANT_OP == 0
-void main() {
-  IDX_T i = invocation();
-  if (i >= pc.count) {
-    return;
+// Stores chunk i's 8 values. One invocation per 32-value pack, each storing its values one
+// by one 64 bytes from its neighbour's, dequantized at ~0.1 of the bandwidth on an H200
+// (docs/quantization.md).
+void store_chunk(IDX_T i, float v[8]) {
+  IDX_T at = pc.out_offset + i * 8;
+#if VEC_OUT && OUT_F16 && MLX_F16_HW
+  // Two values a conversion (exact alone on such drivers; types.glsl).
+  out4[uint(at / 8)] = uvec4(packHalf2x16(vec2(v[0], v[1])), packHalf2x16(vec2(v[2], v[3])),
+                             packHalf2x16(vec2(v[4], v[5])), packHalf2x16(vec2(v[6], v[7])));
+#elif VEC_OUT && OUT_WIDTH == 16
+  uint h[8];
+  [[unroll]] for (uint j = 0; j < 8u; ++j) {
+    h[j] = uint(OUT_STORE(v[j]));
   }
-  IDX_T packs_per_row = pc.k / 32;
-  IDX_T row = i / packs_per_row;
-  IDX_T p = i - row * packs_per_row;
-  IDX_T src = i;  // the pack read
+  out4[uint(at / 8)] = uvec4(h[0] | (h[1] << 16), h[2] | (h[3] << 16), h[4] | (h[5] << 16),
+                             h[6] | (h[7] << 16));
+#elif VEC_OUT
+  out4[uint(at / 4)] = floatBitsToUint(vec4(v[0], v[1], v[2], v[3]));
+  out4[uint(at / 4) + 1] = floatBitsToUint(vec4(v[4], v[5], v[6], v[7]));
+#else
+  [[unroll]] for (uint j = 0; j < 8u; ++j) {
+    outv[uint(at + j)] = OUT_STORE(v[j]);
+  }
+#endif
+}
+
+// Dequantizes and stores chunk i.
+void dequantize_chunk(IDX_T i) {
+  IDX_T chunks_per_row = pc.k / 8;
+  IDX_T row = i / chunks_per_row;
+  IDX_T c = i - row * chunks_per_row;
 #if IDS
   // As the GPU's take: a negative index counts from the end once; one still out of range
   // reads zeros, so its values are 0 * q + 0.
@@ -111,33 +157,51 @@ void main() {
   bool inside = srow >= 0 && srow < pc.src_rows;
 #endif
   if (!inside) {
-    for (uint j = 0; j < 32; ++j) {
-      outv[uint(pc.out_offset + i * 32 + j)] = OUT_STORE(0.0f);
-    }
+    float zeros[8] = float[8](0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+    store_chunk(i, zeros);
     return;
   }
-  src = srow * packs_per_row + p;
   row = srow;
 #endif
-  uint words[BITS];
-  for (uint q = 0; q < BITS; ++q) {
-    words[q] = wq[uint(pc.w_offset + src * BITS + q)];
-  }
-  IDX_T g = row * (pc.k / GS) + p * 32 / GS;
+  // The chunk's BITS bytes start at bit c * 8 * BITS of its row, within one or two words.
+  IDX_T bitpos = c * (8 * BITS);
+  IDX_T word = pc.w_offset + row * (pc.k * BITS / 32) + (bitpos >> 5);
+  uint sh = uint(bitpos & 31);
+  uint lo = wq[uint(word)];
+  uint hi = sh + 8u * BITS > 32u ? wq[uint(word + 1)] : 0u;
+  IDX_T g = row * (pc.k / GS) + c * 8 / GS;
   float s = float(IN0_LOAD(scales[uint(pc.s_offset + g)]));
   float b = float(IN0_LOAD(qbiases[uint(pc.b_offset + g)]));
-  IDX_T out0 = pc.out_offset + i * 32;
-  for (uint j = 0; j < 32; ++j) {
-    uint bit = j * BITS;
-    uint v = words[bit >> 5] >> (bit & 31u);
-#if (32 % BITS) != 0
-    if ((bit & 31u) + BITS > 32u) {
-      v |= words[(bit >> 5) + 1] << (32u - (bit & 31u));
-    }
-#endif
-    precise float scaled = s * float(v & MASK);
+  float v[8];
+  [[unroll]] for (uint j = 0; j < 8u; ++j) {
+    uint bit = sh + j * BITS;
+    uint q = bit >= 32u ? hi >> (bit - 32u) : (lo >> bit) | (bit + BITS > 32u ? hi << (32u - bit) : 0u);
+#if ROUND_ONCE
+    v[j] = s * float(q & MASK) + b;
+#else
+    precise float scaled = s * float(q & MASK);
+#if OUT_F16
+    precise float sum = f16_round_fast(scaled) + b;
+#else
     precise float sum = float(OUT_ROUND(scaled)) + b;
-    outv[uint(out0 + j)] = OUT_STORE(sum);
+#endif
+    v[j] = sum;
+#endif
+  }
+  store_chunk(i, v);
+}
+
+// Each invocation takes DEQ_CHUNKS chunks, one in each of as many equal spans of the
+// output, so that a subgroup's loads and stores stay contiguous and each invocation has
+// several in flight (H200: 1 chunk an invocation moved 0.45 of the bandwidth for bf16).
+void main() {
+  IDX_T i = invocation();
+  IDX_T span = (pc.count + DEQ_CHUNKS - 1) / DEQ_CHUNKS;
+  [[unroll]] for (uint j = 0; j < DEQ_CHUNKS; ++j) {
+    IDX_T chunk = i + IDX_T(j) * span;
+    if (i < span && chunk < pc.count) {
+      dequantize_chunk(chunk);
+    }
   }
 }
 #else

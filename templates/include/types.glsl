@@ -120,6 +120,18 @@ float f16_round(float f) {
   return f16_bits_to_f32_sw(f32_to_f16_bits_sw(f));
 }
 
+// The same in a few integer operations where f lies in f16's normal range below the
+// overflow point ([2^-14, 65520) in magnitude: the 13 dropped bits rounded to nearest-even
+// in place), else f16_round.
+float f16_round_fast(float f) {
+  uint x = floatBitsToUint(f);
+  uint a = x & 0x7fffffffu;
+  if (a >= 0x38800000u && a < 0x477ff000u) {
+    return uintBitsToFloat((x + 0xfffu + ((x >> 13) & 1u)) & 0xffffe000u);
+  }
+  return f16_round(f);
+}
+
 float bf16_bits_to_f32(uint b) {
   return uintBitsToFloat(b << 16);
 }

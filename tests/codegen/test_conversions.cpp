@@ -128,3 +128,23 @@ TEST_CASE("GLSL float-to-int casts saturate and map NaN to 0 like cast_value") {
     CHECK(glsl::float_to_u64(x) == cast_value<uint64_t>(x));
   }
 }
+
+// The dequantize kernel's rounding of scale * q to f16 (templates/quantize.glsl): the
+// integer shortcut must give f16_round's bits wherever it applies, and at its range ends.
+TEST_CASE("GLSL f16_round_fast rounds exactly as f16_round") {
+  int mismatches = 0;
+  auto check = [&](float x) {
+    uint32_t got = std::bit_cast<uint32_t>(glsl::f16_round_fast(x));
+    uint32_t want = std::bit_cast<uint32_t>(static_cast<float>(float16_t(x)));
+    if (got != want && !(std::isnan(x)) && mismatches++ < 5) {
+      FAIL_CHECK("f32 " << x << " (0x" << std::hex << std::bit_cast<uint32_t>(x) << ") -> 0x" << got
+                        << ", CPU 0x" << want);
+    }
+  };
+  for_sample_floats(check);
+  for (float x : {6.103515625e-05f, 6.1035152e-05f, 65504.0f, 65519.0f, 65519.996f, 65520.0f,
+                  -65520.0f, 0.0f, -0.0f}) {
+    check(x);
+  }
+  CHECK(mismatches == 0);
+}

@@ -19,6 +19,7 @@
 
 #include "harness.h"
 #include "mlx/backend/vulkan/cpu_fallback.h"
+#include "mlx/backend/vulkan/qmm_dequant.h"
 
 namespace mx = mlx::core;
 using namespace gpu_diff;
@@ -232,6 +233,65 @@ TEST_CASE("quantized_matmul on the GPU: every M, batched x and batched weights")
   check_qmm({8, 64, mx::float32, false, 12, 24, 2, {2}}, seed += 2);
   auto counts = mx::vulkan::fallback_counts();
   CHECK(counts["QuantizedMatmul"] == 0);
+}
+
+// Large products dequantize their weights into a scratch buffer of the stream, then take
+// the gemm family (mlx/backend/vulkan/qmm_dequant.h; past 256 rows on devices with
+// cooperative matrices). Forced here, so that lavapipe runs it at small sizes too.
+TEST_CASE("quantized_matmul dequantized first: every bits, both layouts, the scratch reused") {
+  if (!gpu_present())
+    return;
+  mx::vulkan::reset_fallback_counts();
+  mx::vulkan::force_qmm_dequant(true);
+  uint64_t before = mx::vulkan::qmm_dequant_count();
+  uint64_t seed = 7000;
+  int i = 0;
+  const mx::Dtype dts[] = {mx::float32, mx::float16, mx::bfloat16};
+  for (int bits : kBits) {
+    for (bool transpose : {true, false}) {
+      check_qmm({bits, 64, dts[i++ % 3], transpose, 33, 40, 2}, seed += 2);
+    }
+  }
+  CHECK(mx::vulkan::qmm_dequant_count() - before == 12);
+
+  // Three products in one batch, the second's weights larger than the first's (the scratch
+  // grows while the first product may still read it), the third reading the first's again:
+  // each must see its own weights.
+  auto cpu = mx::Device::cpu, gpu = mx::Device::gpu;
+  struct Product {
+    int n, k;
+  };
+  const Product ps[] = {{40, 128}, {96, 256}, {40, 128}};
+  std::vector<mx::array> xs, qs_w, qs_s, qs_b, wants;
+  for (const auto& p : ps) {
+    auto x = uniform({17, p.k}, mx::float32, seed += 2);
+    auto q = mx::quantize(uniform({p.n, p.k}, mx::float32, seed += 2), 64, 4, "affine",
+                          std::nullopt, cpu);
+    wants.push_back(mx::quantized_matmul(x, q[0], q[1], q[2], true, 64, 4, "affine", cpu));
+    xs.push_back(on_device(x, gpu));
+    qs_w.push_back(on_device(q[0], gpu));
+    qs_s.push_back(on_device(q[1], gpu));
+    qs_b.push_back(on_device(q[2], gpu));
+  }
+  mx::eval(wants);
+  before = mx::vulkan::qmm_dequant_count();
+  auto got = gpu_eval_checked(
+      [&] {
+        std::vector<mx::array> outs;
+        for (size_t j = 0; j < 3; ++j) {
+          outs.push_back(
+              mx::quantized_matmul(xs[j], qs_w[j], qs_s[j], qs_b[j], true, 64, 4, "affine", gpu));
+        }
+        return outs;
+      },
+      "three dequantized products in one batch");
+  CHECK(mx::vulkan::qmm_dequant_count() - before == 3);
+  for (size_t j = 0; j < 3; ++j) {
+    CHECK_MESSAGE(all_close(got[j], wants[j], Tolerance{2e-5, 1e-6 * ps[j].k}, "product"),
+                  "product " << j);
+  }
+  mx::vulkan::force_qmm_dequant(std::nullopt);
+  CHECK(mx::vulkan::fallback_counts()["QuantizedMatmul"] == 0);
 }
 
 TEST_CASE("quantized_matmul of one row with a long K: parts of a column group split the packs") {

@@ -204,6 +204,21 @@ const char* matmul_unsupported(const array& a, const array& b, const array& out)
   return nullptr;
 }
 
+void record_gemm(const Device& dev, CommandEncoder& enc, const char* dtype, const MatmulGeometry& g,
+                 std::span<const Binding, 3> bindings) {
+  const auto& planned = memoized(matmul_signature("gemm", dtype, g), [&] {
+    auto tile = planned_gemm_tile(g, dtype, true);
+    auto key = codegen::gemm_key(dtype, g, tile);
+    const Kernel* kernel = get_kernel_or_drop_coop(key, tile.coop);
+    if (kernel == nullptr) {
+      key = codegen::gemm_key(dtype, g, codegen::gemm_tile(g, dev.caps(), dtype));
+      kernel = &kernel_library().get(key);
+    }
+    return MemoEntry{kernel, codegen::gemm_launch(key, kernel->source, g)};
+  });
+  record_launch(enc, *planned.kernel, planned.launch, bindings);
+}
+
 void matmul_gpu(int stream, const array& a_in, const array& b_in, array& out, bool addmm,
                 float alpha, float beta) {
   auto& dev = device("Matmul");
@@ -280,17 +295,7 @@ void matmul_gpu(int stream, const array& a_in, const array& b_in, array& out, bo
   }
 
   if (!codegen::gemv_applies(g)) {
-    const auto& planned = memoized(matmul_signature("gemm", dtype, g), [&] {
-      auto tile = planned_gemm_tile(g, dtype, true);
-      auto key = codegen::gemm_key(dtype, g, tile);
-      const Kernel* kernel = get_kernel_or_drop_coop(key, tile.coop);
-      if (kernel == nullptr) {
-        key = codegen::gemm_key(dtype, g, codegen::gemm_tile(g, dev.caps(), dtype));
-        kernel = &kernel_library().get(key);
-      }
-      return MemoEntry{kernel, codegen::gemm_launch(key, kernel->source, g)};
-    });
-    record_launch(enc, *planned.kernel, planned.launch, bindings);
+    record_gemm(dev, enc, dtype, g, bindings);
     return;
   }
 

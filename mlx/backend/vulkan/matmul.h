@@ -5,10 +5,13 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "codegen/matmul.h"
 #include "mlx/array.h"
+#include "mlx/backend/vulkan/command_encoder.h"
+#include "mlx/backend/vulkan/device.h"
 
 namespace mlx::core::vulkan {
 
@@ -27,6 +30,11 @@ void matmul_gpu(int stream, const array& a, const array& b, array& out, bool add
 // The tile of a gemm or qmm launch: codegen::gemm_tile for the device, unless
 // MLX_VK_GEMM_TILE names a tile that can run the problem (for measurements, docs/matmul.md),
 // or, with `tune` and the autotune on, the autotune's choice (autotune.h).
+// Records the gemm family's launch for g (any m; the caller checked gemv does not apply)
+// with bindings A, B, out: the planned tile, memoized.
+void record_gemm(const Device& dev, CommandEncoder& enc, const char* dtype,
+                 const codegen::MatmulGeometry& g, std::span<const Binding, 3> bindings);
+
 codegen::GemmTile planned_gemm_tile(const codegen::MatmulGeometry& g, const char* dtype,
                                     bool tune = false);
 

@@ -4,7 +4,8 @@
 //     64 in 16-row launches), "qmv"
 //     (transpose=true, M <= 8: a decode step) or "qmm" (the gemm template reading B from
 //     the packed format), on dense operands; with 2-d weights every batch row of x folds
-//     into M.
+//     into M. Past a few hundred rows the weights are dequantized first and the gemm
+//     family multiplies them (qmm_dequant.h).
 //   Dequantize / AffineQuantize: the "quant" family, one invocation per pack or group.
 // docs/matmul.md and docs/quantization.md.
 #include "codegen/matmul.h"
@@ -18,6 +19,7 @@
 #include "mlx/backend/vulkan/launch_memo.h"
 #include "mlx/backend/vulkan/lookahead.h"
 #include "mlx/backend/vulkan/matmul.h"
+#include "mlx/backend/vulkan/qmm_dequant.h"
 #include "mlx/backend/vulkan/reduce_plan.h"
 #include "mlx/backend/vulkan/utils.h"
 #include "mlx/fast_primitives.h"
@@ -48,31 +50,6 @@ const char* quant_unsupported(const std::vector<array>& operands, const array& f
     }
   }
   return nullptr;
-}
-
-// Records a "quant" launch (op "dequantize" or "quantize"; the float side's dtype) through
-// the launch memo: a decode step dequantizes its token's embedding row every step.
-void record_quant(vulkan::CommandEncoder& enc, const char* op, const char* dtype,
-                  const codegen::QuantGeometry& g, std::span<const vulkan::Binding> bindings) {
-  const int64_t sig[] = {vulkan::family_word("quant"),
-                         vulkan::family_word(op),
-                         static_cast<int64_t>(reinterpret_cast<uintptr_t>(dtype)),
-                         g.rows,
-                         g.k,
-                         g.bits | (int64_t{g.group_size} << 8),
-                         static_cast<int64_t>(g.w_offset),
-                         static_cast<int64_t>(g.scales_offset),
-                         static_cast<int64_t>(g.biases_offset),
-                         static_cast<int64_t>(g.out_offset),
-                         g.ids.empty() ? 0 : vulkan::family_word(g.ids.c_str()),
-                         g.src_rows,
-                         static_cast<int64_t>(g.ids_offset)};
-  const auto& planned = vulkan::memoized(sig, [&] {
-    auto key = codegen::quant_key(op, dtype, g);
-    const auto& kernel = vulkan::kernel_library().get(key);
-    return vulkan::MemoEntry{&kernel, codegen::quant_launch(key, kernel.source, g)};
-  });
-  vulkan::record_launch(enc, *planned.kernel, planned.launch, bindings);
 }
 
 // Rows up to which a product of one weight matrix runs as 16-row qmvc blocks (QuantizedMatmul
@@ -363,6 +340,11 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
       return;
     }
   }
+  if (vulkan::qmm_dequantizes(dev, dtype, g)) {
+    vulkan::record_qmm_dequantized(dev, enc, dtype, g, bx.binding, bw.binding, bs.binding,
+                                   bbias.binding, by.binding);
+    return;
+  }
   record(g, coop && codegen::qmvc_applies(dtype, g, dev.caps()) &&
                 (qmvc_mode == "on" || codegen::qmvc_preferred(dtype, g, dev.caps())));
 }
@@ -408,7 +390,7 @@ void Dequantize::eval_gpu(const std::vector<array>& inputs, array& out) {
     g.ids_offset = bi.elem_offset;
     bindings[4] = bi.binding;
   }
-  record_quant(enc, "dequantize", dtype, g, std::span(bindings, rows_ ? 5 : 4));
+  vulkan::record_quant(enc, "dequantize", dtype, g, std::span(bindings, rows_ ? 5 : 4));
 }
 
 void AffineQuantize::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
@@ -445,7 +427,7 @@ void AffineQuantize::eval_gpu(const std::vector<array>& inputs, std::vector<arra
   g.scales_offset = bs.elem_offset;
   g.biases_offset = bbias.elem_offset;
   const vulkan::Binding bindings[] = {bw.binding, bq.binding, bs.binding, bbias.binding};
-  record_quant(enc, "quantize", dtype, g, bindings);
+  vulkan::record_quant(enc, "quantize", dtype, g, bindings);
 }
 
 }  // namespace mlx::core

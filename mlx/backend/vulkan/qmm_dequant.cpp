@@ -1,0 +1,149 @@
+#include "mlx/backend/vulkan/qmm_dequant.h"
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "mlx/backend/vulkan/allocator.h"
+#include "mlx/backend/vulkan/kernel_library.h"
+#include "mlx/backend/vulkan/kernels.h"
+#include "mlx/backend/vulkan/launch_memo.h"
+#include "mlx/backend/vulkan/matmul.h"
+#include "mlx/backend/vulkan/reduce_plan.h"
+#include "mlx/backend/vulkan/utils.h"
+
+namespace mlx::core::vulkan {
+
+namespace {
+
+std::atomic<int> forced{-1};  // force_qmm_dequant: -1 the environment's choice, 0 off, 1 on
+std::atomic<uint64_t> taken{0};
+
+// The float dtypes the quantized products take (f32, f16, bf16).
+int64_t float_itemsize(const char* dtype) {
+  return std::string(dtype) == "f32" ? 4 : 2;
+}
+
+// The GEMM's geometry: x times the dequantized weights (rows of k values for transpose,
+// else of n), at element 0 of their scratch.
+codegen::MatmulGeometry gemm_geometry(const codegen::MatmulGeometry& g) {
+  codegen::MatmulGeometry d;
+  d.m = g.m;
+  d.n = g.n;
+  d.k = g.k;
+  d.lda = g.lda;
+  d.a_offset = g.a_offset;
+  d.b_t = g.b_t;
+  d.ldb = g.b_t ? g.k : g.n;
+  d.out_offset = g.out_offset;
+  return d;
+}
+
+// The stream's scratch for dequantized weights, of at least `bytes`: one buffer a stream
+// that only grows (the stream's launches are ordered, and the encoder puts a barrier between
+// a launch that reads it and the next that writes it). A smaller one it replaces stays alive
+// until the batches that use it complete.
+Allocation* scratch(CommandEncoder& enc, size_t bytes) {
+  static std::mutex mtx;
+  static std::map<int, allocator::Buffer> buffers;
+  std::lock_guard lk(mtx);
+  auto it = buffers.find(enc.index());
+  if (it != buffers.end() && allocation(it->second)->size >= bytes) {
+    return allocation(it->second);
+  }
+  if (it != buffers.end()) {
+    enc.add_temporary(it->second);
+    buffers.erase(it);
+  }
+  it = buffers.emplace(enc.index(), allocator::malloc(bytes)).first;
+  return allocation(it->second);
+}
+
+}  // namespace
+
+void record_quant(CommandEncoder& enc, const char* op, const char* dtype,
+                  const codegen::QuantGeometry& g, std::span<const Binding> bindings) {
+  const int64_t sig[] = {family_word("quant"),
+                         family_word(op),
+                         static_cast<int64_t>(reinterpret_cast<uintptr_t>(dtype)),
+                         g.rows,
+                         g.k,
+                         g.bits | (int64_t{g.group_size} << 8),
+                         static_cast<int64_t>(g.w_offset),
+                         static_cast<int64_t>(g.scales_offset),
+                         static_cast<int64_t>(g.biases_offset),
+                         static_cast<int64_t>(g.out_offset),
+                         g.ids.empty() ? 0 : family_word(g.ids.c_str()),
+                         g.src_rows,
+                         static_cast<int64_t>(g.ids_offset),
+                         g.round_once ? 1 : 0};
+  const auto& planned = memoized(sig, [&] {
+    auto key = codegen::quant_key(op, dtype, g);
+    const auto& kernel = kernel_library().get(key);
+    return MemoEntry{&kernel, codegen::quant_launch(key, kernel.source, g)};
+  });
+  record_launch(enc, *planned.kernel, planned.launch, bindings);
+}
+
+void force_qmm_dequant(std::optional<bool> on) {
+  forced = on ? int(*on) : -1;
+}
+
+uint64_t qmm_dequant_count() {
+  return taken.load();
+}
+
+bool qmm_dequantizes(const Device& dev, const char* dtype, const codegen::MatmulGeometry& g) {
+  static const std::string mode = env_string("MLX_VK_QMM_DEQUANT", "auto");
+  static const int64_t rows = static_cast<int64_t>(
+      env_size("MLX_VK_QMM_DEQUANT_ROWS", static_cast<size_t>(kQmmDequantRows)));
+  int f = forced.load();
+  bool on = f == 1 || (f < 0 && mode == "on");
+  if (f == 0 || (f < 0 && mode == "off")) {
+    return false;
+  }
+  if (g.bits == 0 || g.batches != 1 || g.prenorm || g.residual || g.glu || g.k == 0 || g.m <= 8) {
+    return false;
+  }
+  int64_t itemsize = float_itemsize(dtype);
+  int64_t elems = g.n * g.k;
+  if (elems > binding_elems(dev, itemsize) || elems * itemsize > kQmmDequantBytes) {
+    return false;
+  }
+  if (on) {
+    return true;
+  }
+  return g.m >= rows && planned_gemm_tile(gemm_geometry(g), dtype).coop;
+}
+
+void record_qmm_dequantized(const Device& dev, CommandEncoder& enc, const char* dtype,
+                            const codegen::MatmulGeometry& g, const Binding& x, const Binding& w,
+                            const Binding& scales, const Binding& biases, const Binding& out) {
+  int64_t itemsize = float_itemsize(dtype);
+  int64_t elems = g.n * g.k;
+  Buf buf{scratch(enc, static_cast<size_t>(elems * itemsize)), 0, dtype, itemsize};
+  codegen::QuantGeometry q;
+  q.k = g.b_t ? g.k : g.n;
+  q.rows = elems / q.k;
+  q.bits = g.bits;
+  q.group_size = g.group_size;
+  q.w_offset = g.b_offset;
+  q.scales_offset = g.scales_offset;
+  q.biases_offset = g.biases_offset;
+  q.round_once = true;  // the qmm tiles' weights: results do not move with the row count
+  auto written = bind_run(dev, buf, elems, true);
+  q.out_offset = written.elem_offset;
+  const Binding quant_bindings[] = {w, scales, biases, written.binding};
+  record_quant(enc, "dequantize", dtype, q, quant_bindings);
+
+  auto read = bind_run(dev, buf, elems, false);
+  codegen::MatmulGeometry d = gemm_geometry(g);
+  d.b_offset = read.elem_offset;
+  const std::array<Binding, 3> gemm_bindings{x, read.binding, out};
+  record_gemm(dev, enc, dtype, d, gemm_bindings);
+  taken.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace mlx::core::vulkan
