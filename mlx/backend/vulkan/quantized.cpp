@@ -320,6 +320,12 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
     }
     vulkan::record_launch(enc, *planned.kernel, planned.launch, std::span(bindings, n_bindings));
   };
+  // Many rows (or any, where forced): the weights dequantized first, then the GEMM.
+  if (vulkan::qmm_dequantizes(dev, dtype, g)) {
+    vulkan::record_qmm_dequantized(dev, enc, dtype, g, bx.binding, bw.binding, bs.binding,
+                                   bbias.binding, by.binding);
+    return;
+  }
   // 17 to 64 rows of one weight matrix: qmvc in blocks of 16 rows, a launch each. Each reads
   // W again, but the qmm tiles these rows would take cost more than four blocks. A last
   // block of few rows takes qmv where qmv is faster (qmvc_preferred: 1 to 2 rows, or 3 to 5
@@ -339,11 +345,6 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
       }
       return;
     }
-  }
-  if (vulkan::qmm_dequantizes(dev, dtype, g)) {
-    vulkan::record_qmm_dequantized(dev, enc, dtype, g, bx.binding, bw.binding, bs.binding,
-                                   bbias.binding, by.binding);
-    return;
   }
   record(g, coop && codegen::qmvc_applies(dtype, g, dev.caps()) &&
                 (qmvc_mode == "on" || codegen::qmvc_preferred(dtype, g, dev.caps())));
