@@ -96,15 +96,21 @@ uint64_t qmm_dequant_count() {
 }
 
 bool qmm_dequantizes(const Device& dev, const char* dtype, const codegen::MatmulGeometry& g) {
-  static const std::string mode = env_string("MLX_VK_QMM_DEQUANT", "auto");
-  static const int64_t rows = static_cast<int64_t>(
-      env_size("MLX_VK_QMM_DEQUANT_ROWS", static_cast<size_t>(kQmmDequantRows)));
-  int f = forced.load();
-  bool on = f == 1 || (f < 0 && mode == "on");
-  if (f == 0 || (f < 0 && mode == "off")) {
+  // Decode-sized products (every step of a decode) leave at the first test.
+  if (g.m <= 8 || g.bits == 0 || g.batches != 1 || g.prenorm || g.residual || g.glu ||
+      g.k == 0) {
     return false;
   }
-  if (g.bits == 0 || g.batches != 1 || g.prenorm || g.residual || g.glu || g.k == 0 || g.m <= 8) {
+  // MLX_VK_QMM_DEQUANT: -1 auto, 0 off, 1 on; force_qmm_dequant overrides it.
+  static const int env_mode = [] {
+    std::string m = env_string("MLX_VK_QMM_DEQUANT", "auto");
+    return m == "on" ? 1 : m == "off" ? 0 : -1;
+  }();
+  static const int64_t rows = static_cast<int64_t>(
+      env_size("MLX_VK_QMM_DEQUANT_ROWS", static_cast<size_t>(kQmmDequantRows)));
+  int f = forced.load(std::memory_order_relaxed);
+  int mode = f >= 0 ? f : env_mode;
+  if (mode == 0) {
     return false;
   }
   int64_t itemsize = float_itemsize(dtype);
@@ -112,10 +118,7 @@ bool qmm_dequantizes(const Device& dev, const char* dtype, const codegen::Matmul
   if (elems > binding_elems(dev, itemsize) || elems * itemsize > kQmmDequantBytes) {
     return false;
   }
-  if (on) {
-    return true;
-  }
-  return g.m >= rows && planned_gemm_tile(gemm_geometry(g), dtype).coop;
+  return mode == 1 || (g.m >= rows && planned_gemm_tile(gemm_geometry(g), dtype).coop);
 }
 
 void record_qmm_dequantized(const Device& dev, CommandEncoder& enc, const char* dtype,
