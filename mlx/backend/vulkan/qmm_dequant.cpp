@@ -97,8 +97,7 @@ uint64_t qmm_dequant_count() {
 
 bool qmm_dequantizes(const Device& dev, const char* dtype, const codegen::MatmulGeometry& g) {
   // Decode-sized products (every step of a decode) leave at the first test.
-  if (g.m <= 8 || g.bits == 0 || g.batches != 1 || g.prenorm || g.residual || g.glu ||
-      g.k == 0) {
+  if (g.m <= 8 || g.bits == 0 || g.batches != 1 || g.prenorm || g.residual || g.glu || g.k == 0) {
     return false;
   }
   // MLX_VK_QMM_DEQUANT: -1 auto, 0 off, 1 on; force_qmm_dequant overrides it.
