@@ -4,11 +4,12 @@
 // MLX's affine quantization format (docs/quantization.md), both ways, over dense rows of K
 // values: BITS-bit values packed little-endian into uint32 words (K * BITS / 32 per row),
 // one scale and one bias per GS values.
-//   QUANT_OP 0, dequantize: one invocation per chunk of 8 values (BITS bytes of the row's
-//     bit stream, inside one group): out = T(T(scale * q) + bias), the product rounded to
-//     the output dtype T before the add, as the CPU reference (and MLX's multiply-then-add)
-//     computes it. Consecutive invocations write consecutive chunks, so a subgroup's stores
-//     are contiguous; with VEC_OUT each chunk is one 16-byte store (two for f32).
+//   QUANT_OP 0, dequantize: chunks of 8 values (BITS bytes of the row's bit stream, inside
+//     one group), DEQ_CHUNKS an invocation: out = T(T(scale * q) + bias), the product
+//     rounded to the output dtype T before the add, as the CPU reference (and MLX's
+//     multiply-then-add) computes it. Consecutive invocations write consecutive chunks, so
+//     a subgroup's stores are contiguous; with VEC_OUT each chunk is one 16-byte store
+//     (two for f32).
 //   QUANT_OP 1, quantize: one invocation per group, in f32 step by step as the CPU
 //     reference, so the words, scales and biases are the same: min and max (NaN skipped),
 //     scale = max((max - min) / n_bins, 1e-7) signed toward the end of larger magnitude
@@ -115,8 +116,8 @@ IDX_T invocation() {
 
 #if QUANT_OP == 0
 // Stores chunk i's 8 values. One invocation per 32-value pack, each storing its values one
-// by one 64 bytes from its neighbour's, dequantized at ~0.1 of the bandwidth on an H200
-// (docs/quantization.md).
+// by one 64 bytes from its neighbour's, dequantized at 0.04-0.06 of the bandwidth on an
+// H200 (docs/quantization.md).
 void store_chunk(IDX_T i, float v[8]) {
   IDX_T at = pc.out_offset + i * 8;
 #if VEC_OUT && OUT_F16 && MLX_F16_HW

@@ -27,14 +27,14 @@ const char* matmul_unsupported(const array& a, const array& b, const array& out)
 void matmul_gpu(int stream, const array& a, const array& b, array& out, bool addmm, float alpha,
                 float beta);
 
-// The tile of a gemm or qmm launch: codegen::gemm_tile for the device, unless
-// MLX_VK_GEMM_TILE names a tile that can run the problem (for measurements, docs/matmul.md),
-// or, with `tune` and the autotune on, the autotune's choice (autotune.h).
 // Records the gemm family's launch for g (any m; the caller checked gemv does not apply)
 // with bindings A, B, out: the planned tile, memoized.
 void record_gemm(const Device& dev, CommandEncoder& enc, const char* dtype,
                  const codegen::MatmulGeometry& g, std::span<const Binding, 3> bindings);
 
+// The tile of a gemm or qmm launch: codegen::gemm_tile for the device, unless
+// MLX_VK_GEMM_TILE names a tile that can run the problem (for measurements, docs/matmul.md),
+// or, with `tune` and the autotune on, the autotune's choice (autotune.h).
 codegen::GemmTile planned_gemm_tile(const codegen::MatmulGeometry& g, const char* dtype,
                                     bool tune = false);
 

@@ -18,7 +18,8 @@
 namespace mlx::core::vulkan {
 
 // Records a "quant" launch (op "dequantize" or "quantize"; the float side's dtype) through
-// the launch memo: a decode step dequantizes its token's embedding row every step.
+// the launch memo: a decode step dequantizes its token's embedding row every step. Here
+// because the path below is its second user (Dequantize and AffineQuantize the first).
 void record_quant(CommandEncoder& enc, const char* op, const char* dtype,
                   const codegen::QuantGeometry& g, std::span<const Binding> bindings);
 

@@ -6,7 +6,8 @@
 //     the packed format), on dense operands; with 2-d weights every batch row of x folds
 //     into M. Past a few hundred rows the weights are dequantized first and the gemm
 //     family multiplies them (qmm_dequant.h).
-//   Dequantize / AffineQuantize: the "quant" family, one invocation per pack or group.
+//   Dequantize / AffineQuantize: the "quant" family, one invocation per 4 chunks of 8 values
+//     or per group (record_quant in qmm_dequant.h).
 // docs/matmul.md and docs/quantization.md.
 #include "codegen/matmul.h"
 #include "codegen/quantize.h"
