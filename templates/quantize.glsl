@@ -116,7 +116,7 @@ IDX_T invocation() {
 
 #if QUANT_OP == 0
 // Stores chunk i's 8 values. One invocation per 32-value pack, each storing its values one
-// by one 64 bytes from its neighbour's, dequantized at 0.04-0.06 of the bandwidth on an
+// by one 64 bytes from its neighbour's, dequantized at about 0.05 of the bandwidth on an
 // H200 (docs/quantization.md).
 void store_chunk(IDX_T i, float v[8]) {
   IDX_T at = pc.out_offset + i * 8;
