@@ -21,11 +21,6 @@ namespace {
 std::atomic<int> forced{-1};  // force_qmm_dequant: -1 the environment's choice, 0 off, 1 on
 std::atomic<uint64_t> taken{0};
 
-// The float dtypes the quantized products take (f32, f16, bf16).
-int64_t float_itemsize(const char* dtype) {
-  return std::string(dtype) == "f32" ? 4 : 2;
-}
-
 // The GEMM's geometry: x times the dequantized weights (rows of k values for transpose,
 // else of n), at element 0 of their scratch.
 codegen::MatmulGeometry gemm_geometry(const codegen::MatmulGeometry& g) {
@@ -112,7 +107,7 @@ bool qmm_dequantizes(const Device& dev, const char* dtype, const codegen::Matmul
   if (mode == 0) {
     return false;
   }
-  int64_t itemsize = float_itemsize(dtype);
+  int64_t itemsize = itemsize_of(dtype);
   int64_t elems = g.n * g.k;
   if (elems > binding_elems(dev, itemsize) || elems * itemsize > kQmmDequantBytes) {
     return false;
@@ -123,7 +118,7 @@ bool qmm_dequantizes(const Device& dev, const char* dtype, const codegen::Matmul
 void record_qmm_dequantized(const Device& dev, CommandEncoder& enc, const char* dtype,
                             const codegen::MatmulGeometry& g, const Binding& x, const Binding& w,
                             const Binding& scales, const Binding& biases, const Binding& out) {
-  int64_t itemsize = float_itemsize(dtype);
+  int64_t itemsize = itemsize_of(dtype);
   int64_t elems = g.n * g.k;
   Buf buf{scratch(enc, static_cast<size_t>(elems * itemsize)), 0, dtype, itemsize};
   codegen::QuantGeometry q;

@@ -8,8 +8,6 @@
 
 namespace mlx::core::vulkan {
 
-namespace {
-
 int64_t itemsize_of(const std::string& dtype) {
   if (dtype == "b" || dtype == "u8" || dtype == "i8") {
     return 1;
@@ -22,8 +20,6 @@ int64_t itemsize_of(const std::string& dtype) {
   }
   return 4;
 }
-
-}  // namespace
 
 Buf buf_of(const array& a, const char* dtype) {
   return {allocation(a.buffer()), static_cast<int64_t>(a.offset()), dtype,

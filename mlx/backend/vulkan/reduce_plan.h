@@ -27,6 +27,9 @@ struct Buf {
   }
 };
 
+// Bytes of one element of a key dtype name ("f32", "bf16", "u8", ...).
+int64_t itemsize_of(const std::string& dtype);
+
 // The array's data as a Buf (element 0 at its offset); dtype is the key name.
 Buf buf_of(const array& a, const char* dtype);
 
