@@ -79,12 +79,14 @@ struct Timing {
 // of `reps` batches of `batch` ops, after a warm-up of >= 200 ms of back-to-back work (the
 // GPU's clocks take ~100 ms to leave idle). gpu_ms is the median batch's, so one stalled
 // batch does not move it (on an H200 one of five batches of a 151 us lm_head once took
-// 636 us; docs/performance.md, "Benchmark method: the median batch").
-inline Timing measure_op(const std::function<mx::array()>& make, int batch, int reps) {
+// 636 us; docs/performance.md, "Benchmark method: the median batch"). A sweep that keeps
+// the GPU busy between its rows may pass a shorter warm-up (at least one batch runs).
+inline Timing measure_op(const std::function<mx::array()>& make, int batch, int reps,
+                         double warm_ms = 200.0) {
   double warm_start = now_ms();
   do {
     run_batch(make, batch);
-  } while (now_ms() - warm_start < 200.0);
+  } while (now_ms() - warm_start < warm_ms);
   mx::synchronize();
   Timing t{1e30, 0, 0};
   std::vector<double> busy_ms;

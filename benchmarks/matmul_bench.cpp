@@ -13,9 +13,11 @@
 //
 // 5. A Qwen3-8B decode step's products with the ops they absorb (fused).
 //
-// Usage: matmul_bench   (MATMUL_BENCH_ONLY=gemv,qmv,qrows,lmhead,chain,fused,gemm,qmm runs a
-//                        subset; MATMUL_BENCH_QROWS=2,4,8 sets qrows' row counts,
-//                        MATMUL_BENCH_QMM_ROWS=256,512 qmm's)
+// 6. The coop GEMM's tiles forced in turn by rows (tiles; not in the default run).
+//
+// Usage: matmul_bench   (MATMUL_BENCH_ONLY=gemv,qmv,qrows,lmhead,chain,fused,gemm,qmm,tiles
+//                        runs a subset; MATMUL_BENCH_QROWS=2,4,8 sets qrows' row counts,
+//                        MATMUL_BENCH_QMM_ROWS=256,512 qmm's, MATMUL_BENCH_TILE_ROWS tiles')
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +29,7 @@
 #include "mlx/backend/gpu/available.h"
 #include "mlx/backend/gpu/device_info.h"
 #include "mlx/backend/vulkan/lookahead.h"
+#include "mlx/backend/vulkan/matmul.h"
 
 namespace mx = mlx::core;
 using bench::measure_op;
@@ -417,7 +420,55 @@ int main() {
            bytes,
            measure_op([&] { return mx::dequantize(q[0], q[1], q[2], 64, 4); }, batch, reps)});
     }
+    // What writing the output alone takes (a broadcast scalar filled into the same shape).
+    auto one = mx::array(1.0f, mx::bfloat16);
+    deq.push_back({"write only: bf16 [14336,4096] filled", 2.0 * 14336 * 4096,
+                   measure_op([&] { return mx::full({14336, 4096}, one); }, batch, reps)});
     bench::print_timed_table(deq, peak);
+  }
+  if (std::getenv("MATMUL_BENCH_ONLY") && bench::wanted("MATMUL_BENCH_ONLY", "tiles")) {
+    // The coop GEMM's tiles by rows on prefill's shapes (bf16 x times a weight's transpose,
+    // as a dequantized product runs): each tile forced in turn against the planned choice,
+    // for the tile rule's ragged row counts (docs/matmul.md). MATMUL_BENCH_TILE_ROWS sets
+    // the row counts.
+    std::vector<int> ms{128, 192, 256, 320, 384, 448, 512, 640, 768, 1024, 1536, 2048};
+    if (!row_counts("MATMUL_BENCH_TILE_ROWS", 8192, ms)) {
+      return 1;
+    }
+    const char* tiles[] = {"", "coopkhr128x256x16w64x64", "coopkhr128x128x32w64x32",
+                           "coopkhr64x64x32w32x32"};
+    std::printf(
+        "\n| bf16 product | planned (us) | 128x256 (us) | 128x128 (us) | 64x64 (us) | best "
+        "TFLOPS |\n|---|---|---|---|---|---|\n");
+    bench::warm_gpu(i64a, 300);
+    // The last shape multiplies by B as stored (k rows of n), not by a weight's transpose.
+    struct Shape {
+      int n, k;
+      bool b_t;
+    };
+    for (auto [n, k, b_t] : {Shape{4096, 4096, true}, Shape{12288, 4096, true},
+                             Shape{4096, 12288, true}, Shape{3072, 1024, true},
+                             Shape{1024, 3072, true}, Shape{4096, 4096, false}}) {
+      auto w = bench::gpu_uniform(b_t ? mx::Shape{n, k} : mx::Shape{k, n}, 27, mx::bfloat16);
+      auto xr = bench::gpu_uniform({*std::max_element(ms.begin(), ms.end()), k}, 28,
+                                   mx::bfloat16);
+      for (int m : ms) {
+        auto x = mx::slice(xr, {0, 0}, {m, k});
+        double us[4];
+        for (int t = 0; t < 4; ++t) {
+          mx::vulkan::set_forced_gemm_tile(tiles[t]);
+          us[t] = measure_op([&] { return mx::matmul(x, b_t ? mx::transpose(w) : w); }, batch,
+                             3, 0.0)
+                      .gpu_ms *
+                  1e3;
+        }
+        double best = *std::min_element(us, us + 4);
+        std::printf("| [%d,%d] x [%d,%d]%s | %.1f | %.1f | %.1f | %.1f | %.1f |\n", m, k,
+                    b_t ? n : k, b_t ? k : n, b_t ? "^T" : "", us[0], us[1], us[2], us[3],
+                    best > 0 ? 2.0 * m * n * k / best / 1e6 : 0.0);
+      }
+    }
+    mx::vulkan::set_forced_gemm_tile("");
   }
   return 0;
 }

@@ -10,7 +10,8 @@
 //    between submitted batches from batch timestamps only (another run), dispatches /
 //    barriers / submissions per token, and the bandwidth floor: (weight bytes + KV bytes
 //    read) / peak.
-// 3. Prefill of 512- and 4096-token prompts in one forward pass: tok/s.
+// 3. Prefill of 512- and 4096-token prompts in one forward pass: tok/s
+//    (QWEN3_BENCH_PREFILL=300,1000 sets other lengths).
 // 4. Host time of a decode step: graph building, recording, waiting, with the eval thread
 //    (mlx/eval_worker.h) off and on.
 // 5. The kernels of one decode step by GPU time (MLX_VK_PROFILE's table).
@@ -197,7 +198,22 @@ int main(int argc, char** argv) {
 
   if (bench::wanted("QWEN3_BENCH_ONLY", "prefill")) {
     std::printf("\n| prefill prompt | ms (wall) | tok/s | GPU busy ms |\n|---|---|---|---|\n");
-    for (int length : {512, 4096}) {
+    // QWEN3_BENCH_PREFILL=300,1000 sets the prompt lengths (a real prompt's is ragged).
+    std::vector<int> lengths{512, 4096};
+    if (const char* list = std::getenv("QWEN3_BENCH_PREFILL"); list && *list) {
+      lengths.clear();
+      for (const char* at = list; *at;) {
+        char* end = nullptr;
+        long v = std::strtol(at, &end, 10);
+        if (v < 1 || v > 32768 || end == at || (*end != ',' && *end != '\0')) {
+          std::fprintf(stderr, "qwen3_bench: QWEN3_BENCH_PREFILL takes lengths 1..32768\n");
+          return 1;
+        }
+        lengths.push_back(static_cast<int>(v));
+        at = *end == ',' ? end + 1 : end;
+      }
+    }
+    for (int length : lengths) {
       double best = 1e30, best_busy = 0;
       for (int r = 0; r < 4; ++r) {
         auto cache = model.make_cache(length + 8);

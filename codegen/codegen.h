@@ -54,6 +54,10 @@ struct DeviceCaps {
   bool coop_bf16_n8 = false;
   uint32_t max_workgroup_invocations = 128;
   uint32_t max_shared_memory = 16384;
+  // Multiprocessors / compute units where the driver reports them (VK_NV_shader_sm_builtins,
+  // VK_AMD_shader_core_properties), else 0: the GEMM's tile rule counts waves of workgroups
+  // with it (codegen/matmul.cpp, gemm_tile).
+  uint32_t compute_units = 0;
   // Vector steps per invocation of a fused kernel (templates/fused.glsl's EPT): the
   // runtime's per-device tuning (mlx/backend/vulkan/device_tuning.h); MLX_VK_FUSED_EPT
   // overrides it.

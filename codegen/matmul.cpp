@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <stdexcept>
@@ -76,6 +77,30 @@ constexpr GemmTile kCoopTiles[] = {
 // an H200, docs/matmul.md).
 constexpr GemmTile kCoopQuantTiles[] = {
     {256, 128, 16, 64, 64, true}, {128, 128, 32, 64, 32, true}, {64, 64, 32, 32, 32, true}};
+
+// What kCoopTiles cost by waves, measured on an H200 (132 multiprocessors; docs/matmul.md,
+// "Tiles by waves"): workgroups resident a multiprocessor at once, and the time of one
+// workgroup's k loop relative to the 128 x 128 tile's. A wave also pays a fixed
+// kWaveOverheadK (launch, first loads, the epilogue's stores), counted in the same units as
+// k. Other devices that report their compute units take the same figures until measured
+// there (MLX_VK_AUTOTUNE=on times the candidates instead).
+constexpr int kCoopTileResident[] = {1, 1, 2};
+constexpr double kCoopTileCost[] = {2.08, 1.0, 0.78};
+// The 128 x 256 tile reads a B that is not transposed (k rows of n) faster: 4096^3 took
+// 567 us on it against 609 on 128 x 128, where B^T's row counts tie (H200).
+constexpr double kWideTileCostBRows = 1.86;
+constexpr double kWaveOverheadK = 256;
+
+// The estimated time of a problem on kCoopTiles[i], in units of the 128 x 128 tile's time
+// per value of k: waves of workgroups times one wave's time.
+double coop_wave_estimate(size_t i, const MatmulGeometry& g, uint32_t compute_units) {
+  const GemmTile& t = kCoopTiles[i];
+  int64_t groups = ceil_div(std::max<int64_t>(g.m, 1), t.bm) *
+                   ceil_div(std::max<int64_t>(g.n, 1), t.bn) * std::max<int64_t>(g.batches, 1);
+  int64_t waves = ceil_div(groups, int64_t{compute_units} * kCoopTileResident[i]);
+  double cost = i == 0 && !g.b_t ? kWideTileCostBRows : kCoopTileCost[i];
+  return static_cast<double>(waves) * (cost * static_cast<double>(g.k) + kWaveOverheadK);
+}
 
 GemmTile parse_tile(const std::string& text, const std::string& where) {
   GemmTile t{};
@@ -247,6 +272,30 @@ GemmTile gemm_tile(const MatmulGeometry& g, const DeviceCaps& caps, const std::s
     // docs/matmul.md), else NV for f16.
     bool khr = !(dtype == "f16" && caps.cooperative_matrix && !caps.cooperative_matrix_khr);
     std::optional<GemmTile> chosen;
+    if (g.bits == 0 && caps.compute_units > 0) {
+      // Where the device says how many workgroups run at once: the tile of the fewest
+      // estimated waves' time (the larger tile on a tie). A ragged row count can leave
+      // the larger tile's last wave nearly empty or the smaller tile's many waves
+      // half-used: [384, 4096] x [4096, 4096]^T took 135 us on 64 x 64 tiles and 86 on
+      // 128 x 128 (H200).
+      double best = 0;
+      for (size_t i = 0; i < std::size(kCoopTiles); ++i) {
+        GemmTile t = kCoopTiles[i];
+        t.khr = khr;
+        if (!coop_supported(t, caps, dtype) || !tile_fits(t, caps)) {
+          continue;
+        }
+        double estimate = coop_wave_estimate(i, g, caps.compute_units);
+        if (!chosen || estimate < best) {
+          chosen = t;
+          best = estimate;
+        }
+      }
+      if (chosen) {
+        return *chosen;
+      }
+    }
+    // Elsewhere the largest tile that still gives enough workgroups to fill a large GPU.
     for (GemmTile t : g.bits > 0 ? kCoopQuantTiles : kCoopTiles) {
       t.khr = khr;
       if (!coop_supported(t, caps, dtype) || !tile_fits(t, caps)) {

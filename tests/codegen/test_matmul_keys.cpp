@@ -60,6 +60,40 @@ TEST_CASE("gemm tiles follow the grid size, and f16 takes cooperative matrices w
   CHECK(cg::gemm_tile(tall, coop, "f16").coop);
 }
 
+TEST_CASE("with the device's compute units, coop gemm tiles are chosen by waves") {
+  auto coop = nvidia_like(true);
+  coop.compute_units = 132;  // an H200's, where the rule's figures were measured
+  auto rows = [](int64_t m, int64_t n, int64_t k) {
+    cg::MatmulGeometry g;
+    g.m = m;
+    g.n = n;
+    g.k = k;
+    g.lda = g.ldb = k;
+    g.b_t = true;
+    return g;
+  };
+  // 96 workgroups of 128 x 128 are one wave; 384 of 64 x 64 are two (the grid rule's pick).
+  CHECK(cg::gemm_tile(rows(384, 4096, 4096), coop, "f16").name() == "coopnv128x128x32w64x32");
+  // 128 workgroups of 64 x 64 are one wave, at three quarters of a 128 x 128 wave's time.
+  CHECK(cg::gemm_tile(rows(128, 4096, 4096), coop, "f16").name() == "coopnv64x64x32w32x32");
+  // 72 workgroups of 128 x 256 are one wave; 144 of 128 x 128 are two.
+  CHECK(cg::gemm_tile(rows(768, 3072, 1024), coop, "f16").name() == "coopnv128x256x16w64x64");
+  // 12 x 96 workgroups of 128 x 128 are 9 waves, 576 of 128 x 256 are 5 of twice the time.
+  CHECK(cg::gemm_tile(rows(1536, 12288, 4096), coop, "f16").name() ==
+        "coopnv128x128x32w64x32");
+  // 4096^3: 4 waves of 128 x 256 against 8 of 128 x 128 (7.8 full). Against a weight's
+  // transpose they tie and the smaller tile's measured time wins; a B read as stored goes
+  // faster on the wide tile.
+  CHECK(cg::gemm_tile(rows(4096, 4096, 4096), coop, "f16").name() == "coopnv128x128x32w64x32");
+  auto stored = rows(4096, 4096, 4096);
+  stored.b_t = false;
+  stored.ldb = 4096;
+  CHECK(cg::gemm_tile(stored, coop, "f16").name() == "coopnv128x256x16w64x64");
+  // Without the count, the grid rule: 384 workgroups of 64 x 64 are enough.
+  coop.compute_units = 0;
+  CHECK(cg::gemm_tile(rows(384, 4096, 4096), coop, "f16").name() == "coopnv64x64x32w32x32");
+}
+
 TEST_CASE("the cooperative-matrix gemm renders, compiles and validates for every layout") {
   auto caps = nvidia_like(true);
   for (bool a_t : {false, true}) {

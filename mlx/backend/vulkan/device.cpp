@@ -128,6 +128,7 @@ struct Probe {
   VkPhysicalDeviceVulkan12Features features12{};
   VkPhysicalDeviceVulkan13Features features13{};
   VkPhysicalDeviceMemoryProperties memory{};
+  uint32_t compute_units = 0;  // 0 where the driver does not say
   std::set<std::string> extensions;
   int queue_family = -1;
   uint64_t device_local_bytes = 0;
@@ -171,6 +172,8 @@ struct Probe {
       extensions.insert(e.extensionName);
     }
 
+    compute_units = probe_compute_units(pd);
+
     vkGetPhysicalDeviceMemoryProperties(pd, &memory);
     for (uint32_t i = 0; i < memory.memoryHeapCount; ++i) {
       if (memory.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) {
@@ -188,6 +191,29 @@ struct Probe {
         break;
       }
     }
+  }
+
+  // Multiprocessors (NVIDIA) or compute units (AMD), from the vendor's property extension;
+  // 0 elsewhere. The GEMM's tile rule counts waves with it (codegen/matmul.cpp).
+  uint32_t probe_compute_units(VkPhysicalDevice pd) const {
+    VkPhysicalDeviceShaderSMBuiltinsPropertiesNV nv{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV, nullptr, 0, 0};
+    VkPhysicalDeviceShaderCorePropertiesAMD amd{};
+    amd.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD;
+    VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, nullptr, {}};
+    if (has(VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) {
+      p2.pNext = &nv;
+    } else if (has(VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME)) {
+      p2.pNext = &amd;
+    } else {
+      return 0;
+    }
+    vkGetPhysicalDeviceProperties2(pd, &p2);
+    if (p2.pNext == &nv) {
+      return nv.shaderSMCount;
+    }
+    return amd.shaderEngineCount * amd.shaderArraysPerEngineCount *
+           amd.computeUnitsPerShaderArray;
   }
 
   bool usable() const {
@@ -499,6 +525,7 @@ struct DeviceFactory {
         static_cast<size_t>(dev->caps_.coop_f16_n8 ? 1 : 0);
     selected["cooperative_matrix_bf16_16x8x16"] =
         static_cast<size_t>(dev->caps_.coop_bf16_n8 ? 1 : 0);
+    selected["compute_units"] = static_cast<size_t>(dev->caps_.compute_units);
     selected["array_memory_type"] = static_cast<size_t>(dev->array_type_);
     auto& flags = p.memory.memoryTypes[dev->array_type_].propertyFlags;
     selected["memory_path"] = std::string(
@@ -691,6 +718,12 @@ struct DeviceFactory {
     c.coop_bf16_n8 = want_khr_bf16 && khr_coop_shapes(p.handle, 16, 8, 16).second;
     c.max_workgroup_invocations = p.props.limits.maxComputeWorkGroupInvocations;
     c.max_shared_memory = p.props.limits.maxComputeSharedMemorySize;
+    c.compute_units = p.compute_units;
+    // MLX_VK_COMPUTE_UNITS replaces the count (0: unknown, the GEMM's grid rule), to compare
+    // the tile rules on one machine or plan for another device's count.
+    if (const char* text = std::getenv("MLX_VK_COMPUTE_UNITS"); text && *text) {
+      c.compute_units = static_cast<uint32_t>(std::clamp(std::strtol(text, nullptr, 10), 0L, 65536L));
+    }
     // MLX_VK_MAX_WORKGROUP_INVOCATIONS and MLX_VK_MAX_SHARED_MEMORY lower the limits the
     // kernels are planned for (never raise them), so one machine runs them as a device with
     // less would (Vulkan guarantees 128 invocations and 16 KiB). For tests; docs/vulkan.md.

@@ -6,6 +6,7 @@
 #include "mlx/backend/vulkan/matmul.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstring>
 
@@ -131,10 +132,31 @@ int64_t operand_span(int64_t rows, int64_t cols, bool transposed, int64_t ld, in
   return last + (outer - 1) * bs0 + (nb1 - 1) * bs1 + 1;
 }
 
+namespace {
+
+std::string& forced_gemm_tile() {
+  static std::string forced = env_string("MLX_VK_GEMM_TILE");
+  return forced;
+}
+
+// Counts set_forced_gemm_tile's calls; part of every signature, so that memoized plans
+// made under another forced tile are not reused.
+std::atomic<int64_t> forced_generation{0};
+
+}  // namespace
+
+void set_forced_gemm_tile(const std::string& name) {
+  if (!name.empty()) {
+    codegen::parse_gemm_tile(name);  // throws on a malformed name
+  }
+  forced_gemm_tile() = name;
+  forced_generation.fetch_add(1);
+}
+
 codegen::GemmTile planned_gemm_tile(const codegen::MatmulGeometry& g, const char* dtype,
                                     bool tune) {
   const auto& caps = device("matmul").caps();
-  static const std::string forced = env_string("MLX_VK_GEMM_TILE");
+  const std::string& forced = forced_gemm_tile();
   if (!forced.empty()) {
     auto f = codegen::parse_gemm_tile(forced);
     if (codegen::gemm_tile_usable(f, g, caps, dtype)) {
@@ -164,7 +186,7 @@ MatmulSignature matmul_signature(const char* family, const char* dtype, const Ma
           g.lda,
           g.ldb,
           (g.a_t ? 1 : 0) | (g.b_t ? 2 : 0) | (g.addmm ? 4 : 0) | (g.glu ? 8 : 0) |
-              (g.prefetch ? 16 : 0),
+              (g.prefetch ? 16 : 0) | (forced_generation.load(std::memory_order_relaxed) << 8),
           g.nb1,
           g.a_bs0,
           g.a_bs1,

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "codegen/matmul.h"
@@ -37,6 +38,9 @@ void record_gemm(const Device& dev, CommandEncoder& enc, const char* dtype,
 // or, with `tune` and the autotune on, the autotune's choice (autotune.h).
 codegen::GemmTile planned_gemm_tile(const codegen::MatmulGeometry& g, const char* dtype,
                                     bool tune = false);
+// Forces the tile MLX_VK_GEMM_TILE names (a GemmTile::name(); "" for the planned choice)
+// from now on, for benches that compare tiles in one process. Not for concurrent use.
+void set_forced_gemm_tile(const std::string& name);
 
 // Elements from element 0 to the last one a product's operand holds (its binding's length):
 // rows x cols with leading dimension ld (transposed: stored as columns), over `outer` x nb1
