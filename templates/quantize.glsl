@@ -141,67 +141,94 @@ void store_chunk(IDX_T i, float v[8]) {
 #endif
 }
 
-// Dequantizes and stores chunk i.
-void dequantize_chunk(IDX_T i) {
+// What one chunk's dequantization reads: its one or two words, its group's scale and bias.
+struct ChunkIn {
+  uint lo, hi, sh;
+  float s, b;
+  bool inside;  // IDS: the row index was in range (else the chunk is zeros)
+};
+
+// Loads chunk i's inputs (i must be a chunk of the output). Rows hold whole groups and
+// whole words (K is a multiple of GS, and K * BITS of 32), so without IDS chunk i's bits
+// start at bit i * 8 * BITS of w's stream and its group is i * 8 / GS: no division by the
+// row length per chunk.
+ChunkIn load_chunk(IDX_T i) {
+  ChunkIn r;
+  r.inside = true;
+#if !IDS
+  // Bit i * 8 * BITS is byte i * BITS (so no index passes the value count).
+  IDX_T byte = i * BITS;
+  IDX_T word = pc.w_offset + (byte >> 2);
+  IDX_T bitpos = (byte & 3) * 8;
+  IDX_T g = i / (GS / 8);
+#else
   IDX_T chunks_per_row = pc.k / 8;
   IDX_T row = i / chunks_per_row;
   IDX_T c = i - row * chunks_per_row;
-#if IDS
   // As the GPU's take: a negative index counts from the end once; one still out of range
-  // reads zeros, so its values are 0 * q + 0.
+  // reads row 0 and stores zeros.
   int raw = idsv[uint(pc.ids_offset + row)];
 #if IDS_UNSIGNED
-  bool inside = uint(raw) < uint(pc.src_rows);
+  r.inside = uint(raw) < uint(pc.src_rows);
   IDX_T srow = IDX_T(uint(raw));
 #else
   IDX_T srow = raw < 0 ? IDX_T(raw) + pc.src_rows : IDX_T(raw);
-  bool inside = srow >= 0 && srow < pc.src_rows;
+  r.inside = srow >= 0 && srow < pc.src_rows;
 #endif
-  if (!inside) {
-    float zeros[8] = float[8](0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
-    store_chunk(i, zeros);
-    return;
-  }
-  row = srow;
-#endif
+  row = r.inside ? srow : IDX_T(0);
   // The chunk's BITS bytes start at bit c * 8 * BITS of its row, within one or two words.
   IDX_T bitpos = c * (8 * BITS);
   IDX_T word = pc.w_offset + row * (pc.k * BITS / 32) + (bitpos >> 5);
-  uint sh = uint(bitpos & 31);
-  uint lo = wq[uint(word)];
-  uint hi = sh + 8u * BITS > 32u ? wq[uint(word + 1)] : 0u;
   IDX_T g = row * (pc.k / GS) + c * 8 / GS;
-  float s = float(IN0_LOAD(scales[uint(pc.s_offset + g)]));
-  float b = float(IN0_LOAD(qbiases[uint(pc.b_offset + g)]));
+#endif
+  r.sh = uint(bitpos & 31);
+  r.lo = wq[uint(word)];
+  r.hi = r.sh + 8u * BITS > 32u ? wq[uint(word + 1)] : 0u;
+  r.s = float(IN0_LOAD(scales[uint(pc.s_offset + g)]));
+  r.b = float(IN0_LOAD(qbiases[uint(pc.b_offset + g)]));
+  return r;
+}
+
+// Dequantizes chunk i from its inputs and stores it.
+void finish_chunk(IDX_T i, ChunkIn r) {
   float v[8];
   [[unroll]] for (uint j = 0; j < 8u; ++j) {
-    uint bit = sh + j * BITS;
-    uint q = bit >= 32u ? hi >> (bit - 32u) : (lo >> bit) | (bit + BITS > 32u ? hi << (32u - bit) : 0u);
+    uint bit = r.sh + j * BITS;
+    uint q = bit >= 32u ? r.hi >> (bit - 32u)
+                        : (r.lo >> bit) | (bit + BITS > 32u ? r.hi << (32u - bit) : 0u);
 #if ROUND_ONCE
-    v[j] = s * float(q & MASK) + b;
+    v[j] = r.s * float(q & MASK) + r.b;
 #else
-    precise float scaled = s * float(q & MASK);
+    precise float scaled = r.s * float(q & MASK);
 #if OUT_F16
-    precise float sum = f16_round_fast(scaled) + b;
+    precise float sum = f16_round_fast(scaled) + r.b;
 #else
-    precise float sum = float(OUT_ROUND(scaled)) + b;
+    precise float sum = float(OUT_ROUND(scaled)) + r.b;
 #endif
     v[j] = sum;
 #endif
+    v[j] = r.inside ? v[j] : 0.0;
   }
   store_chunk(i, v);
 }
 
 // Each invocation takes DEQ_CHUNKS chunks, one in each of as many equal spans of the
-// output, so that a subgroup's loads and stores stay contiguous and each invocation has
-// several in flight (H200: 1 chunk an invocation moved 0.45 of the bandwidth for bf16).
+// output, so that a subgroup's loads and stores stay contiguous. All of its chunks' loads
+// are issued before any value is used (an invocation past the end reads the last chunk
+// and stores nothing): NVIDIA's compiler does not move a load above the condition that
+// guards it, so loads under each chunk's condition waited one round trip after another
+// (H200: 1 chunk an invocation moved 0.45 of the bandwidth for bf16, docs/quantization.md).
 void main() {
   IDX_T i = invocation();
   IDX_T span = (pc.count + DEQ_CHUNKS - 1) / DEQ_CHUNKS;
+  ChunkIn r[DEQ_CHUNKS];
+  [[unroll]] for (uint j = 0; j < DEQ_CHUNKS; ++j) {
+    r[j] = load_chunk(min(i + IDX_T(j) * span, pc.count - 1));
+  }
   [[unroll]] for (uint j = 0; j < DEQ_CHUNKS; ++j) {
     IDX_T chunk = i + IDX_T(j) * span;
     if (i < span && chunk < pc.count) {
-      dequantize_chunk(chunk);
+      finish_chunk(chunk, r[j]);
     }
   }
 }
