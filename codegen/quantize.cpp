@@ -54,6 +54,9 @@ KernelKey quant_key(const std::string& op, const std::string& dtype, const Quant
     // Each chunk of 8 values as 16-byte stores where the output's offset allows.
     key.params.emplace("round", std::string(1, g.round_once ? '1' : '2'));
     key.params.emplace("vec", std::string(1, g.out_offset % 8 == 0 ? '1' : '0'));
+    if (g.transpose_out) {
+      key.params.emplace("tr", "1");
+    }
   }
   return key;
 }
@@ -72,7 +75,7 @@ void parse_quant(const KernelKey& key, const std::string& where, int& bits, int&
 
 KernelSource render_quant(const KernelKey& key, const DeviceCaps& caps) {
   const std::string where = "kernel " + key.canonical();
-  check_params(key, {"bits", "dtype", "gs", "ids", "idx", "op", "round", "vec"}, where);
+  check_params(key, {"bits", "dtype", "gs", "ids", "idx", "op", "round", "tr", "vec"}, where);
   const DtypeInfo& dt = dtype_info(key_param(key, "dtype", where), where);
   if (dt.kind != Kind::Float) {
     throw std::invalid_argument("[render] " + where + ": needs a float dtype.");
@@ -103,6 +106,12 @@ KernelSource render_quant(const KernelKey& key, const DeviceCaps& caps) {
     defines.push_back(std::string("OUT_F16 ") + (std::string(dt.name) == "f16" ? "1" : "0"));
     defines.push_back(std::string("ROUND_ONCE ") + (round == "1" ? "1" : "0"));
     defines.push_back("DEQ_CHUNKS " + std::to_string(kDequantChunks));
+    if (key.params.count("tr")) {
+      if (key_param(key, "tr", where) != "1" || vec != "1" || key.params.count("ids")) {
+        throw std::invalid_argument("[render] " + where + ": tr=1 needs vec=1 and no ids.");
+      }
+      defines.push_back("TRANS_OUT 1");
+    }
   }
   bool ids = key.params.count("ids") != 0;
   if (ids) {
@@ -127,6 +136,17 @@ Launch quant_launch(const KernelKey& key, const KernelSource& source, const Quan
   int64_t count = work_items(g, quantize);
   uint64_t wg = source.workgroup_size[0];
   uint64_t groups = (static_cast<uint64_t>(invocations(g, quantize)) + wg - 1) / wg;
+  if (g.transpose_out) {
+    if (quantize || !g.ids.empty() || g.rows % 8 != 0 || g.out_offset % 8 != 0) {
+      throw std::invalid_argument("[launch] " + where +
+                                  ": a transposed dequantize needs rows and the output's "
+                                  "offset in multiples of 8, and no ids.");
+    }
+    // 32 invocations a block of 32 rows x 8 chunks (templates/quantize.glsl, TRANS_OUT).
+    uint64_t blocks = ((static_cast<uint64_t>(g.rows) + 31) / 32) *
+                      ((static_cast<uint64_t>(g.k) / 8 + 7) / 8);
+    groups = (blocks * 32 + wg - 1) / wg;
+  }
   std::vector<int64_t> fields{count,
                               g.k,
                               static_cast<int64_t>(g.w_offset),

@@ -31,12 +31,15 @@ struct QuantGeometry {
   // Dequantize: scale * q + bias rounded once, as the qmm tiles dequantize a product's
   // weights, instead of the op's T(T(scale * q) + bias).
   bool round_once = false;
+  // Dequantize into w's transpose, [k, rows] (no ids; rows and out_offset multiples of 8).
+  bool transpose_out = false;
 };
+
 
 // "quant:bits=2..8,dtype=f16|bf16|f32,gs=32|64|128,idx=32|64,op=dequantize|quantize", plus
 // "ids=i32|u32" for a dequantize through indices and, for dequantize, "round=1|2" (the
-// roundings a value takes: round_once) and "vec=0|1" (1: the output's offset is a multiple
-// of 8, so each 8-value chunk is stored as 16-byte vectors);
+// roundings a value takes: round_once), "vec=0|1" (1: the output's offset is a multiple
+// of 8, so each 8-value chunk is stored as 16-byte vectors) and, for transpose_out, "tr=1";
 // dtype is the float side's (the output of dequantize, the input of quantize, and the
 // scales' and biases').
 KernelKey quant_key(const std::string& op, const std::string& dtype, const QuantGeometry& g);

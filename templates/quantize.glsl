@@ -47,6 +47,10 @@
 #ifndef DEQ_CHUNKS
 #define DEQ_CHUNKS 4
 #endif
+// TRANS_OUT: dequantize into w's transpose (below, before the plain main).
+#ifndef TRANS_OUT
+#define TRANS_OUT 0
+#endif
 #define MASK ((1u << BITS) - 1u)
 #define WORDS_PER_GROUP (GS * BITS / 32)
 
@@ -189,25 +193,62 @@ ChunkIn load_chunk(IDX_T i) {
   return r;
 }
 
+// Value j of a chunk from its inputs.
+float chunk_value(ChunkIn r, uint j) {
+  uint bit = r.sh + j * BITS;
+  uint q = bit >= 32u ? r.hi >> (bit - 32u)
+                      : (r.lo >> bit) | (bit + BITS > 32u ? r.hi << (32u - bit) : 0u);
+#if ROUND_ONCE
+  float v = r.s * float(q & MASK) + r.b;
+#else
+  precise float scaled = r.s * float(q & MASK);
+#if OUT_F16
+  precise float v = f16_round_fast(scaled) + r.b;
+#else
+  precise float v = float(OUT_ROUND(scaled)) + r.b;
+#endif
+#endif
+  return r.inside ? v : 0.0;
+}
+
+#if TRANS_OUT
+// The output is w transposed: [k][rows] (a GEMM then reads the weights as k rows of n,
+// which its wide tile reads faster than their transpose: docs/matmul.md). Each invocation
+// takes the same chunk (8 values) of 8 consecutive rows and stores 8 chunks of the
+// transpose, one a value of k, each 8 consecutive rows' values: no shared memory and no
+// barrier. A subgroup of 32 covers 32 rows x 8 chunks: lanes 4 apart read consecutive
+// words of a row, and the 4 lanes of one chunk store 64 contiguous bytes of a k row.
+// rows and the output's offset are multiples of 8 (codegen checks), so stores stay whole
+// chunks.
+void main() {
+  IDX_T inv = invocation();
+  IDX_T chunks_per_row = pc.k / 8;
+  IDX_T rows = pc.count / chunks_per_row;
+  IDX_T row_blocks = (rows + 31) / 32;
+  IDX_T block = inv / 32;
+  IDX_T n = (block % row_blocks) * 32 + (inv % 4) * 8;
+  IDX_T c = (block / row_blocks) * 8 + (inv / 4) % 8;
+  if (n >= rows || c >= chunks_per_row) {
+    return;
+  }
+  ChunkIn r[8];
+  [[unroll]] for (uint j = 0; j < 8u; ++j) {
+    r[j] = load_chunk((n + IDX_T(j)) * chunks_per_row + c);
+  }
+  [[unroll]] for (uint e = 0; e < 8u; ++e) {
+    float v[8];
+    [[unroll]] for (uint j = 0; j < 8u; ++j) {
+      v[j] = chunk_value(r[j], e);
+    }
+    store_chunk(((c * 8 + IDX_T(e)) * rows + n) / 8, v);
+  }
+}
+#else
 // Dequantizes chunk i from its inputs and stores it.
 void finish_chunk(IDX_T i, ChunkIn r) {
   float v[8];
   [[unroll]] for (uint j = 0; j < 8u; ++j) {
-    uint bit = r.sh + j * BITS;
-    uint q = bit >= 32u ? r.hi >> (bit - 32u)
-                        : (r.lo >> bit) | (bit + BITS > 32u ? r.hi << (32u - bit) : 0u);
-#if ROUND_ONCE
-    v[j] = r.s * float(q & MASK) + r.b;
-#else
-    precise float scaled = r.s * float(q & MASK);
-#if OUT_F16
-    precise float sum = f16_round_fast(scaled) + r.b;
-#else
-    precise float sum = float(OUT_ROUND(scaled)) + r.b;
-#endif
-    v[j] = sum;
-#endif
-    v[j] = r.inside ? v[j] : 0.0;
+    v[j] = chunk_value(r, j);
   }
   store_chunk(i, v);
 }
@@ -232,6 +273,7 @@ void main() {
     }
   }
 }
+#endif  // TRANS_OUT
 #else
 // x / y, correctly rounded (round to nearest even). Bit-exact quantization needs it, and
 // Vulkan does not promise it: OpFDiv may be 2.5 ulp off (NVIDIA's is; lavapipe's is

@@ -242,17 +242,26 @@ TEST_CASE("quantized_matmul dequantized first: every bits, both layouts, the scr
   if (!gpu_present())
     return;
   mx::vulkan::reset_fallback_counts();
-  mx::vulkan::force_qmm_dequant(true);
+  mx::vulkan::force_qmm_dequant(true, true);
   uint64_t before = mx::vulkan::qmm_dequant_count();
+  uint64_t before_t = mx::vulkan::qmm_dequant_transposed_count();
   uint64_t seed = 7000;
   int i = 0;
   const mx::Dtype dts[] = {mx::float32, mx::float16, mx::bfloat16};
   for (int bits : kBits) {
     for (bool transpose : {true, false}) {
+      // n = 40: a block of 32 rows and one of 8; k = 128: two blocks of 8 chunks.
       check_qmm({bits, 64, dts[i++ % 3], transpose, 33, 40, 2}, seed += 2);
     }
   }
   CHECK(mx::vulkan::qmm_dequant_count() - before == 12);
+  // Weights of rows of k values (transpose) are dequantized into their transpose (forced:
+  // by default from 512 rows).
+  CHECK(mx::vulkan::qmm_dequant_transposed_count() - before_t == 6);
+  // Group size 32, k = 96 (12 chunks: a last block of 4), n = 136 (blocks of 32 rows, the
+  // last of 8).
+  check_qmm({4, 32, mx::bfloat16, true, 20, 136, 3}, seed += 2);
+  check_qmm({3, 32, mx::float16, true, 20, 136, 3}, seed += 2);
 
   // Three products in one batch, the second's weights larger than the first's (the scratch
   // grows while the first product may still read it), the third reading the first's again:
@@ -290,6 +299,14 @@ TEST_CASE("quantized_matmul dequantized first: every bits, both layouts, the scr
     CHECK_MESSAGE(all_close(got[j], wants[j], Tolerance{2e-5, 1e-6 * ps[j].k}, "product"),
                   "product " << j);
   }
+  // Below 512 rows a Linear layer's weights keep their layout (rows of k values).
+  mx::vulkan::force_qmm_dequant(true, std::nullopt);
+  before = mx::vulkan::qmm_dequant_count();
+  before_t = mx::vulkan::qmm_dequant_transposed_count();
+  check_qmm({4, 64, mx::float16, true, 33, 40, 2}, seed += 2);
+  check_qmm({6, 64, mx::bfloat16, true, 9, 24, 3}, seed += 2);
+  CHECK(mx::vulkan::qmm_dequant_count() - before == 2);
+  CHECK(mx::vulkan::qmm_dequant_transposed_count() == before_t);
   mx::vulkan::force_qmm_dequant(std::nullopt);
   CHECK(mx::vulkan::fallback_counts()["QuantizedMatmul"] == 0);
 }

@@ -20,9 +20,28 @@ namespace {
 
 std::atomic<int> forced{-1};  // force_qmm_dequant: -1 the environment's choice, 0 off, 1 on
 std::atomic<uint64_t> taken{0};
+std::atomic<uint64_t> transposed{0};
+std::atomic<int> forced_transpose{-1};  // as `forced`, for dequantize_transposed
 
-// The GEMM's geometry: x times the dequantized weights (rows of k values for transpose,
-// else of n), at element 0 of their scratch.
+// Whether a product's weights (rows of k values: transpose) are dequantized into their
+// transpose, k rows of n, which the GEMM reads faster from kQmmTransposeRows rows on
+// (docs/matmul.md, "Weights dequantized into their transpose").
+// MLX_VK_QMM_DEQUANT_TRANSPOSE=0 keeps their layout, 1 transposes at any row count.
+bool dequantize_transposed(const codegen::MatmulGeometry& g) {
+  static const int env_mode = [] {
+    std::string m = env_string("MLX_VK_QMM_DEQUANT_TRANSPOSE", "auto");
+    return m == "1" ? 1 : m == "0" ? 0 : -1;
+  }();
+  int f = forced_transpose.load(std::memory_order_relaxed);
+  int mode = f >= 0 ? f : env_mode;
+  if (mode == 0 || !g.b_t || g.n % 8 != 0) {
+    return false;
+  }
+  return mode == 1 || g.m >= kQmmTransposeRows;
+}
+
+// The GEMM's geometry: x times the dequantized weights (rows of k values when they keep a
+// transposed layout, else k rows of n), at element 0 of their scratch.
 codegen::MatmulGeometry gemm_geometry(const codegen::MatmulGeometry& g) {
   codegen::MatmulGeometry d;
   d.m = g.m;
@@ -30,8 +49,8 @@ codegen::MatmulGeometry gemm_geometry(const codegen::MatmulGeometry& g) {
   d.k = g.k;
   d.lda = g.lda;
   d.a_offset = g.a_offset;
-  d.b_t = g.b_t;
-  d.ldb = g.b_t ? g.k : g.n;
+  d.b_t = g.b_t && !dequantize_transposed(g);
+  d.ldb = d.b_t ? g.k : g.n;
   d.out_offset = g.out_offset;
   return d;
 }
@@ -73,7 +92,7 @@ void record_quant(CommandEncoder& enc, const char* op, const char* dtype,
                          g.ids.empty() ? 0 : family_word(g.ids.c_str()),
                          g.src_rows,
                          static_cast<int64_t>(g.ids_offset),
-                         g.round_once ? 1 : 0};
+                         (g.round_once ? 1 : 0) | (g.transpose_out ? 2 : 0)};
   const auto& planned = memoized(sig, [&] {
     auto key = codegen::quant_key(op, dtype, g);
     const auto& kernel = kernel_library().get(key);
@@ -82,12 +101,17 @@ void record_quant(CommandEncoder& enc, const char* op, const char* dtype,
   record_launch(enc, *planned.kernel, planned.launch, bindings);
 }
 
-void force_qmm_dequant(std::optional<bool> on) {
+void force_qmm_dequant(std::optional<bool> on, std::optional<bool> transpose) {
   forced = on ? int(*on) : -1;
+  forced_transpose = transpose ? int(*transpose) : -1;
 }
 
 uint64_t qmm_dequant_count() {
   return taken.load();
+}
+
+uint64_t qmm_dequant_transposed_count() {
+  return transposed.load();
 }
 
 bool qmm_dequantizes(const Device& dev, const char* dtype, const codegen::MatmulGeometry& g) {
@@ -132,11 +156,20 @@ void record_qmm_dequantized(const Device& dev, CommandEncoder& enc, const char* 
   q.round_once = true;  // the qmm tiles' weights: results do not move with the row count
   auto written = bind_run(dev, buf, elems, true);
   q.out_offset = written.elem_offset;
+  codegen::MatmulGeometry d = gemm_geometry(g);
+  q.transpose_out = g.b_t && !d.b_t;
+  if (q.transpose_out && q.out_offset % 8 != 0) {
+    q.transpose_out = false;  // the scratch's binding starts off a chunk: keep the layout
+    d.b_t = true;
+    d.ldb = g.k;
+  }
+  if (q.transpose_out) {
+    transposed.fetch_add(1, std::memory_order_relaxed);
+  }
   const Binding quant_bindings[] = {w, scales, biases, written.binding};
   record_quant(enc, "dequantize", dtype, q, quant_bindings);
 
   auto read = bind_run(dev, buf, elems, false);
-  codegen::MatmulGeometry d = gemm_geometry(g);
   d.b_offset = read.elem_offset;
   const std::array<Binding, 3> gemm_bindings{x, read.binding, out};
   record_gemm(dev, enc, dtype, d, gemm_bindings);
