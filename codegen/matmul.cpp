@@ -384,10 +384,16 @@ bool gemm_tile_usable(const GemmTile& t, const MatmulGeometry& g, const DeviceCa
 
 KernelKey gemm_key(const std::string& dtype, const MatmulGeometry& g, const GemmTile& tile) {
   KernelKey key{"gemm", {}};
-  bool edge = g.m % tile.bm != 0 || g.n % tile.bn != 0 || g.k % tile.bk != 0 || g.k == 0;
+  bool ragged_nk = g.n % tile.bn != 0 || g.k % tile.bk != 0 || g.k == 0;
+  bool ragged_m = g.m % tile.bm != 0;
+  // The coop kernel checks only A's rows and the stores' rows when only M is ragged (a
+  // prompt's length): "edge=m" (docs/matmul.md, "Ragged rows: only rows checked").
+  // MLX_VK_GEMM_EDGE_ROWS=0 checks everything instead (for measuring).
+  static const bool split = tuning_env("MLX_VK_GEMM_EDGE_ROWS", 0, 1, 1) == 1;
+  std::string edge = ragged_nk ? "1" : !ragged_m ? "0" : tile.coop && split ? "m" : "1";
   key.params = {
       {"dtype", dtype},        {"a_t", bit(g.a_t)},
-      {"b_t", bit(g.b_t)},     {"edge", bit(edge)},
+      {"b_t", bit(g.b_t)},     {"edge", edge},
       {"addmm", bit(g.addmm)}, {"idx", geometry_idx64(g, tile.bm, tile.bn, tile.bk) ? "64" : "32"},
       {"tile", tile.name()}};
   return key;
@@ -434,7 +440,12 @@ KernelSource gemm_source(const KernelKey& key, const DeviceCaps& caps, bool quan
     defines.push_back(std::string("B_T ") + bit(flag(key, "b_t", where)));
     defines.push_back(std::string("ADDMM ") + bit(flag(key, "addmm", where)));
   }
-  defines.push_back(std::string("EDGE ") + bit(flag(key, "edge", where)));
+  const std::string& edge = key_param(key, "edge", where);
+  if (edge == "m" && (quant || !t.coop)) {
+    throw std::invalid_argument("[render] " + where + ": edge=m is for coop gemm tiles.");
+  }
+  defines.push_back(std::string("EDGE ") + (edge == "m" ? "0" : bit(flag(key, "edge", where))));
+  defines.push_back(std::string("EDGE_ROWS ") + (edge == "m" ? "1" : "0"));
   defines.push_back("BM " + std::to_string(t.bm));
   defines.push_back("BN " + std::to_string(t.bn));
   defines.push_back("BK " + std::to_string(t.bk));

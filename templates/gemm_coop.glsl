@@ -42,6 +42,12 @@
 #ifndef EDGE
 #define EDGE 1
 #endif
+// EDGE_ROWS (with EDGE 0): only M is ragged, so only A's rows and the stores' rows are
+// checked, not B's loads (H200, bf16 [448, 4096] x [4096, 4096]: 97.9 us with every check,
+// 80.0 with these).
+#ifndef EDGE_ROWS
+#define EDGE_ROWS 0
+#endif
 #ifndef BM
 #define BM 128
 #define BN 128
@@ -257,6 +263,13 @@ void main() {
 #else
 #define B_IN(i, k0) (cb[i].row < pc.n && cb[i].col + k0 < pc.k)
 #endif
+#elif EDGE_ROWS
+#if A_T == 0
+#define A_IN(i, k0) (ca[i].row < pc.m)
+#else
+#define A_IN(i, k0) (ca[i].col < pc.m)
+#endif
+#define B_IN(i, k0) true
 #else
 #define A_IN(i, k0) true
 #define B_IN(i, k0) true
@@ -392,7 +405,7 @@ void main() {
         for (uint e = lane; e < 64u; e += gl_SubgroupSize) {
           IDX_T row = tile_row + IDX_T(e / 4u);
           IDX_T col = tile_col + IDX_T(4u * (e % 4u));
-#if EDGE
+#if EDGE || EDGE_ROWS
           if (row >= pc.m || col >= pc.n) {
             continue;
           }
@@ -410,7 +423,7 @@ void main() {
       for (uint e = lane; e < 256u; e += gl_SubgroupSize) {
         IDX_T row = tile_row + IDX_T(e / 16u);
         IDX_T col = tile_col + IDX_T(e % 16u);
-#if EDGE
+#if EDGE || EDGE_ROWS
         if (row >= pc.m || col >= pc.n) {
           continue;
         }

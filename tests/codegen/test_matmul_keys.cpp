@@ -125,6 +125,31 @@ TEST_CASE("the cooperative-matrix gemm renders, compiles and validates for every
       CHECK(launch.groups[1] == 2);
     }
   }
+  // Only m ragged (a prompt's rows): only rows are checked, for A either way round.
+  for (bool a_t : {false, true}) {
+    for (bool b_t : {false, true}) {
+      auto g = square(128);
+      g.m = 104;  // a multiple of 8, as A's contiguous dim must be when transposed
+      g.a_t = a_t;
+      g.b_t = b_t;
+      g.lda = a_t ? 104 : 128;
+      auto tile = cg::gemm_tile(g, caps, "f16");
+      REQUIRE(tile.coop);
+      auto key = cg::gemm_key("f16", g, tile);
+      CAPTURE(key.canonical());
+      CHECK(key.params.at("edge") == "m");
+      auto src = cg::render(key, caps);
+      CHECK(cg::validate_spirv(cg::compile(key, src).words) == "");
+      CHECK(cg::gemm_launch(key, src, g).groups[1] == 2);
+    }
+  }
+  // edge=m is the coop kernel's alone.
+  auto fma = square(128);
+  fma.m = 100;
+  auto fma_key = cg::gemm_key("f32", fma, cg::gemm_tile(fma, caps, "f32"));
+  CHECK(fma_key.params.at("edge") == "1");
+  fma_key.params.at("edge").assign(1, 'm');
+  CHECK_THROWS_AS(cg::render(fma_key, caps), std::invalid_argument);
   // Without the capability the key does not render.
   auto g = square(64);
   auto key = cg::gemm_key("f16", g, cg::gemm_tile(g, caps, "f16"));

@@ -13,9 +13,13 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "harness.h"
 #include "mlx/backend/vulkan/cpu_fallback.h"
+#include "mlx/backend/vulkan/device.h"
+#include "mlx/backend/vulkan/matmul.h"
 
 namespace mx = mlx::core;
 using namespace gpu_diff;
@@ -193,17 +197,34 @@ TEST_CASE("f16 products on every cooperative-matrix tile, layout and number of k
   // 128x256x16, 128x128x32 and 64x64x32 tiles in turn (grids of >= 128 workgroups, then
   // fewer); k of 16 to 80 runs the two-stage pipeline for 1 to 5 steps, ragged m and n
   // take the edge checks. Elsewhere they run the FMA tiles.
+  // On a device with the KHR path each product also runs on each tile forced in turn, as
+  // the tile rule (by waves where the device reports its compute units) need not pick them
+  // all. Ragged m alone (300, 296) takes the row-only checks (edge=m).
+  std::vector<std::string> tiles{""};
+  if (mx::vulkan::device("test").caps().cooperative_matrix_khr) {
+    tiles.insert(tiles.end(), {"coopkhr128x256x16w64x64", "coopkhr128x128x32w64x32",
+                               "coopkhr64x64x32w32x32"});
+  }
   uint64_t seed = 1100;
-  for (int k : {16, 48, 80}) {
-    check_product({1024, 4096, k, false, true}, mx::float16, ++seed);
+  for (const auto& tile : tiles) {
+    mx::vulkan::set_forced_gemm_tile(tile);
+    for (int k : {16, 48, 80}) {
+      check_product({1024, 4096, k, false, true}, mx::float16, ++seed);
+    }
+    check_product({1000, 4088, 64, false, false}, mx::float16, ++seed);
+    for (int k : {32, 96, 160}) {
+      check_product({1024, 2048, k, false, k == 96}, mx::float16, ++seed);
+    }
+    check_product({1016, 2040, 40, true, false}, mx::float16, ++seed);
+    check_product({200, 136, 72, true, true, {2}}, mx::float16, ++seed);
+    check_product({64, 64, 32, false, true}, mx::float16, ++seed);
+    check_product({300, 512, 64, false, true}, mx::float16, ++seed);
+    check_product({300, 512, 64, false, false}, mx::float16, ++seed);
+    check_product({296, 256, 96, true, false}, mx::float16, ++seed);
   }
-  check_product({1000, 4088, 64, false, false}, mx::float16, ++seed);
-  for (int k : {32, 96, 160}) {
-    check_product({1024, 2048, k, false, k == 96}, mx::float16, ++seed);
-  }
-  check_product({1016, 2040, 40, true, false}, mx::float16, ++seed);
-  check_product({200, 136, 72, true, true, {2}}, mx::float16, ++seed);
-  check_product({64, 64, 32, false, true}, mx::float16, ++seed);
+  mx::vulkan::set_forced_gemm_tile("");
+  check_product({300, 512, 64, false, false}, mx::bfloat16, ++seed);
+  check_product({300, 512, 64, false, true}, mx::bfloat16, ++seed);
   auto counts = mx::vulkan::fallback_counts();
   CHECK(counts["Matmul"] == 0);
 }

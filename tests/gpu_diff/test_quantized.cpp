@@ -242,7 +242,7 @@ TEST_CASE("quantized_matmul dequantized first: every bits, both layouts, the scr
   if (!gpu_present())
     return;
   mx::vulkan::reset_fallback_counts();
-  mx::vulkan::force_qmm_dequant(true, true);
+  mx::vulkan::force_qmm_dequant(true);
   uint64_t before = mx::vulkan::qmm_dequant_count();
   uint64_t before_t = mx::vulkan::qmm_dequant_transposed_count();
   uint64_t seed = 7000;
@@ -255,8 +255,7 @@ TEST_CASE("quantized_matmul dequantized first: every bits, both layouts, the scr
     }
   }
   CHECK(mx::vulkan::qmm_dequant_count() - before == 12);
-  // Weights of rows of k values (transpose) are dequantized into their transpose (forced:
-  // by default from 512 rows).
+  // Weights of rows of k values (transpose) are dequantized into their transpose.
   CHECK(mx::vulkan::qmm_dequant_transposed_count() - before_t == 6);
   // Group size 32, k = 96 (12 chunks: a last block of 4), n = 136 (blocks of 32 rows, the
   // last of 8).
@@ -299,8 +298,8 @@ TEST_CASE("quantized_matmul dequantized first: every bits, both layouts, the scr
     CHECK_MESSAGE(all_close(got[j], wants[j], Tolerance{2e-5, 1e-6 * ps[j].k}, "product"),
                   "product " << j);
   }
-  // Below 512 rows a Linear layer's weights keep their layout (rows of k values).
-  mx::vulkan::force_qmm_dequant(true, std::nullopt);
+  // With the transpose off a Linear layer's weights keep their layout (rows of k values).
+  mx::vulkan::force_qmm_dequant(true, false);
   before = mx::vulkan::qmm_dequant_count();
   before_t = mx::vulkan::qmm_dequant_transposed_count();
   check_qmm({4, 64, mx::float16, true, 33, 40, 2}, seed += 2);

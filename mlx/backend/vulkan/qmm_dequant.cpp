@@ -24,20 +24,12 @@ std::atomic<uint64_t> transposed{0};
 std::atomic<int> forced_transpose{-1};  // as `forced`, for dequantize_transposed
 
 // Whether a product's weights (rows of k values: transpose) are dequantized into their
-// transpose, k rows of n, which the GEMM reads faster from kQmmTransposeRows rows on
-// (docs/matmul.md, "Weights dequantized into their transpose").
-// MLX_VK_QMM_DEQUANT_TRANSPOSE=0 keeps their layout, 1 transposes at any row count.
+// transpose, k rows of n, which the GEMM reads faster (docs/matmul.md, "Weights dequantized
+// into their transpose"). MLX_VK_QMM_DEQUANT_TRANSPOSE=0 keeps their layout.
 bool dequantize_transposed(const codegen::MatmulGeometry& g) {
-  static const int env_mode = [] {
-    std::string m = env_string("MLX_VK_QMM_DEQUANT_TRANSPOSE", "auto");
-    return m == "1" ? 1 : m == "0" ? 0 : -1;
-  }();
+  static const bool env_on = env_string("MLX_VK_QMM_DEQUANT_TRANSPOSE", "1") != "0";
   int f = forced_transpose.load(std::memory_order_relaxed);
-  int mode = f >= 0 ? f : env_mode;
-  if (mode == 0 || !g.b_t || g.n % 8 != 0) {
-    return false;
-  }
-  return mode == 1 || g.m >= kQmmTransposeRows;
+  return (f >= 0 ? f == 1 : env_on) && g.b_t && g.n % 8 == 0;
 }
 
 // The GEMM's geometry: x times the dequantized weights (rows of k values when they keep a

@@ -31,9 +31,8 @@ bool qmm_dequantizes(const Device& dev, const char* dtype, const codegen::Matmul
 
 // Records it: W (with its scales and biases, g's offsets into their bindings) into the
 // stream's scratch, then the GEMM of x and the scratch into out. A weight stored as rows
-// of k values (a Linear layer's, transpose) is dequantized into its transpose from
-// kQmmTransposeRows rows on, where its n is a multiple of 8, so that the GEMM reads k rows
-// of n.
+// of k values (a Linear layer's, transpose) is dequantized into its transpose where its n
+// is a multiple of 8, so that the GEMM reads k rows of n.
 void record_qmm_dequantized(const Device& dev, CommandEncoder& enc, const char* dtype,
                             const codegen::MatmulGeometry& g, const Binding& x, const Binding& w,
                             const Binding& scales, const Binding& biases, const Binding& out);
@@ -42,15 +41,11 @@ void record_qmm_dequantized(const Device& dev, CommandEncoder& enc, const char* 
 // (Qwen3-8B's largest weight, gate/up, is 192 MiB as bf16; an lm_head of 151936 x 4096 is
 // not kept, it keeps the qmm tiles).
 constexpr int64_t kQmmDequantRows = 256;
-// On an H200 the GEMM on the transpose won from 512 rows (Qwen3-8B prefill 512 tokens
-// 52.4 -> 48.8 ms, 4096 346.6 -> 301.1) and lost at 300 (47.8 -> 50.3; its ragged rows'
-// edge tiles cost the k-rows layout more).
-constexpr int64_t kQmmTransposeRows = 512;
 constexpr int64_t kQmmDequantBytes = int64_t{256} << 20;
 
 // Tests: forces the path on (wherever the scratch fits) or off for this process (nullopt:
-// the environment's choice), and the weights' transpose with it (on: at any row count),
-// and counts the products that took it.
+// the environment's choice), and the weights' transpose with it, and counts the products
+// that took it.
 void force_qmm_dequant(std::optional<bool> on, std::optional<bool> transpose = std::nullopt);
 uint64_t qmm_dequant_count();
 // Of those, the ones whose weights were dequantized into their transpose.
