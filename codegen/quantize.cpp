@@ -143,8 +143,8 @@ Launch quant_launch(const KernelKey& key, const KernelSource& source, const Quan
                                   "offset in multiples of 8, and no ids.");
     }
     // 32 invocations a block of 32 rows x 8 chunks (templates/quantize.glsl, TRANS_OUT).
-    uint64_t blocks = ((static_cast<uint64_t>(g.rows) + 31) / 32) *
-                      ((static_cast<uint64_t>(g.k) / 8 + 7) / 8);
+    uint64_t blocks =
+        ((static_cast<uint64_t>(g.rows) + 31) / 32) * ((static_cast<uint64_t>(g.k) / 8 + 7) / 8);
     groups = (blocks * 32 + wg - 1) / wg;
   }
   std::vector<int64_t> fields{count,

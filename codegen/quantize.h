@@ -35,7 +35,6 @@ struct QuantGeometry {
   bool transpose_out = false;
 };
 
-
 // "quant:bits=2..8,dtype=f16|bf16|f32,gs=32|64|128,idx=32|64,op=dequantize|quantize", plus
 // "ids=i32|u32" for a dequantize through indices and, for dequantize, "round=1|2" (the
 // roundings a value takes: round_once), "vec=0|1" (1: the output's offset is a multiple

@@ -79,8 +79,7 @@ TEST_CASE("with the device's compute units, coop gemm tiles are chosen by waves"
   // 72 workgroups of 128 x 256 are one wave; 144 of 128 x 128 are two.
   CHECK(cg::gemm_tile(rows(768, 3072, 1024), coop, "f16").name() == "coopnv128x256x16w64x64");
   // 12 x 96 workgroups of 128 x 128 are 9 waves, 576 of 128 x 256 are 5 of twice the time.
-  CHECK(cg::gemm_tile(rows(1536, 12288, 4096), coop, "f16").name() ==
-        "coopnv128x128x32w64x32");
+  CHECK(cg::gemm_tile(rows(1536, 12288, 4096), coop, "f16").name() == "coopnv128x128x32w64x32");
   // 4096^3: 4 waves of 128 x 256 against 8 of 128 x 128 (7.8 full). Against a weight's
   // transpose they tie and the smaller tile's measured time wins; a B read as stored goes
   // faster on the wide tile.

@@ -212,8 +212,7 @@ struct Probe {
     if (p2.pNext == &nv) {
       return nv.shaderSMCount;
     }
-    return amd.shaderEngineCount * amd.shaderArraysPerEngineCount *
-           amd.computeUnitsPerShaderArray;
+    return amd.shaderEngineCount * amd.shaderArraysPerEngineCount * amd.computeUnitsPerShaderArray;
   }
 
   bool usable() const {
@@ -722,7 +721,8 @@ struct DeviceFactory {
     // MLX_VK_COMPUTE_UNITS replaces the count (0: unknown, the GEMM's grid rule), to compare
     // the tile rules on one machine or plan for another device's count.
     if (const char* text = std::getenv("MLX_VK_COMPUTE_UNITS"); text && *text) {
-      c.compute_units = static_cast<uint32_t>(std::clamp(std::strtol(text, nullptr, 10), 0L, 65536L));
+      c.compute_units =
+          static_cast<uint32_t>(std::clamp(std::strtol(text, nullptr, 10), 0L, 65536L));
     }
     // MLX_VK_MAX_WORKGROUP_INVOCATIONS and MLX_VK_MAX_SHARED_MEMORY lower the limits the
     // kernels are planned for (never raise them), so one machine runs them as a device with
