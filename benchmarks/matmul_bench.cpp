@@ -75,6 +75,10 @@ int main() {
                   std::get<size_t>(it->second) == 1 ? "yes" : "no");
     }
   }
+  if (auto it = info.find("compute_units"); it != info.end()) {
+    std::printf("compute units (the GEMM's tile rule counts waves with them): %zu\n",
+                std::get<size_t>(it->second));
+  }
   if (auto it = info.find("cooperative_matrix_khr_shapes"); it != info.end()) {
     std::printf("VK_KHR_cooperative_matrix shapes: %s\n",
                 std::get<std::string>(it->second).c_str());

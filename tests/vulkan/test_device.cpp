@@ -37,6 +37,7 @@ TEST_CASE("device_info reports the probed device and its capabilities") {
                           "max_storage_buffer_range",
                           "max_compute_shared_memory_size",
                           "cooperative_matrix",
+                          "compute_units",
                           "fingerprint",
                           "memory_path",
                           "pipeline_cache_uuid",
@@ -59,6 +60,7 @@ TEST_CASE("device_info reports the probed device and its capabilities") {
   CHECK(caps.shader_int64 == (info_size("shader_int64") == 1));
   CHECK(caps.storage_16bit == (info_size("storage_16bit") == 1));
   CHECK(caps.fingerprint == info_string("fingerprint"));
+  CHECK(caps.compute_units == info_size("compute_units"));  // 0 where the driver does not say
   std::ostringstream all;
   for (auto& [k, v] : info) {
     all << "\n  " << k << " = ";
