@@ -120,6 +120,27 @@ inline mx::array gpu_uniform(const mx::Shape& shape, int seed, mx::Dtype dt = mx
 
 // Whether `block` is in the comma-separated list of environment variable `env` (every
 // block when it is unset or empty).
+// Counts from a comma-separated environment variable (e.g. "2,4,8"), each 1..most; `out`
+// keeps its defaults when the variable is unset. False (after a message) when malformed.
+inline bool env_counts(const char* name, int most, std::vector<int>& out) {
+  const char* list = std::getenv(name);
+  if (!list || !*list) {
+    return true;
+  }
+  out.clear();
+  for (const char* at = list; *at;) {
+    char* end = nullptr;
+    long v = std::strtol(at, &end, 10);
+    if (end == at || v < 1 || v > most || (*end != ',' && *end != '\0')) {
+      std::fprintf(stderr, "%s takes comma-separated counts 1..%d\n", name, most);
+      return false;
+    }
+    out.push_back(static_cast<int>(v));
+    at = *end == ',' ? end + 1 : end;
+  }
+  return true;
+}
+
 inline bool wanted(const char* env, const std::string& block) {
   const char* only = std::getenv(env);
   if (!only || !*only) {

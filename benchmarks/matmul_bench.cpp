@@ -35,30 +35,6 @@ namespace mx = mlx::core;
 using bench::measure_op;
 using bench::TimedRow;
 
-namespace {
-
-// Row counts from a comma-separated environment variable (e.g. "2,4,8"), each 1..most;
-// `ms` keeps its defaults when the variable is unset. False (after a message) when malformed.
-bool row_counts(const char* name, int most, std::vector<int>& ms) {
-  const char* list = std::getenv(name);
-  if (!list || !*list) {
-    return true;
-  }
-  ms.clear();
-  for (const char* at = list; *at;) {
-    char* end = nullptr;
-    ms.push_back(static_cast<int>(std::strtol(at, &end, 10)));
-    at = *end == ',' ? end + 1 : end;
-    if (ms.back() < 1 || ms.back() > most || (*end != ',' && *end != '\0')) {
-      std::fprintf(stderr, "matmul_bench: %s takes row counts 1..%d\n", name, most);
-      return false;
-    }
-  }
-  return true;
-}
-
-}  // namespace
-
 int main() {
   if (!mx::gpu::is_available()) {
     std::fprintf(stderr, "matmul_bench: no Vulkan device found\n");
@@ -272,7 +248,7 @@ int main() {
     // where qmvc (MLX_VK_QMV_COOP=on) and qmv (off) cross. MATMUL_BENCH_QROWS=2,4,8 picks
     // the row counts (the gate/up shape runs only for <= 8 rows, qmv's).
     std::vector<int> ms{2, 3, 4, 5, 6, 7, 8, 12, 16, 24, 33, 48, 64, 96};
-    if (!row_counts("MATMUL_BENCH_QROWS", 96, ms)) {
+    if (!bench::env_counts("MATMUL_BENCH_QROWS", 96, ms)) {
       return 1;
     }
     for (auto dt : {mx::float16, mx::bfloat16}) {
@@ -386,7 +362,7 @@ int main() {
     // dequantizing first (MLX_VK_QMM_DEQUANT=on) and the qmm tiles (off) cross.
     // MATMUL_BENCH_QMM_ROWS=256,512 sets the row counts.
     std::vector<int> ms{128, 256, 512, 1024, 4096};
-    if (!row_counts("MATMUL_BENCH_QMM_ROWS", 8192, ms)) {
+    if (!bench::env_counts("MATMUL_BENCH_QMM_ROWS", 8192, ms)) {
       return 1;
     }
     std::printf(
@@ -437,7 +413,7 @@ int main() {
     // for the tile rule's ragged row counts (docs/matmul.md). MATMUL_BENCH_TILE_ROWS sets
     // the row counts.
     std::vector<int> ms{128, 192, 256, 320, 384, 448, 512, 640, 768, 1024, 1536, 2048};
-    if (!row_counts("MATMUL_BENCH_TILE_ROWS", 8192, ms)) {
+    if (!bench::env_counts("MATMUL_BENCH_TILE_ROWS", 8192, ms)) {
       return 1;
     }
     const char* tiles[] = {"", "coopkhr128x256x16w64x64", "coopkhr128x128x32w64x32",

@@ -200,18 +200,8 @@ int main(int argc, char** argv) {
     std::printf("\n| prefill prompt | ms (wall) | tok/s | GPU busy ms |\n|---|---|---|---|\n");
     // QWEN3_BENCH_PREFILL=300,1000 sets the prompt lengths (a real prompt's is ragged).
     std::vector<int> lengths{512, 4096};
-    if (const char* list = std::getenv("QWEN3_BENCH_PREFILL"); list && *list) {
-      lengths.clear();
-      for (const char* at = list; *at;) {
-        char* end = nullptr;
-        long v = std::strtol(at, &end, 10);
-        if (v < 1 || v > 32768 || end == at || (*end != ',' && *end != '\0')) {
-          std::fprintf(stderr, "qwen3_bench: QWEN3_BENCH_PREFILL takes lengths 1..32768\n");
-          return 1;
-        }
-        lengths.push_back(static_cast<int>(v));
-        at = *end == ',' ? end + 1 : end;
-      }
+    if (!bench::env_counts("QWEN3_BENCH_PREFILL", 32768, lengths)) {
+      return 1;
     }
     for (int length : lengths) {
       double best = 1e30, best_busy = 0;

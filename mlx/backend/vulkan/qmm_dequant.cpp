@@ -33,15 +33,16 @@ bool dequantize_transposed(const codegen::MatmulGeometry& g) {
 }
 
 // The GEMM's geometry: x times the dequantized weights (rows of k values when they keep a
-// transposed layout, else k rows of n), at element 0 of their scratch.
-codegen::MatmulGeometry gemm_geometry(const codegen::MatmulGeometry& g) {
+// transposed layout, else k rows of n: `transposed` says whether they were dequantized into
+// their transpose), at element 0 of their scratch.
+codegen::MatmulGeometry gemm_geometry(const codegen::MatmulGeometry& g, bool transposed) {
   codegen::MatmulGeometry d;
   d.m = g.m;
   d.n = g.n;
   d.k = g.k;
   d.lda = g.lda;
   d.a_offset = g.a_offset;
-  d.b_t = g.b_t && !dequantize_transposed(g);
+  d.b_t = g.b_t && !transposed;
   d.ldb = d.b_t ? g.k : g.n;
   d.out_offset = g.out_offset;
   return d;
@@ -128,7 +129,7 @@ bool qmm_dequantizes(const Device& dev, const char* dtype, const codegen::Matmul
   if (elems > binding_elems(dev, itemsize) || elems * itemsize > kQmmDequantBytes) {
     return false;
   }
-  return mode == 1 || (g.m >= rows && planned_gemm_tile(gemm_geometry(g), dtype).coop);
+  return mode == 1 || (g.m >= rows && planned_gemm_tile(gemm_geometry(g, dequantize_transposed(g)), dtype).coop);
 }
 
 void record_qmm_dequantized(const Device& dev, CommandEncoder& enc, const char* dtype,
@@ -148,13 +149,9 @@ void record_qmm_dequantized(const Device& dev, CommandEncoder& enc, const char* 
   q.round_once = true;  // the qmm tiles' weights: results do not move with the row count
   auto written = bind_run(dev, buf, elems, true);
   q.out_offset = written.elem_offset;
-  codegen::MatmulGeometry d = gemm_geometry(g);
-  q.transpose_out = g.b_t && !d.b_t;
-  if (q.transpose_out && q.out_offset % 8 != 0) {
-    q.transpose_out = false;  // the scratch's binding starts off a chunk: keep the layout
-    d.b_t = true;
-    d.ldb = g.k;
-  }
+  // A scratch binding that starts off a chunk keeps the weights' layout.
+  q.transpose_out = dequantize_transposed(g) && q.out_offset % 8 == 0;
+  codegen::MatmulGeometry d = gemm_geometry(g, q.transpose_out);
   if (q.transpose_out) {
     transposed.fetch_add(1, std::memory_order_relaxed);
   }
