@@ -129,7 +129,8 @@ bool qmm_dequantizes(const Device& dev, const char* dtype, const codegen::Matmul
   if (elems > binding_elems(dev, itemsize) || elems * itemsize > kQmmDequantBytes) {
     return false;
   }
-  return mode == 1 || (g.m >= rows && planned_gemm_tile(gemm_geometry(g, dequantize_transposed(g)), dtype).coop);
+  return mode == 1 ||
+         (g.m >= rows && planned_gemm_tile(gemm_geometry(g, dequantize_transposed(g)), dtype).coop);
 }
 
 void record_qmm_dequantized(const Device& dev, CommandEncoder& enc, const char* dtype,
