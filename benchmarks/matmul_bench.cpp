@@ -17,7 +17,8 @@
 //
 // Usage: matmul_bench   (MATMUL_BENCH_ONLY=gemv,qmv,qrows,lmhead,chain,fused,gemm,qmm,tiles
 //                        runs a subset; MATMUL_BENCH_QROWS=2,4,8 sets qrows' row counts,
-//                        MATMUL_BENCH_QMM_ROWS=256,512 qmm's, MATMUL_BENCH_TILE_ROWS tiles')
+//                        MATMUL_BENCH_QMM_ROWS=256,512 qmm's, MATMUL_BENCH_TILE_ROWS tiles',
+//                        MATMUL_BENCH_TILES=coopkhr128x256x16w64x64,... the tiles forced)
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -336,6 +337,8 @@ int main() {
         "\n| product | GPU time (us) | wall per op (us) | TFLOPS (GPU) |\n|---|---|---|---|\n");
     for (const Gemm& g : {Gemm{"f16 4096x4096x4096", 4096, 4096, 4096, mx::float16, false},
                           Gemm{"bf16 4096x4096x4096", 4096, 4096, 4096, mx::bfloat16, false},
+                          Gemm{"f16 4096x[4096,4096]^T", 4096, 4096, 4096, mx::float16, true},
+                          Gemm{"bf16 4096x[4096,4096]^T", 4096, 4096, 4096, mx::bfloat16, true},
                           Gemm{"f32 4096x4096x4096", 4096, 4096, 4096, mx::float32, false},
                           Gemm{"f16 M=512 x [14336,4096]^T", 512, 14336, 4096, mx::float16, true},
                           Gemm{"f16 M=64 x [4096,4096]^T", 64, 4096, 4096, mx::float16, true}}) {
@@ -416,11 +419,25 @@ int main() {
     if (!bench::env_counts("MATMUL_BENCH_TILE_ROWS", 8192, ms)) {
       return 1;
     }
-    const char* tiles[] = {"", "coopkhr128x256x16w64x64", "coopkhr128x128x32w64x32",
-                           "coopkhr64x64x32w32x32"};
-    std::printf(
-        "\n| bf16 product | planned (us) | 128x256 (us) | 128x128 (us) | 64x64 (us) | best "
-        "TFLOPS |\n|---|---|---|---|---|---|\n");
+    std::vector<std::string> tiles{"", "coopkhr128x256x16w64x64", "coopkhr128x128x32w64x32",
+                                   "coopkhr64x64x32w32x32"};
+    if (const char* list = std::getenv("MATMUL_BENCH_TILES")) {
+      tiles = {""};
+      for (std::string rest = list; !rest.empty();) {
+        auto comma = rest.find(',');
+        tiles.push_back(rest.substr(0, comma));
+        rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+      }
+    }
+    std::printf("\n| bf16 product | planned (us) |");
+    for (size_t t = 1; t < tiles.size(); ++t) {
+      std::printf(" %s (us) |", tiles[t].c_str());
+    }
+    std::printf(" best TFLOPS |\n|---|---|");
+    for (size_t t = 1; t < tiles.size(); ++t) {
+      std::printf("---|");
+    }
+    std::printf("---|\n");
     bench::warm_gpu(i64a, 300);
     // The last shape multiplies by B as stored (k rows of n), not by a weight's transpose.
     struct Shape {
@@ -434,18 +451,20 @@ int main() {
       auto xr = bench::gpu_uniform({*std::max_element(ms.begin(), ms.end()), k}, 28, mx::bfloat16);
       for (int m : ms) {
         auto x = mx::slice(xr, {0, 0}, {m, k});
-        double us[4];
-        for (int t = 0; t < 4; ++t) {
-          mx::vulkan::set_forced_gemm_tile(tiles[t]);
-          us[t] =
-              measure_op([&] { return mx::matmul(x, b_t ? mx::transpose(w) : w); }, batch, 3, 0.0)
+        std::vector<double> us;
+        for (const auto& tile : tiles) {
+          mx::vulkan::set_forced_gemm_tile(tile);
+          us.push_back(
+              measure_op([&] { return mx::matmul(x, b_t ? mx::transpose(w) : w); }, batch, 3, 50.0)
                   .gpu_ms *
-              1e3;
+              1e3);
         }
-        double best = *std::min_element(us, us + 4);
-        std::printf("| [%d,%d] x [%d,%d]%s | %.1f | %.1f | %.1f | %.1f | %.1f |\n", m, k,
-                    b_t ? n : k, b_t ? k : n, b_t ? "^T" : "", us[0], us[1], us[2], us[3],
-                    best > 0 ? 2.0 * m * n * k / best / 1e6 : 0.0);
+        double best = *std::min_element(us.begin(), us.end());
+        std::printf("| [%d,%d] x [%d,%d]%s |", m, k, b_t ? n : k, b_t ? k : n, b_t ? "^T" : "");
+        for (double u : us) {
+          std::printf(" %.1f |", u);
+        }
+        std::printf(" %.1f |\n", best > 0 ? 2.0 * m * n * k / best / 1e6 : 0.0);
       }
     }
     mx::vulkan::set_forced_gemm_tile("");

@@ -11,7 +11,8 @@
 //    barriers / submissions per token, and the bandwidth floor: (weight bytes + KV bytes
 //    read) / peak.
 // 3. Prefill of 512- and 4096-token prompts in one forward pass: tok/s
-//    (QWEN3_BENCH_PREFILL=300,1000 sets other lengths).
+//    (QWEN3_BENCH_PREFILL=300,1000 sets other lengths), after warming the GPU's clocks
+//    for QWEN3_BENCH_PREFILL_WARM_MS (300; 0 measures from idle clocks).
 // 4. Host time of a decode step: graph building, recording, waiting, with the eval thread
 //    (mlx/eval_worker.h) off and on.
 // 5. The kernels of one decode step by GPU time (MLX_VK_PROFILE's table).
@@ -202,6 +203,14 @@ int main(int argc, char** argv) {
     std::vector<int> lengths{512, 4096};
     if (!bench::env_counts("QWEN3_BENCH_PREFILL", 32768, lengths)) {
       return 1;
+    }
+    // A process's first prefills otherwise run at idle clocks: the 8B's first length once
+    // took 79.8 ms against 45 in later processes (docs/performance.md).
+    const char* warm_env = std::getenv("QWEN3_BENCH_PREFILL_WARM_MS");
+    const double warm_ms = warm_env ? std::atof(warm_env) : 300.0;
+    if (warm_ms > 0) {
+      bench::warm_gpu(bench::gpu_uniform({name == "tiny" ? 1 << 22 : 1 << 26}, 3, mx::float32),
+                      warm_ms);
     }
     for (int length : lengths) {
       double best = 1e30, best_busy = 0;

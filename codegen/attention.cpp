@@ -137,14 +137,27 @@ RowsTile rows_tile(const std::string& dtype, const AttentionGeometry& g, const D
 // Q tile, later K and V side by side (two buffers with the register softmax); S (without
 // it), P, a factor per row and the row-index matrix.
 constexpr int64_t kCoopRows = 64, kCoopKeys = 32;
-int64_t coop_shared_bytes(int64_t d, int64_t dv, bool reg_softmax) {
+int64_t coop_shared_bytes(int64_t d, int64_t dv, bool reg_softmax, int64_t bq = kCoopRows) {
   int64_t kld = std::max(d, dv) / 8 + 1;
-  int64_t tile = 16 * std::max(kCoopRows, 2 * kCoopKeys) * kld;
-  // The softmax in registers stages no S but keeps two K/V buffers, which stage the output
-  // at the end (at least S's size: D = DV = 16). templates/include/sdpa_coop.glsl.
-  int64_t s_bytes = 4 * 64 * (kCoopKeys + 4);
-  int64_t tiles_and_s = reg_softmax ? std::max(2 * tile, s_bytes) : tile + s_bytes;
-  return tiles_and_s + 16 * 64 * (kCoopKeys / 8 + 1) + 4 * kCoopRows + 4 * 256;
+  // The softmax in registers stages no S but keeps two K/V buffers, which hold Q first and
+  // stage the output at the end (at least S's size: D = DV = 16).
+  int64_t s_bytes = 4 * bq * (kCoopKeys + 4);
+  int64_t tiles_and_s = reg_softmax ? std::max(16 * std::max(4 * kCoopKeys, bq) * kld, s_bytes)
+                                    : 16 * std::max(bq, 2 * kCoopKeys) * kld + s_bytes;
+  return tiles_and_s + 16 * bq * (kCoopKeys / 8 + 1) + 4 * bq + 4 * 256;
+}
+
+// The coop mode's query rows a workgroup: 128 (8 subgroups sharing each K/V tile) with the
+// register softmax where its arrays fit, else 64 (4 subgroups). Each K/V tile then serves
+// twice the rows for the same loads and stores (H200, causal f16 L = 4096 hd128 32/8:
+// 126.5 -> 194.4 TFLOPS; docs/attention.md). MLX_VK_SDPA_COOP_ROWS=64 keeps 64 (measuring).
+int64_t coop_rows(int64_t d, int64_t dv, const DeviceCaps& caps) {
+  static const bool wide = tuning_env("MLX_VK_SDPA_COOP_ROWS", 64, 128, 128) == 128;
+  if (wide && caps.coop_acc_nv_layout && caps.max_workgroup_invocations >= 8 * 32 &&
+      coop_shared_bytes(d, dv, true, 128) <= static_cast<int64_t>(caps.max_shared_memory)) {
+    return 128;
+  }
+  return kCoopRows;
 }
 
 // Whether every offset and stride of q, k and v is a multiple of n elements (strides of
@@ -361,7 +374,7 @@ KernelKey attention_key(const std::string& dtype, const AttentionGeometry& g,
     key.params["vec"] = quads ? "1" : "0";
   } else if (std::string path = coop_path(dtype, g, caps); !path.empty()) {
     key.params["mode"] = "coop";
-    key.params["bq"] = std::to_string(kCoopRows);
+    key.params["bq"] = std::to_string(coop_rows(g.d, g.dv, caps));
     key.params["bk"] = std::to_string(kCoopKeys);
     key.params["path"] = path;
     // The softmax on the score accumulators in registers, or through shared memory.
@@ -651,20 +664,25 @@ KernelSource render_attention(const KernelKey& key, const DeviceCaps& caps) {
       const std::string sm = key.params.count("sm") ? key.params.at("sm") : "shared";
       const std::string& path = key_param(key, "path", where);
       std::string dtype = dt.name;
-      if (key_param(key, "bq", where) != std::to_string(kCoopRows) ||
+      const std::string& bq_text = key_param(key, "bq", where);
+      const int64_t bq = bq_text == "128" ? 128 : kCoopRows;
+      if ((bq_text != "64" && !(bq_text == "128" && sm == "reg")) ||
           key_param(key, "bk", where) != std::to_string(kCoopKeys) || d % 16 != 0 || dv % 16 != 0 ||
           d > 128 || dv > 128 || (path != "nv" && path != "khr") ||
           (sm != "reg" && sm != "shared") ||
           (dtype != "f16" && !(dtype == "bf16" && path == "khr"))) {
         throw std::invalid_argument("[render] " + where +
-                                    ": coop takes bq 64, bk 32, d and dv multiples of 16 up to "
+                                    ": coop takes bq 64 (128 with sm reg), bk 32, d and dv "
+                                    "multiples of 16 up to "
                                     "128, f16 (bf16 on path khr), sm reg or shared.");
       }
       bool have = path == "nv" ? caps.cooperative_matrix
                                : (dtype == "f16" ? caps.cooperative_matrix_khr
                                                  : caps.cooperative_matrix_bf16);
       if (!have || caps.subgroup_size != 32 || !caps.subgroup_shuffle ||
-          coop_shared_bytes(d, dv, sm == "reg") > static_cast<int64_t>(caps.max_shared_memory)) {
+          caps.max_workgroup_invocations < static_cast<uint32_t>(bq / 16 * 32) ||
+          coop_shared_bytes(d, dv, sm == "reg", bq) >
+              static_cast<int64_t>(caps.max_shared_memory)) {
         throw std::runtime_error("[vulkan] " + where +
                                  ": the device has no cooperative matrices for this kernel.");
       }
@@ -673,9 +691,9 @@ KernelSource render_attention(const KernelKey& key, const DeviceCaps& caps) {
                                  ": sm=reg needs accumulators laid out as NVIDIA's driver lays "
                                  "them out (DeviceCaps::coop_acc_nv_layout).");
       }
-      wg = 4 * caps.subgroup_size;
+      wg = static_cast<uint32_t>(bq / 16) * caps.subgroup_size;
       defines.push_back("MODE MODE_COOP");
-      defines.push_back("BQ " + std::to_string(kCoopRows));
+      defines.push_back("BQ " + std::to_string(bq));
       defines.push_back("BK " + std::to_string(kCoopKeys));
       defines.push_back(std::string("COOP_BF16 ") + (dtype == "bf16" ? "1" : "0"));
       defines.push_back(std::string("COOP_REG_SOFTMAX ") + (sm == "reg" ? "1" : "0"));

@@ -5,9 +5,9 @@
 #define MLX_SDPA_COOP_GLSL
 
 // Flash attention on cooperative matrices (prefill, d and dv multiples of 16 up to 128,
-// f16, or bf16 through the KHR rewrite: codegen/coop_rewrite.h). A workgroup of 4
-// subgroups (32 lanes each) owns BQ = 64 query rows of one (batch, KV head), a subgroup 16
-// of them: its Q fragments stay in registers for the whole kernel and its output as DV / 16
+// f16, or bf16 through the KHR rewrite: codegen/coop_rewrite.h). A workgroup of BQ / 16
+// subgroups (32 lanes each; BQ 64, or 128 with the register softmax) owns BQ query rows of
+// one (batch, KV head), a subgroup 16 of them: its Q fragments stay in registers for the whole kernel and its output as DV / 16
 // accumulators of 16 x 16 f32. Per tile of BK keys:
 //   0. K (BK x D) and V (BK x DV), loaded into registers during the previous tile, go to
 //      shared memory, and the next tile's loads are issued (so global latency hides behind
@@ -32,27 +32,29 @@
 #ifndef COOP_REG_SOFTMAX
 #define COOP_REG_SOFTMAX 0
 #endif
-#define SGS 4                       // subgroups of 16 rows
+#define SGS (BQ / 16)               // subgroups of 16 rows
+#define WGI (SGS * 32)              // invocations
 #define KPL (BK / 2)                // keys per lane in the softmax: 2 lanes per row
 #define DM (D > DV ? D : DV)
 #define KLD (DM / 8 + 1)            // row stride of the Q, K and V tiles in uvec4s (+1: banks)
 #define SLD (BK + 4)                // row stride of S in floats (16-byte multiple)
 #define PLD (BK / 8 + 1)            // row stride of P in uvec4s
 #define TILE_ROWS (BQ > 2 * BK ? BQ : 2 * BK)
-#define KC ((BK * (D / 8) + 127) / 128)   // K chunks each invocation stages per tile
-#define VC ((BK * (DV / 8) + 127) / 128)  // V chunks
+#define KC ((BK * (D / 8) + WGI - 1) / WGI)   // K chunks each invocation stages per tile
+#define VC ((BK * (DV / 8) + WGI - 1) / WGI)  // V chunks
 layout(constant_id = 1) const uint COOP_K = 16;  // B's rows: its type must differ from A's
 #define FA fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
 #define FB fcoopmatNV<16, gl_ScopeSubgroup, COOP_K, 16>
 #define FC fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
 
 #if COOP_REG_SOFTMAX
-// Q first; then two buffers of K (rows 0..BK) and V (BK..2 BK): the next tile is stored
-// into one while the other is read, so a tile costs one workgroup barrier (H100: 97.0 ->
-// 101.9 TFLOPS, causal f16 L=4096). They stage the output at the end.
-// The output's staging (SGS * 16 * SLD floats) needs more than the buffers when D and DV
-// are 16.
-#define KV_BUFS (2 * TILE_ROWS * KLD)
+// Q first (its BQ rows across both buffers); then two buffers of K (rows 0..BK) and V
+// (BK..2 BK): the next tile is stored into one while the other is read, so a tile costs one
+// workgroup barrier (H100: 97.0 -> 101.9 TFLOPS, causal f16 L=4096). They stage the output
+// at the end. The output's staging (SGS * 16 * SLD floats) needs more than the buffers when
+// D and DV are 16.
+#define KV_ROWS (2 * BK)
+#define KV_BUFS ((2 * KV_ROWS > BQ ? 2 * KV_ROWS : BQ) * KLD)
 #define OUT_STAGE (SGS * 16 * SLD / 4)
 shared uvec4 tile4[KV_BUFS > OUT_STAGE ? KV_BUFS : OUT_STAGE];
 #define STAGE4 tile4
@@ -85,28 +87,28 @@ uvec4 rk[KC];
 uvec4 rv[VC];
 void fetch_kv(int kbase, int vbase, int j0) {
   [[unroll]] for (uint u = 0; u < KC; ++u) {
-    uint e = gl_LocalInvocationID.x + u * 128u;
+    uint e = gl_LocalInvocationID.x + u * WGI;
     int kj = min(j0 + int(e / (D / 8)), pc.lkv - 1);
-    rk[u] = KC * 128 == BK * (D / 8) || e < BK * (D / 8) ? kv[uint(kbase + kj * pc.k_sj + int(e % (D / 8)) * 8) / 8u] : uvec4(0u);
+    rk[u] = KC * WGI == BK * (D / 8) || e < BK * (D / 8) ? kv[uint(kbase + kj * pc.k_sj + int(e % (D / 8)) * 8) / 8u] : uvec4(0u);
   }
   [[unroll]] for (uint u = 0; u < VC; ++u) {
-    uint e = gl_LocalInvocationID.x + u * 128u;
+    uint e = gl_LocalInvocationID.x + u * WGI;
     int kj = min(j0 + int(e / (DV / 8)), pc.lkv - 1);
-    rv[u] = VC * 128 == BK * (DV / 8) || e < BK * (DV / 8) ? vv[uint(vbase + kj * pc.v_sj + int(e % (DV / 8)) * 8) / 8u] : uvec4(0u);
+    rv[u] = VC * WGI == BK * (DV / 8) || e < BK * (DV / 8) ? vv[uint(vbase + kj * pc.v_sj + int(e % (DV / 8)) * 8) / 8u] : uvec4(0u);
   }
 }
 // The tile of rows j0 .. j0 + BK, fetched by fetch_kv, into the buffer at kvo.
 void store_kv(uint kvo, int j0) {
   [[unroll]] for (uint u = 0; u < KC; ++u) {
-    uint e = gl_LocalInvocationID.x + u * 128u;
-    if (KC * 128 == BK * (D / 8) || e < BK * (D / 8)) {
+    uint e = gl_LocalInvocationID.x + u * WGI;
+    if (KC * WGI == BK * (D / 8) || e < BK * (D / 8)) {
       tile4[kvo + (e / (D / 8)) * KLD + e % (D / 8)] = rk[u];
     }
   }
   bool tail = j0 + BK > pc.lkv;  // the same for the whole workgroup
   [[unroll]] for (uint u = 0; u < VC; ++u) {
-    uint e = gl_LocalInvocationID.x + u * 128u;
-    if (VC * 128 == BK * (DV / 8) || e < BK * (DV / 8)) {
+    uint e = gl_LocalInvocationID.x + u * WGI;
+    if (VC * WGI == BK * (DV / 8) || e < BK * (DV / 8)) {
       uvec4 w = rv[u];
       if (tail && j0 + int(e / (DV / 8)) >= pc.lkv) {
         w = uvec4(0u);
@@ -408,7 +410,7 @@ void main() {
 #if COOP_REG_SOFTMAX
     // The next tile into the other buffer (no subgroup still reads it: each passed the
     // last barrier after its reads of the tile before), one barrier, then the tile after.
-    kvo = TILE_ROWS * KLD - kvo;
+    kvo = KV_ROWS * KLD - kvo;
     // The tile after is fetched even past kmax (its rows clamped to the cache, unused):
     // under a condition of its own the loads again went through copies.
     if (k0 + BK < kmax) {

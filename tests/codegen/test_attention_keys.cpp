@@ -367,7 +367,9 @@ TEST_CASE("sdpa prefill takes cooperative matrices where the device multiplies t
         CAPTURE(k.canonical());
         auto src = cg::render(k, caps);
         CHECK(src.coop_khr == (std::string(path) == "khr"));
-        CHECK(src.workgroup_size[0] == 128);
+        // 128 rows (8 subgroups) with the register softmax, else 64 (4).
+        CHECK(src.workgroup_size[0] == (nv_layout ? 256 : 128));
+        CHECK(k.params["bq"] == (nv_layout ? "128" : "64"));
         auto mod = cg::compile(k, src);
         CHECK_FALSE(mod.words.empty());
         // The register softmax's two K/V buffers still fit NVIDIA's 48 KiB.
@@ -387,12 +389,32 @@ TEST_CASE("sdpa prefill takes cooperative matrices where the device multiplies t
     }
   }
   caps.coop_acc_nv_layout = true;
+  // 128 rows a workgroup (8 subgroups) render for every head dim, with a 256-invocation
+  // workgroup and arrays within 48 KiB; only with the register softmax.
+  const uint32_t lanes = caps.max_workgroup_invocations;
+  caps.max_workgroup_invocations = 128;
+  CHECK(cg::attention_key("f16", prefill(128, 128), caps).params["bq"] == "64");
+  caps.max_workgroup_invocations = lanes;
+  for (int64_t d = 16; d <= 128; d += 16) {
+    auto k = cg::attention_key("f16", prefill(d, d, "causal"), caps);
+    REQUIRE(k.params["sm"] == "reg");
+    CHECK(k.params["bq"] == "128");
+    CAPTURE(k.canonical());
+    auto src = cg::render(k, caps);
+    CHECK(src.workgroup_size[0] == 256);
+    CHECK_FALSE(cg::compile(k, src).words.empty());
+    CHECK(shared_bytes(k, src) <= caps.max_shared_memory);
+    k.params["sm"] = "shared";
+    CHECK_THROWS_AS(cg::render(k, caps), std::invalid_argument);
+  }
   // A register softmax needs the layout; a key without sm (older caches) is the shared one.
   auto reg = cg::attention_key("f16", prefill(128, 128), caps);
   REQUIRE(reg.params["sm"] == "reg");
   caps.coop_acc_nv_layout = false;
   CHECK_THROWS_AS(cg::render(reg, caps), std::runtime_error);
   reg.params.erase("sm");
+  CHECK_THROWS_AS(cg::render(reg, caps), std::invalid_argument);  // 128 rows need sm=reg
+  reg.params["bq"] = "64";
   CHECK_NOTHROW(cg::render(reg, caps));
   reg.params["sm"] = "registers";
   CHECK_THROWS_AS(cg::render(reg, caps), std::invalid_argument);
