@@ -332,17 +332,21 @@ int main() {
       int m, n, k;
       mx::Dtype dt;
       bool b_t;
+      bool a_t = false;
     };
     std::printf(
         "\n| product | GPU time (us) | wall per op (us) | TFLOPS (GPU) |\n|---|---|---|---|\n");
-    for (const Gemm& g : {Gemm{"f16 4096x4096x4096", 4096, 4096, 4096, mx::float16, false},
-                          Gemm{"bf16 4096x4096x4096", 4096, 4096, 4096, mx::bfloat16, false},
-                          Gemm{"f16 4096x[4096,4096]^T", 4096, 4096, 4096, mx::float16, true},
-                          Gemm{"bf16 4096x[4096,4096]^T", 4096, 4096, 4096, mx::bfloat16, true},
-                          Gemm{"f32 4096x4096x4096", 4096, 4096, 4096, mx::float32, false},
-                          Gemm{"f16 M=512 x [14336,4096]^T", 512, 14336, 4096, mx::float16, true},
-                          Gemm{"f16 M=64 x [4096,4096]^T", 64, 4096, 4096, mx::float16, true}}) {
-      auto a = bench::gpu_uniform({g.m, g.k}, 20, g.dt);
+    for (const Gemm& g :
+         {Gemm{"f16 4096x4096x4096", 4096, 4096, 4096, mx::float16, false},
+          Gemm{"bf16 4096x4096x4096", 4096, 4096, 4096, mx::bfloat16, false},
+          Gemm{"f16 4096x[4096,4096]^T", 4096, 4096, 4096, mx::float16, true},
+          Gemm{"bf16 4096x[4096,4096]^T", 4096, 4096, 4096, mx::bfloat16, true},
+          Gemm{"f16 [4096,4096]^T x 4096x4096", 4096, 4096, 4096, mx::float16, false, true},
+          Gemm{"f32 4096x4096x4096", 4096, 4096, 4096, mx::float32, false},
+          Gemm{"f16 M=512 x [14336,4096]^T", 512, 14336, 4096, mx::float16, true},
+          Gemm{"f16 M=64 x [4096,4096]^T", 64, 4096, 4096, mx::float16, true}}) {
+      auto a = g.a_t ? mx::transpose(bench::gpu_uniform({g.k, g.m}, 20, g.dt))
+                     : bench::gpu_uniform({g.m, g.k}, 20, g.dt);
       auto b = g.b_t ? mx::transpose(bench::gpu_uniform({g.n, g.k}, 21, g.dt))
                      : bench::gpu_uniform({g.k, g.n}, 21, g.dt);
       int reps_g = g.m >= 4096 ? 2 : reps;

@@ -236,7 +236,7 @@ TEST_CASE("quantized_matmul on the GPU: every M, batched x and batched weights")
 }
 
 // Large products dequantize their weights into a scratch buffer of the stream, then take
-// the gemm family (mlx/backend/vulkan/qmm_dequant.h; past 256 rows on devices with
+// the gemm family (mlx/backend/vulkan/qmm_dequant.h; past 64 rows on devices with
 // cooperative matrices). Forced here, so that lavapipe runs it at small sizes too.
 TEST_CASE("quantized_matmul dequantized first: every bits, both layouts, the scratch reused") {
   if (!gpu_present())

@@ -1,9 +1,9 @@
 // Large quantized products as two launches: the weights dequantized into a scratch buffer
-// of the stream, then the f16 / bf16 GEMM on them (its cooperative-matrix tiles). Past a
-// few hundred rows that beats the qmm tiles, which dequantize inside their loop: on an H200
-// the qmm loop's loads and dequantization cost it 40% against the same loop on dense
-// operands, and the two launches won from 256 rows of an 8B-class MLP product on (lost at
-// 128; docs/matmul.md, "Prefill's products: dequantize, then multiply").
+// of the stream, then the f16 / bf16 GEMM on them (its cooperative-matrix tiles). Past the
+// qmvc blocks' 64 rows that beats the qmm tiles, which dequantize inside their loop: on an
+// H200 the qmm loop's loads and dequantization cost it 40% against the same loop on dense
+// operands, and its ragged rows cost it up to 2x more (docs/matmul.md, "Prefill's products:
+// dequantize, then multiply" and "Dequantized from 65 rows").
 #pragma once
 
 #include <cstdint>
@@ -37,10 +37,13 @@ void record_qmm_dequantized(const Device& dev, CommandEncoder& enc, const char* 
                             const codegen::MatmulGeometry& g, const Binding& x, const Binding& w,
                             const Binding& scales, const Binding& biases, const Binding& out);
 
-// Rows from which a product dequantizes first, and the most scratch a stream keeps for it
-// (Qwen3-8B's largest weight, gate/up, is 192 MiB as bf16; an lm_head of 151936 x 4096 is
-// not kept, it keeps the qmm tiles).
-constexpr int64_t kQmmDequantRows = 256;
+// Rows from which a product dequantizes first: past the 16-row qmvc blocks' 64
+// (kQmvcBlockedRows in quantized.cpp). From 65 to 255 rows the qmm tiles took 1.2-2x its
+// time on an H200 (ragged rows worst: 4-bit [80,14336] x [4096,14336]^T 467.6 against 248.7
+// us f16; docs/matmul.md, "Dequantized from 65 rows"). And the most scratch a stream keeps
+// for it (Qwen3-8B's largest weight, gate/up, is 192 MiB as bf16; an lm_head of 151936 x
+// 4096 is not kept, it keeps the qmm tiles).
+constexpr int64_t kQmmDequantRows = 65;
 constexpr int64_t kQmmDequantBytes = int64_t{256} << 20;
 
 // Tests: forces the path on (wherever the scratch fits) or off for this process (nullopt:

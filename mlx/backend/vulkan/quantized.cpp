@@ -4,8 +4,8 @@
 //     64 in 16-row launches), "qmv"
 //     (transpose=true, M <= 8: a decode step) or "qmm" (the gemm template reading B from
 //     the packed format), on dense operands; with 2-d weights every batch row of x folds
-//     into M. Past a few hundred rows the weights are dequantized first and the gemm
-//     family multiplies them (qmm_dequant.h).
+//     into M. Past 64 rows the weights are dequantized first and the gemm family
+//     multiplies them (qmm_dequant.h).
 //   Dequantize / AffineQuantize: the "quant" family, one invocation per 4 chunks of 8 values
 //     or per group (record_quant in qmm_dequant.h).
 // docs/matmul.md and docs/quantization.md.
