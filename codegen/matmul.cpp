@@ -382,15 +382,23 @@ bool gemm_tile_usable(const GemmTile& t, const MatmulGeometry& g, const DeviceCa
   return tile_fits(t, caps);
 }
 
-KernelKey gemm_key(const std::string& dtype, const MatmulGeometry& g, const GemmTile& tile) {
-  KernelKey key{"gemm", {}};
+namespace {
+
+// The coop kernel checks only A's rows and the stores' rows when only M is ragged (a
+// prompt's length): "edge=m" (docs/matmul.md, "Ragged rows: only rows checked"), for the
+// gemm and the qmm tiles. MLX_VK_GEMM_EDGE_ROWS=0 checks everything instead (for measuring).
+std::string edge_param(const MatmulGeometry& g, const GemmTile& tile) {
   bool ragged_nk = g.n % tile.bn != 0 || g.k % tile.bk != 0 || g.k == 0;
   bool ragged_m = g.m % tile.bm != 0;
-  // The coop kernel checks only A's rows and the stores' rows when only M is ragged (a
-  // prompt's length): "edge=m" (docs/matmul.md, "Ragged rows: only rows checked").
-  // MLX_VK_GEMM_EDGE_ROWS=0 checks everything instead (for measuring).
   static const bool split = tuning_env("MLX_VK_GEMM_EDGE_ROWS", 0, 1, 1) == 1;
-  std::string edge = ragged_nk ? "1" : !ragged_m ? "0" : tile.coop && split ? "m" : "1";
+  return ragged_nk ? "1" : !ragged_m ? "0" : tile.coop && split ? "m" : "1";
+}
+
+}  // namespace
+
+KernelKey gemm_key(const std::string& dtype, const MatmulGeometry& g, const GemmTile& tile) {
+  KernelKey key{"gemm", {}};
+  std::string edge = edge_param(g, tile);
   key.params = {
       {"dtype", dtype},        {"a_t", bit(g.a_t)},
       {"b_t", bit(g.b_t)},     {"edge", edge},
@@ -441,8 +449,8 @@ KernelSource gemm_source(const KernelKey& key, const DeviceCaps& caps, bool quan
     defines.push_back(std::string("ADDMM ") + bit(flag(key, "addmm", where)));
   }
   const std::string& edge = key_param(key, "edge", where);
-  if (edge == "m" && (quant || !t.coop)) {
-    throw std::invalid_argument("[render] " + where + ": edge=m is for coop gemm tiles.");
+  if (edge == "m" && !t.coop) {
+    throw std::invalid_argument("[render] " + where + ": edge=m is for coop tiles.");
   }
   defines.push_back(std::string("EDGE ") + (edge == "m" ? "0" : bit(flag(key, "edge", where))));
   defines.push_back(std::string("EDGE_ROWS ") + (edge == "m" ? "1" : "0"));
@@ -513,11 +521,10 @@ KernelSource render_qmm(const KernelKey& key, const DeviceCaps& caps) {
 }
 
 KernelKey qmm_key(const std::string& dtype, const MatmulGeometry& g, const GemmTile& tile) {
-  bool edge = g.m % tile.bm != 0 || g.n % tile.bn != 0 || g.k % tile.bk != 0 || g.k == 0;
   return KernelKey{"qmm",
                    {{"bits", std::to_string(g.bits)},
                     {"dtype", dtype},
-                    {"edge", bit(edge)},
+                    {"edge", edge_param(g, tile)},
                     {"gs", std::to_string(g.group_size)},
                     {"idx", geometry_idx64(g, tile.bm, tile.bn, tile.bk) ? "64" : "32"},
                     {"tile", tile.name()},

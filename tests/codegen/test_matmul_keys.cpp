@@ -159,24 +159,27 @@ TEST_CASE("the cooperative-matrix qmm renders, compiles and validates for every 
   auto caps = nvidia_like(true);
   for (int bits : {2, 3, 4, 5, 6, 8}) {
     for (bool trans : {false, true}) {
-      cg::MatmulGeometry g;
-      g.m = 100;  // rows past a tile: edge checks on
-      g.n = 256;
-      g.k = 512;
-      g.lda = g.k;
-      g.b_t = trans;
-      g.ldb = (trans ? g.k : g.n) * bits / 32;
-      g.bits = bits;
-      g.group_size = 64;
-      auto tile = cg::gemm_tile(g, caps, "f16");
-      REQUIRE(tile.coop);
-      auto key = cg::qmm_key("f16", g, tile);
-      CAPTURE(key.canonical());
-      auto src = cg::render(key, caps);
-      CHECK(src.template_name == "gemm_coop.glsl");
-      CHECK(src.num_buffers == 5);
-      auto mod = cg::compile(key, src);
-      CHECK(cg::validate_spirv(mod.words) == "");
+      for (int64_t n : {256, 200}) {
+        cg::MatmulGeometry g;
+        g.m = 100;  // rows past a tile: with n = 256 only the rows checked, else every chunk
+        g.n = n;
+        g.k = 512;
+        g.lda = g.k;
+        g.b_t = trans;
+        g.ldb = (trans ? g.k : g.n) * bits / 32;
+        g.bits = bits;
+        g.group_size = 64;
+        auto tile = cg::gemm_tile(g, caps, "f16");
+        REQUIRE(tile.coop);
+        auto key = cg::qmm_key("f16", g, tile);
+        CAPTURE(key.canonical());
+        CHECK(key.params.at("edge") == (n == 256 ? "m" : "1"));
+        auto src = cg::render(key, caps);
+        CHECK(src.template_name == "gemm_coop.glsl");
+        CHECK(src.num_buffers == 5);
+        auto mod = cg::compile(key, src);
+        CHECK(cg::validate_spirv(mod.words) == "");
+      }
     }
   }
   // A tall grid takes the 256-row tile: each dequantized value serves 256 rows.
