@@ -18,7 +18,8 @@
 // Usage: matmul_bench   (MATMUL_BENCH_ONLY=gemv,qmv,qrows,lmhead,chain,fused,gemm,qmm,tiles
 //                        runs a subset; MATMUL_BENCH_QROWS=2,4,8 sets qrows' row counts,
 //                        MATMUL_BENCH_QMM_ROWS=256,512 qmm's, MATMUL_BENCH_TILE_ROWS tiles',
-//                        MATMUL_BENCH_TILES=coopkhr128x256x16w64x64,... the tiles forced)
+//                        MATMUL_BENCH_TILES=coopkhr128x256x16w64x64,... the tiles forced,
+//                        MATMUL_BENCH_TILE_LAYOUT=nn|tn their operands' layout)
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -448,13 +449,21 @@ int main() {
       int n, k;
       bool b_t;
     };
+    // MATMUL_BENCH_TILE_LAYOUT=nn: every B as stored (k rows of n, as a dequantized weight's
+    // transpose); tn: that, with x read as the transpose of k rows of m.
+    const char* layout_env = std::getenv("MATMUL_BENCH_TILE_LAYOUT");
+    const std::string layout = layout_env ? layout_env : "";
+    const int m_max = *std::max_element(ms.begin(), ms.end());
     for (auto [n, k, b_t] :
          {Shape{4096, 4096, true}, Shape{12288, 4096, true}, Shape{4096, 12288, true},
           Shape{3072, 1024, true}, Shape{1024, 3072, true}, Shape{4096, 4096, false}}) {
+      b_t = b_t && layout != "nn" && layout != "tn";
       auto w = bench::gpu_uniform(b_t ? mx::Shape{n, k} : mx::Shape{k, n}, 27, mx::bfloat16);
-      auto xr = bench::gpu_uniform({*std::max_element(ms.begin(), ms.end()), k}, 28, mx::bfloat16);
+      auto xr = layout == "tn" ? bench::gpu_uniform({k, m_max}, 28, mx::bfloat16)
+                               : bench::gpu_uniform({m_max, k}, 28, mx::bfloat16);
       for (int m : ms) {
-        auto x = mx::slice(xr, {0, 0}, {m, k});
+        auto x = layout == "tn" ? mx::transpose(mx::slice(xr, {0, 0}, {k, m}))
+                                : mx::slice(xr, {0, 0}, {m, k});
         std::vector<double> us;
         for (const auto& tile : tiles) {
           mx::vulkan::set_forced_gemm_tile(tile);
@@ -464,7 +473,8 @@ int main() {
               1e3);
         }
         double best = *std::min_element(us.begin(), us.end());
-        std::printf("| [%d,%d] x [%d,%d]%s |", m, k, b_t ? n : k, b_t ? k : n, b_t ? "^T" : "");
+        std::printf("| [%d,%d]%s x [%d,%d]%s |", layout == "tn" ? k : m, layout == "tn" ? m : k,
+                    layout == "tn" ? "^T" : "", b_t ? n : k, b_t ? k : n, b_t ? "^T" : "");
         for (double u : us) {
           std::printf(" %.1f |", u);
         }
