@@ -204,8 +204,8 @@ int main(int argc, char** argv) {
     if (!bench::env_counts("QWEN3_BENCH_PREFILL", 32768, lengths)) {
       return 1;
     }
-    // A process's first prefills otherwise run at idle clocks: the 8B's first length once
-    // took 79.8 ms against 45 in later processes (docs/performance.md).
+    // Otherwise a process's first prefills start from idle clocks (H200: the 8B's first
+    // 300-token prefill 47.3 ms cold against 45.0 warmed; docs/performance.md).
     const char* warm_env = std::getenv("QWEN3_BENCH_PREFILL_WARM_MS");
     const double warm_ms = warm_env ? std::atof(warm_env) : 300.0;
     if (warm_ms > 0) {

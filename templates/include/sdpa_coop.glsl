@@ -7,8 +7,8 @@
 // Flash attention on cooperative matrices (prefill, d and dv multiples of 16 up to 128,
 // f16, or bf16 through the KHR rewrite: codegen/coop_rewrite.h). A workgroup of BQ / 16
 // subgroups (32 lanes each; BQ 64, or 128 with the register softmax) owns BQ query rows of
-// one (batch, KV head), a subgroup 16 of them: its Q fragments stay in registers for the whole kernel and its output as DV / 16
-// accumulators of 16 x 16 f32. Per tile of BK keys:
+// one (batch, KV head), a subgroup 16 of them: its Q fragments stay in registers for the
+// whole kernel and its output as DV / 16 accumulators of 16 x 16 f32. Per tile of BK keys:
 //   0. K (BK x D) and V (BK x DV), loaded into registers during the previous tile, go to
 //      shared memory, and the next tile's loads are issued (so global latency hides behind
 //      a whole tile of work);
