@@ -118,8 +118,6 @@ inline mx::array gpu_uniform(const mx::Shape& shape, int seed, mx::Dtype dt = mx
   return g;
 }
 
-// Whether `block` is in the comma-separated list of environment variable `env` (every
-// block when it is unset or empty).
 // Counts from a comma-separated environment variable (e.g. "2,4,8"), each 1..most; `out`
 // keeps its defaults when the variable is unset. False (after a message) when malformed.
 inline bool env_counts(const char* name, int most, std::vector<int>& out) {
@@ -141,6 +139,8 @@ inline bool env_counts(const char* name, int most, std::vector<int>& out) {
   return true;
 }
 
+// Whether `block` is in the comma-separated list of environment variable `env` (every
+// block when it is unset or empty).
 inline bool wanted(const char* env, const std::string& block) {
   const char* only = std::getenv(env);
   if (!only || !*only) {
