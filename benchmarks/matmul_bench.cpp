@@ -344,6 +344,10 @@ int main() {
           Gemm{"bf16 4096x[4096,4096]^T", 4096, 4096, 4096, mx::bfloat16, true},
           Gemm{"f16 [4096,4096]^T x 4096x4096", 4096, 4096, 4096, mx::float16, false, true},
           Gemm{"f32 4096x4096x4096", 4096, 4096, 4096, mx::float32, false},
+          Gemm{"bf16 M=1024 x [12288,4096]^T", 1024, 12288, 4096, mx::bfloat16, true},
+          Gemm{"bf16 M=2048 x [12288,4096]^T", 2048, 12288, 4096, mx::bfloat16, true},
+          Gemm{"bf16 M=1024 x 4096x12288", 1024, 12288, 4096, mx::bfloat16, false},
+          Gemm{"bf16 M=2048 x [4096,12288]^T", 2048, 4096, 12288, mx::bfloat16, true},
           Gemm{"f16 M=512 x [14336,4096]^T", 512, 14336, 4096, mx::float16, true},
           Gemm{"f16 M=64 x [4096,4096]^T", 64, 4096, 4096, mx::float16, true}}) {
       auto a = g.a_t ? mx::transpose(bench::gpu_uniform({g.k, g.m}, 20, g.dt))

@@ -62,6 +62,26 @@ KernelKey elementwise_key(const std::string& family, const std::string& op,
 Launch elementwise_launch(const KernelKey& key, const KernelSource& source,
                           const ElementwiseGeometry& geometry);
 
+// A transposed copy into rows padded to out_ld elements, for the GEMM's A operand read as
+// k rows of m (rows that must start on 16 bytes; mlx/backend/vulkan/qmm_dequant.cpp):
+//   out[out_offset + r * out_ld + c] = in[in_offset + r + c * col_stride], r < rows, c < cols.
+// Elements cols..out_ld-1 of each output row are left unwritten. The tiled "transpose"
+// kernel; its key is a transpose key (idx from this geometry's reach).
+struct PaddedTranspose {
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int64_t col_stride = 0;  // the input's stride along c (along r it is 1)
+  int64_t out_ld = 0;      // >= cols
+  uint64_t in_offset = 0;
+  uint64_t out_offset = 0;
+};
+KernelKey padded_transpose_key(const std::string& in_dtype, const std::string& out_dtype,
+                               const PaddedTranspose& t);
+// Throws std::invalid_argument for an empty geometry, out_ld < cols, or more tiles than a
+// dispatch takes.
+Launch padded_transpose_launch(const KernelKey& key, const KernelSource& source,
+                               const PaddedTranspose& t);
+
 // The op names a family supports ("Abs", ...; "Select"; "Copy"), for tests and prewarming.
 std::vector<std::string> elementwise_ops(const std::string& family);
 

@@ -224,6 +224,11 @@ void check_geometry(const MatmulGeometry& g, const std::string& where) {
       g.a_bs0 < 0 || g.a_bs1 < 0 || g.b_bs0 < 0 || g.b_bs1 < 0) {
     throw std::invalid_argument("[launch] " + where + ": inconsistent matmul geometry.");
   }
+  if (g.a_padded && (!g.a_t || g.lda < ceil_div(g.m, 8) * 8)) {
+    throw std::invalid_argument("[launch] " + where +
+                                ": a padded A must be transposed, with rows of at least m "
+                                "rounded up to 8.");
+  }
 }
 
 const DtypeInfo& float_dtype(const KernelKey& key, const std::string& where) {
@@ -252,7 +257,7 @@ bool coop_aligned(const MatmulGeometry& g) {
   // 8 f16 values are 16 bytes: each chunk gemm_coop.glsl loads is one aligned vector, wholly
   // inside or outside the matrix. A quantized B is read by words instead, 8 values of one
   // group at a time (its groups of >= 32 values keep that aligned).
-  int64_t a_contig = g.a_t ? g.m : g.k;
+  int64_t a_contig = !g.a_t ? g.k : g.a_padded ? ceil_div(g.m, 8) * 8 : g.m;
   std::vector<int64_t> values{a_contig, static_cast<int64_t>(g.a_offset), g.lda, g.a_bs0, g.a_bs1};
   if (g.bits == 0) {
     values.insert(values.end(),

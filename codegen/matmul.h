@@ -29,6 +29,11 @@ struct MatmulGeometry {
   int64_t ldb = 0;
   bool a_t = false;
   bool b_t = false;
+  // With a_t: each of A's k rows may be read up to m rounded up to 8 (its rows are padded
+  // to lda, a multiple of 8, as qmm_dequant.cpp's transposed x is), so a ragged m still
+  // takes the cooperative-matrix tiles. The padding's values reach only output rows >= m,
+  // which are not stored.
+  bool a_padded = false;
   int64_t nb1 = 1;
   int64_t a_bs0 = 0;
   int64_t a_bs1 = 0;

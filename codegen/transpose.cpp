@@ -4,6 +4,7 @@
 #include "codegen/transpose.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 #include <stdexcept>
 
@@ -54,6 +55,42 @@ bool parse_idx64(const KernelKey& key, const std::string& where) {
   return idx == "64";
 }
 
+// The largest element index a padded transpose forms, input or output.
+uint64_t padded_reach(const PaddedTranspose& t) {
+  if (t.rows < 1 || t.cols < 1) {
+    return 0;
+  }
+  uint64_t in = t.in_offset + static_cast<uint64_t>(t.rows - 1) +
+                static_cast<uint64_t>(t.cols - 1) * static_cast<uint64_t>(t.col_stride);
+  uint64_t out = t.out_offset +
+                 static_cast<uint64_t>(t.rows - 1) * static_cast<uint64_t>(t.out_ld) +
+                 static_cast<uint64_t>(t.cols - 1);
+  return std::max(in, out);
+}
+
+bool padded_idx64(const PaddedTranspose& t) {
+  return padded_reach(t) > static_cast<uint64_t>(std::numeric_limits<int32_t>::max());
+}
+
+// Push constants (transpose.glsl's block) and groups: column tiles, row tiles, batch.
+Launch pack(const Extents& e, uint64_t in_offset, uint64_t out_offset, int64_t out_ld, bool idx64,
+            const KernelSource& source, const std::string& where) {
+  Launch launch;
+  auto& pc = launch.push_constants;
+  for (int64_t v : {e.rows, e.cols, static_cast<int64_t>(in_offset),
+                    static_cast<int64_t>(out_offset), e.col_stride, e.batch_stride, out_ld}) {
+    put(pc, v, idx64);
+  }
+  if (pc.size() != source.push_constant_bytes) {
+    throw std::invalid_argument("[elementwise_launch] " + where +
+                                ": packed push constants do not match the kernel's block.");
+  }
+  launch.groups = {static_cast<uint32_t>((e.cols + kTile - 1) / kTile),
+                   static_cast<uint32_t>((e.rows + kTile - 1) / kTile),
+                   static_cast<uint32_t>(e.batch)};
+  return launch;
+}
+
 }  // namespace
 
 bool is_transpose(const Normalized& n) {
@@ -94,7 +131,7 @@ KernelSource render_transpose(const KernelKey& key, const DeviceCaps& caps) {
 
   KernelSource source = render_template("transpose.glsl", defines);
   source.num_buffers = 2;
-  source.push_constant_bytes = 6 * (idx64 ? 8 : 4);
+  source.push_constant_bytes = 7 * (idx64 ? 8 : 4);
   uint32_t rows = std::clamp<uint32_t>(caps.max_workgroup_invocations / kTile, 1, kTileRows);
   source.workgroup_size = {static_cast<uint32_t>(kTile), rows, 1};
   source.spec_constants = {{1, rows}};
@@ -111,20 +148,40 @@ Launch transpose_launch(const KernelKey& key, const KernelSource& source, const 
   }
   check_binding_reach(n, where);
   Extents e = extents(n);
-  Launch launch;
-  auto& pc = launch.push_constants;
-  for (int64_t v : {e.rows, e.cols, static_cast<int64_t>(n.offsets[0]),
-                    static_cast<int64_t>(n.out_offset), e.col_stride, e.batch_stride}) {
-    put(pc, v, idx64);
-  }
-  if (pc.size() != source.push_constant_bytes) {
+  return pack(e, n.offsets[0], n.out_offset, e.cols, idx64, source, where);
+}
+
+KernelKey padded_transpose_key(const std::string& in_dtype, const std::string& out_dtype,
+                               const PaddedTranspose& t) {
+  KernelKey key;
+  key.family = "transpose";
+  key.params["in"] = in_dtype;
+  key.params["out"] = out_dtype;
+  key.params["idx"] = padded_idx64(t) ? "64" : "32";
+  return key;
+}
+
+Launch padded_transpose_launch(const KernelKey& key, const KernelSource& source,
+                               const PaddedTranspose& t) {
+  const std::string where = "kernel " + key.canonical();
+  bool idx64 = parse_idx64(key, where);
+  auto groups = [](int64_t extent) { return (static_cast<uint64_t>(extent) + kTile - 1) / kTile; };
+  if (t.rows < 1 || t.cols < 1 || t.out_ld < t.cols || t.col_stride < 1 ||
+      groups(t.rows) > kMaxGroups || groups(t.cols) > kMaxGroups || padded_idx64(t) != idx64) {
     throw std::invalid_argument("[elementwise_launch] " + where +
-                                ": packed push constants do not match the kernel's block.");
+                                ": not a padded transpose this kernel takes (empty, rows "
+                                "shorter than their columns, too many tiles, or another "
+                                "index width).");
   }
-  launch.groups = {static_cast<uint32_t>((e.cols + kTile - 1) / kTile),
-                   static_cast<uint32_t>((e.rows + kTile - 1) / kTile),
-                   static_cast<uint32_t>(e.batch)};
-  return launch;
+  if (padded_reach(t) > std::numeric_limits<uint32_t>::max()) {
+    throw std::invalid_argument("[elementwise_launch] " + where +
+                                ": a binding would need an element index beyond 2^32 - 1.");
+  }
+  Extents e;
+  e.rows = t.rows;
+  e.cols = t.cols;
+  e.col_stride = t.col_stride;
+  return pack(e, t.in_offset, t.out_offset, t.out_ld, idx64, source, where);
 }
 
 }  // namespace mlx::core::vulkan::codegen

@@ -1,7 +1,10 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // Copy (with dtype conversion) of a transposed view through a shared-memory tile:
-//   out[b][m][n] = OP(in0[in0_offset + b * batch_stride + m + n * col_stride])
+//   out[out_offset + (b * rows + m) * out_ld + n] =
+//       OP(in0[in0_offset + b * batch_stride + m + n * col_stride])
+// out_ld is cols for a dense copy; larger for rows padded to an aligned start (the GEMM's
+// operand copies, codegen::padded_transpose_launch), whose padding is left unwritten.
 // The input is contiguous along m and the output along n, so a plain copy would read or
 // write with a large stride; each workgroup instead reads a TILE x TILE block along m,
 // then writes it along n. Defaults: f32 -> f32, 32-bit indexing.
@@ -30,6 +33,7 @@ layout(push_constant) uniform Params {
   IDX_T out_offset;
   IDX_T col_stride;    // input stride of n
   IDX_T batch_stride;  // input stride of b
+  IDX_T out_ld;        // output stride of m
 }
 pc;
 
@@ -52,12 +56,12 @@ void main() {
   }
   barrier();
   // Phase 2: consecutive invocations write consecutive n (stride 1 in the output).
-  IDX_T out_base = pc.out_offset + b * pc.rows * pc.cols;
+  IDX_T out_base = pc.out_offset + b * pc.rows * pc.out_ld;
   for (uint r = gl_LocalInvocationID.y; r < TILE; r += gl_WorkGroupSize.y) {
     IDX_T m = m0 + IDX_T(r);
     IDX_T n = n0 + IDX_T(tx);
     if (m < pc.rows && n < pc.cols) {
-      outv[uint(out_base + m * pc.cols + n)] = OUT_STORE(tile[tx][r]);
+      outv[uint(out_base + m * pc.out_ld + n)] = OUT_STORE(tile[tx][r]);
     }
   }
 }

@@ -282,15 +282,15 @@ TEST_CASE("planning gives copies of transposed views the tiled transpose kernel"
   KernelSource s2 = render(k2, full_caps());
   CHECK(s2.workgroup_size == std::array<uint32_t, 3>{32, 8, 1});
   Launch l2 = elementwise_launch(k2, s2, g2);
-  // rows, cols, in offset, out offset, column stride, batch stride.
-  CHECK(words(l2.push_constants, false) == std::vector<int64_t>{64, 96, 5, 3, 64, 0});
+  // rows, cols, in offset, out offset, column stride, batch stride, output row stride.
+  CHECK(words(l2.push_constants, false) == std::vector<int64_t>{64, 96, 5, 3, 64, 0, 96});
   CHECK(l2.groups == std::array<uint32_t, 3>{3, 2, 1});
   // A batch dim outside, a negative column stride and partial tiles.
   auto g3 = geom({3, 37, 40}, {{1480, 1, -37}}, {1443});
   KernelKey k3 = plan_elementwise("copy", "Copy", {"i64"}, "i64", g3);
   CHECK(k3.family == "transpose");
   Launch l3 = elementwise_launch(k3, render(k3, full_caps()), g3);
-  CHECK(words(l3.push_constants, false) == std::vector<int64_t>{37, 40, 1443, 0, -37, 1480});
+  CHECK(words(l3.push_constants, false) == std::vector<int64_t>{37, 40, 1443, 0, -37, 1480, 40});
   CHECK(l3.groups == std::array<uint32_t, 3>{2, 2, 3});
   // 64-bit indexing like every other kernel.
   auto big = geom({64, 96}, {{1, 64}}, {3000000000ull});
@@ -312,4 +312,32 @@ TEST_CASE("planning gives copies of transposed views the tiled transpose kernel"
   KernelKey strided = elementwise_key("copy", "Copy", {"f32"}, "bf16", g2);
   CHECK(strided.family == "copy");
   CHECK_NOTHROW(elementwise_launch(strided, render(strided, full_caps()), g2));
+}
+
+TEST_CASE("a padded transpose writes rows of out_ld elements through the transpose kernel") {
+  // x [100, 64] (rows of k) into [64, 104]: rows = k, cols = m, padded to 8.
+  PaddedTranspose t;
+  t.rows = 64;
+  t.cols = 100;
+  t.col_stride = 64;
+  t.out_ld = 104;
+  t.in_offset = 7;
+  t.out_offset = 16;
+  KernelKey k = padded_transpose_key("bf16", "bf16", t);
+  CHECK(k.canonical() == "transpose:idx=32,in=bf16,out=bf16");
+  Launch l = padded_transpose_launch(k, render(k, full_caps()), t);
+  CHECK(words(l.push_constants, false) == std::vector<int64_t>{64, 100, 7, 16, 64, 0, 104});
+  CHECK(l.groups == std::array<uint32_t, 3>{4, 2, 1});
+  // The output's reach sets the index width: (rows - 1) * out_ld past 2^31.
+  PaddedTranspose wide = t;
+  wide.out_ld = int64_t{1} << 26;
+  CHECK(padded_transpose_key("f16", "f16", wide).canonical() == "transpose:idx=64,in=f16,out=f16");
+  // Refused: rows shorter than their columns, an empty side.
+  PaddedTranspose narrow = t;
+  narrow.out_ld = 99;
+  CHECK_THROWS_AS(padded_transpose_launch(k, render(k, full_caps()), narrow),
+                  std::invalid_argument);
+  PaddedTranspose empty = t;
+  empty.cols = 0;
+  CHECK_THROWS_AS(padded_transpose_launch(k, render(k, full_caps()), empty), std::invalid_argument);
 }

@@ -210,7 +210,7 @@ TEST_CASE("the transpose kernel renders to valid SPIR-V for every dtype pair cla
           names.push_back(name);
         }
         CHECK(names == std::vector<std::string>{"rows", "cols", "in0_offset", "out_offset",
-                                                "col_stride", "batch_stride"});
+                                                "col_stride", "batch_stride", "out_ld"});
         CHECK(r.push_bytes == src.push_constant_bytes);
       }
     }

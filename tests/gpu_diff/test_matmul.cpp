@@ -19,6 +19,7 @@
 #include "harness.h"
 #include "mlx/backend/vulkan/cpu_fallback.h"
 #include "mlx/backend/vulkan/device.h"
+#include "mlx/backend/vulkan/gemm_relayout.h"
 #include "mlx/backend/vulkan/matmul.h"
 
 namespace mx = mlx::core;
@@ -99,6 +100,26 @@ TEST_CASE("matmul matches the CPU for gemv and gemm sizes, both operand orientat
   }
   auto counts = mx::vulkan::fallback_counts();
   CHECK(counts["Matmul"] == 0);
+}
+
+TEST_CASE("matmul with its operands copied into the GEMM's layout first (A padded to 8)") {
+  if (!gpu_present())
+    return;
+  mx::vulkan::reset_fallback_counts();
+  // From one row (by default from kRelayoutRows / kRelayoutBRows, on cooperative matrices).
+  mx::vulkan::force_relayout_rows(1, 1);
+  uint64_t a0 = mx::vulkan::relayout_a_count(), b0 = mx::vulkan::relayout_b_count();
+  uint64_t seed = 900;
+  for (auto dt : {mx::float32, mx::float16, mx::bfloat16}) {
+    check_product({33, 40, 24, false, true}, dt, ++seed);  // both: A padded to 40 rows
+    check_product({20, 65, 40, false, true}, dt, ++seed);  // A; n = 65 keeps B^T
+    check_product({9, 72, 33, false, false}, dt, ++seed);  // A; B already k rows of n
+    check_product({17, 16, 50, true, true}, dt, ++seed);   // B; A already k rows of m
+  }
+  CHECK(mx::vulkan::relayout_a_count() - a0 == 9);
+  CHECK(mx::vulkan::relayout_b_count() - b0 == 6);
+  mx::vulkan::force_relayout_rows(std::nullopt);
+  CHECK(mx::vulkan::fallback_counts()["Matmul"] == 0);
 }
 
 TEST_CASE("matmul matches the CPU for batches: collapsed, broadcast and general") {

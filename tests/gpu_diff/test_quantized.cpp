@@ -19,6 +19,7 @@
 
 #include "harness.h"
 #include "mlx/backend/vulkan/cpu_fallback.h"
+#include "mlx/backend/vulkan/gemm_relayout.h"
 #include "mlx/backend/vulkan/qmm_dequant.h"
 
 namespace mx = mlx::core;
@@ -306,6 +307,34 @@ TEST_CASE("quantized_matmul dequantized first: every bits, both layouts, the scr
   check_qmm({6, 64, mx::bfloat16, true, 9, 24, 3}, seed += 2);
   CHECK(mx::vulkan::qmm_dequant_count() - before == 2);
   CHECK(mx::vulkan::qmm_dequant_transposed_count() == before_t);
+  mx::vulkan::force_qmm_dequant(std::nullopt);
+  CHECK(mx::vulkan::fallback_counts()["QuantizedMatmul"] == 0);
+}
+
+TEST_CASE("quantized_matmul dequantized first with x copied into its transpose, rows padded") {
+  if (!gpu_present())
+    return;
+  mx::vulkan::reset_fallback_counts();
+  // From one row, so these small products take it (by default from kRelayoutRows).
+  mx::vulkan::force_qmm_dequant(true);
+  mx::vulkan::force_relayout_rows(1);
+  uint64_t before = mx::vulkan::relayout_a_count();
+  uint64_t seed = 7600;
+  // Ragged rows (padded to 40, 24, 16, 56 and 16 in the transposed copy), every dtype;
+  // weights already k rows of n (transpose false).
+  for (const QCase& c :
+       {QCase{4, 64, mx::float16, true, 33, 40, 2}, QCase{3, 32, mx::bfloat16, true, 20, 136, 3},
+        QCase{8, 64, mx::float32, true, 9, 24, 3}, QCase{4, 64, mx::bfloat16, true, 50, 40, 2},
+        QCase{2, 128, mx::float16, false, 12, 128, 2}}) {
+    check_qmm(c, seed += 2);
+  }
+  CHECK(mx::vulkan::relayout_a_count() - before == 5);
+  // 0 turns it off.
+  mx::vulkan::force_relayout_rows(0);
+  before = mx::vulkan::relayout_a_count();
+  check_qmm({4, 64, mx::float16, true, 33, 40, 2}, seed += 2);
+  CHECK(mx::vulkan::relayout_a_count() == before);
+  mx::vulkan::force_relayout_rows(std::nullopt);
   mx::vulkan::force_qmm_dequant(std::nullopt);
   CHECK(mx::vulkan::fallback_counts()["QuantizedMatmul"] == 0);
 }

@@ -14,6 +14,7 @@
 #include "mlx/backend/vulkan/allocator.h"
 #include "mlx/backend/vulkan/autotune.h"
 #include "mlx/backend/vulkan/cpu_fallback.h"
+#include "mlx/backend/vulkan/gemm_relayout.h"
 #include "mlx/backend/vulkan/kernel_library.h"
 #include "mlx/backend/vulkan/kernels.h"
 #include "mlx/backend/vulkan/launch_memo.h"
@@ -186,7 +187,8 @@ MatmulSignature matmul_signature(const char* family, const char* dtype, const Ma
           g.lda,
           g.ldb,
           (g.a_t ? 1 : 0) | (g.b_t ? 2 : 0) | (g.addmm ? 4 : 0) | (g.glu ? 8 : 0) |
-              (g.prefetch ? 16 : 0) | (forced_generation.load(std::memory_order_relaxed) << 8),
+              (g.prefetch ? 16 : 0) | (g.a_padded ? 32 : 0) |
+              (forced_generation.load(std::memory_order_relaxed) << 8),
           g.nb1,
           g.a_bs0,
           g.a_bs1,
@@ -317,6 +319,13 @@ void matmul_gpu(int stream, const array& a_in, const array& b_in, array& out, bo
   }
 
   if (!codegen::gemv_applies(g)) {
+    // Many rows: the operands copied into the layout the coop GEMM reads fastest.
+    if (K > 0 && relayout_b(dev, g, dtype)) {
+      bindings[1] = record_b_relayout(dev, enc, dtype, g, bindings[1]);
+    }
+    if (K > 0 && relayout_a(dev, g, dtype)) {
+      bindings[0] = record_a_relayout(dev, enc, dtype, g, bindings[0]);
+    }
     record_gemm(dev, enc, dtype, g, bindings);
     return;
   }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "mlx/backend/vulkan/allocator.h"
+#include "mlx/backend/vulkan/gemm_relayout.h"
 #include "mlx/backend/vulkan/kernel_library.h"
 #include "mlx/backend/vulkan/kernels.h"
 #include "mlx/backend/vulkan/launch_memo.h"
@@ -161,7 +162,9 @@ void record_qmm_dequantized(const Device& dev, CommandEncoder& enc, const char* 
 
   auto read = bind_run(dev, buf, elems, false);
   d.b_offset = read.elem_offset;
-  const std::array<Binding, 3> gemm_bindings{x, read.binding, out};
+  // x too into the layout the GEMM reads fastest, for many rows.
+  Binding a = relayout_a(dev, d, dtype) ? record_a_relayout(dev, enc, dtype, d, x) : x;
+  const std::array<Binding, 3> gemm_bindings{a, read.binding, out};
   record_gemm(dev, enc, dtype, d, gemm_bindings);
   taken.fetch_add(1, std::memory_order_relaxed);
 }

@@ -32,7 +32,8 @@ bool qmm_dequantizes(const Device& dev, const char* dtype, const codegen::Matmul
 // Records it: W (with its scales and biases, g's offsets into their bindings) into the
 // stream's scratch, then the GEMM of x and the scratch into out. A weight stored as rows
 // of k values (a Linear layer's, transpose) is dequantized into its transpose where its n
-// is a multiple of 8, so that the GEMM reads k rows of n.
+// is a multiple of 8, so that the GEMM reads k rows of n; x of many rows is copied into
+// k rows of m as well (gemm_relayout.h).
 void record_qmm_dequantized(const Device& dev, CommandEncoder& enc, const char* dtype,
                             const codegen::MatmulGeometry& g, const Binding& x, const Binding& w,
                             const Binding& scales, const Binding& biases, const Binding& out);
