@@ -30,6 +30,12 @@ int64_t padded_rows(int64_t m) {
   return (m + 7) / 8 * 8;
 }
 
+// Whether a copy of `elems` elements fits one binding and kRelayoutBytes.
+bool copy_fits(const Device& dev, int64_t elems, const char* dtype) {
+  int64_t itemsize = itemsize_of(dtype);
+  return elems <= binding_elems(dev, itemsize) && elems * itemsize <= kRelayoutBytes;
+}
+
 // Records the padded transpose t (in: src, out: dst) through the launch memo.
 void record_padded_transpose(CommandEncoder& enc, const char* dtype,
                              const codegen::PaddedTranspose& t, const Binding& src,
@@ -61,8 +67,7 @@ bool relayout_a(const Device& dev, const codegen::MatmulGeometry& g, const char*
   int64_t rows = threshold(forced_rows, env);
   int64_t nk = forced_rows >= 0 ? 0 : env_nk;
   return rows > 0 && g.m >= rows && g.n >= nk && g.k >= nk && g.batches == 1 && !g.a_t &&
-         g.k >= 1 && g.bits == 0 &&
-         g.k * padded_rows(g.m) <= binding_elems(dev, itemsize_of(dtype)) &&
+         g.k >= 1 && g.bits == 0 && copy_fits(dev, g.k * padded_rows(g.m), dtype) &&
          (forced_rows >= 0 || planned_gemm_tile(g, dtype).coop);
 }
 
@@ -95,7 +100,7 @@ bool relayout_b(const Device& dev, const codegen::MatmulGeometry& g, const char*
       env_size("MLX_VK_GEMM_RELAYOUT_B_ROWS", static_cast<size_t>(kRelayoutBRows)));
   int64_t rows = threshold(forced_b_rows, env);
   return rows > 0 && g.m >= rows && g.batches == 1 && g.b_t && g.n % 8 == 0 && g.k >= 1 &&
-         g.bits == 0 && g.k * g.n <= binding_elems(dev, itemsize_of(dtype)) &&
+         g.bits == 0 && copy_fits(dev, g.k * g.n, dtype) &&
          (forced_b_rows >= 0 || planned_gemm_tile(g, dtype).coop);
 }
 

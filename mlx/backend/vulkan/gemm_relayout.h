@@ -22,13 +22,18 @@ constexpr int64_t kRelayoutRows = 1024;
 
 // And the least N and K for it: the GEMM's gain is a share of its time (M N K), the copy
 // costs M K, and TN's gain was measured on K of 4096 and more. Qwen3-0.6B's products (K of
-// 1024 to 3072) took longer with it at every N tried (MLX_VK_GEMM_RELAYOUT_NK).
+// 1024 to 3072) took longer with it from N of 2048 or 4096 (MLX_VK_GEMM_RELAYOUT_NK).
 constexpr int64_t kRelayoutNK = 4096;
 
+// The largest copy made: each is a temporary of its batch, so it adds to the peak memory of
+// a prefill (an 8B's largest x, [4096, 12288] bf16, is 96 MiB; a dense lm_head's weight of
+// 151936 x 4096 would be 1.2 GiB, and stays in place).
+constexpr int64_t kRelayoutBytes = int64_t{256} << 20;
+
 // Whether g's A is copied into its transpose: not batched, A stored as rows of k, at least
-// kRelayoutRows rows, N and K of at least kRelayoutNK, the copy fits one binding, and the product
-// takes cooperative matrices (the FMA tiles read both layouts alike; a forced threshold skips this
-// test).
+// kRelayoutRows rows, N and K of at least kRelayoutNK, the copy within one binding and
+// kRelayoutBytes, and the product on cooperative matrices (the FMA tiles read both layouts
+// alike; a forced threshold skips this test).
 bool relayout_a(const Device& dev, const codegen::MatmulGeometry& g, const char* dtype);
 
 // Records A (g's a_offset in binding a) into a temporary of k rows of m padded to a
@@ -42,8 +47,10 @@ Binding record_a_relayout(const Device& dev, CommandEncoder& enc, const char* dt
 // (MLX_VK_GEMM_RELAYOUT_B_ROWS; 0 never).
 constexpr int64_t kRelayoutBRows = 2048;
 
-// Whether g's B is copied into k rows of n, and records that copy (a temporary), turning g
-// into the product that reads it (b_t false). Returns the product's binding of the copy.
+// Whether g's B is copied into k rows of n (not batched, from kRelayoutBRows rows, n a
+// multiple of 8, and the binding, size and cooperative-matrix tests above), and records that copy
+// (a temporary), turning g into the product that reads it (b_t false). Returns the product's
+// binding of the copy.
 bool relayout_b(const Device& dev, const codegen::MatmulGeometry& g, const char* dtype);
 Binding record_b_relayout(const Device& dev, CommandEncoder& enc, const char* dtype,
                           codegen::MatmulGeometry& g, const Binding& b);
