@@ -43,7 +43,7 @@ Extents extents(const Normalized& n) {
 
 bool parse_idx64(const KernelKey& key, const std::string& where) {
   for (const auto& [name, value] : key.params) {
-    static const std::set<std::string> known{"in", "out", "idx"};
+    static const std::set<std::string> known{"in", "out", "idx", "pairs"};
     if (!known.count(name)) {
       throw std::invalid_argument("[render] " + where + ": unknown parameter '" + name + "'.");
     }
@@ -68,13 +68,55 @@ uint64_t padded_reach(const PaddedTranspose& t) {
   return std::max(in, out);
 }
 
+// Whether a key moves 16-bit elements two a word (transpose.glsl's PAIRS): "pairs=1".
+bool parse_pairs(const KernelKey& key, const std::string& where) {
+  auto it = key.params.find("pairs");
+  if (it == key.params.end()) {
+    return false;
+  }
+  if (it->second != "1" || key_param(key, "in", where) != key_param(key, "out", where) ||
+      dtype_info(key_param(key, "in", where), where).bits != 16) {
+    throw std::invalid_argument("[render] " + where +
+                                ": pairs=1 needs one 16-bit dtype in and out.");
+  }
+  return true;
+}
+
+// Whether a padded transpose can move its elements in pairs: one 16-bit dtype, even rows,
+// offsets and strides (every word read or written holds two of its elements), and with odd
+// cols a padding element for each row's last word.
+bool pairs_fit(const std::string& in_dtype, const std::string& out_dtype,
+               const PaddedTranspose& t) {
+  const DtypeInfo* dt = find_dtype(in_dtype);
+  return in_dtype == out_dtype && dt != nullptr && dt->bits == 16 && t.rows % 2 == 0 &&
+         t.col_stride % 2 == 0 && t.out_ld % 2 == 0 && t.in_offset % 2 == 0 &&
+         t.out_offset % 2 == 0 && (t.cols % 2 == 0 || t.out_ld > t.cols);
+}
+
+// The same for a dense transposed copy (its rows are not padded), whose batch stride must
+// be even too.
+bool dense_pairs_fit(const std::string& in_dtype, const std::string& out_dtype,
+                     const Normalized& n) {
+  Extents e = extents(n);
+  PaddedTranspose t;
+  t.rows = e.rows;
+  t.cols = e.cols;
+  t.col_stride = e.col_stride;
+  t.out_ld = e.cols;
+  t.in_offset = n.offsets[0];
+  t.out_offset = n.out_offset;
+  return e.batch_stride % 2 == 0 && pairs_fit(in_dtype, out_dtype, t);
+}
+
 bool padded_idx64(const PaddedTranspose& t) {
   return padded_reach(t) > static_cast<uint64_t>(std::numeric_limits<int32_t>::max());
 }
 
 // Push constants (transpose.glsl's block) and groups: column tiles, row tiles, batch.
+// A pairs kernel's tile is twice as wide.
 Launch pack(const Extents& e, uint64_t in_offset, uint64_t out_offset, int64_t out_ld, bool idx64,
-            const KernelSource& source, const std::string& where) {
+            bool pairs, const KernelSource& source, const std::string& where) {
+  const int64_t tile = pairs ? 2 * kTile : kTile;
   Launch launch;
   auto& pc = launch.push_constants;
   for (int64_t v : {e.rows, e.cols, static_cast<int64_t>(in_offset),
@@ -85,8 +127,8 @@ Launch pack(const Extents& e, uint64_t in_offset, uint64_t out_offset, int64_t o
     throw std::invalid_argument("[elementwise_launch] " + where +
                                 ": packed push constants do not match the kernel's block.");
   }
-  launch.groups = {static_cast<uint32_t>((e.cols + kTile - 1) / kTile),
-                   static_cast<uint32_t>((e.rows + kTile - 1) / kTile),
+  launch.groups = {static_cast<uint32_t>((e.cols + tile - 1) / tile),
+                   static_cast<uint32_t>((e.rows + tile - 1) / tile),
                    static_cast<uint32_t>(e.batch)};
   return launch;
 }
@@ -115,6 +157,9 @@ KernelKey transpose_key(const std::string& in_dtype, const std::string& out_dtyp
   key.params["in"] = in_dtype;
   key.params["out"] = out_dtype;
   key.params["idx"] = needs_idx64(n) ? "64" : "32";
+  if (dense_pairs_fit(in_dtype, out_dtype, n)) {
+    key.params.emplace("pairs", "1");  // (operator= on a literal trips GCC 12's -Wrestrict)
+  }
   return key;
 }
 
@@ -128,6 +173,7 @@ KernelSource render_transpose(const KernelKey& key, const DeviceCaps& caps) {
   add_input_defines("IN0_", in, defines);
   add_output_defines(out, defines);
   defines.push_back("OP(x) " + convert_expr(in, out, "x"));
+  defines.push_back(std::string("PAIRS ") + (parse_pairs(key, where) ? "1" : "0"));
 
   KernelSource source = render_template("transpose.glsl", defines);
   source.num_buffers = 2;
@@ -147,8 +193,14 @@ Launch transpose_launch(const KernelKey& key, const KernelSource& source, const 
                                 "another index width).");
   }
   check_binding_reach(n, where);
+  bool pairs = parse_pairs(key, where);
+  if (pairs && !dense_pairs_fit(key_param(key, "in", where), key_param(key, "out", where), n)) {
+    throw std::invalid_argument("[elementwise_launch] " + where +
+                                ": the geometry cannot move in pairs (odd extents, offsets "
+                                "or strides).");
+  }
   Extents e = extents(n);
-  return pack(e, n.offsets[0], n.out_offset, e.cols, idx64, source, where);
+  return pack(e, n.offsets[0], n.out_offset, e.cols, idx64, pairs, source, where);
 }
 
 KernelKey padded_transpose_key(const std::string& in_dtype, const std::string& out_dtype,
@@ -158,6 +210,9 @@ KernelKey padded_transpose_key(const std::string& in_dtype, const std::string& o
   key.params["in"] = in_dtype;
   key.params["out"] = out_dtype;
   key.params["idx"] = padded_idx64(t) ? "64" : "32";
+  if (pairs_fit(in_dtype, out_dtype, t)) {
+    key.params.emplace("pairs", "1");  // (operator= on a literal trips GCC 12's -Wrestrict)
+  }
   return key;
 }
 
@@ -177,11 +232,17 @@ Launch padded_transpose_launch(const KernelKey& key, const KernelSource& source,
     throw std::invalid_argument("[elementwise_launch] " + where +
                                 ": a binding would need an element index beyond 2^32 - 1.");
   }
+  bool pairs = parse_pairs(key, where);
+  if (pairs && !pairs_fit(key_param(key, "in", where), key_param(key, "out", where), t)) {
+    throw std::invalid_argument("[elementwise_launch] " + where +
+                                ": the geometry cannot move in pairs (odd rows, offsets or "
+                                "strides, or no padding for an odd row's last word).");
+  }
   Extents e;
   e.rows = t.rows;
   e.cols = t.cols;
   e.col_stride = t.col_stride;
-  return pack(e, t.in_offset, t.out_offset, t.out_ld, idx64, source, where);
+  return pack(e, t.in_offset, t.out_offset, t.out_ld, idx64, pairs, source, where);
 }
 
 }  // namespace mlx::core::vulkan::codegen

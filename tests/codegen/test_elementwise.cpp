@@ -332,6 +332,34 @@ TEST_CASE("a padded transpose writes rows of out_ld elements through the transpo
   PaddedTranspose wide = t;
   wide.out_ld = int64_t{1} << 26;
   CHECK(padded_transpose_key("f16", "f16", wide).canonical() == "transpose:idx=64,in=f16,out=f16");
+  // One 16-bit dtype with even rows, offsets and strides moves two elements a word, in a
+  // tile twice as wide; an odd number of columns needs a padding column for that.
+  PaddedTranspose even = t;
+  even.in_offset = 8;
+  KernelKey kp = padded_transpose_key("bf16", "bf16", even);
+  CHECK(kp.canonical() == "transpose:idx=32,in=bf16,out=bf16,pairs=1");
+  Launch lp = padded_transpose_launch(kp, render(kp, full_caps()), even);
+  CHECK(lp.groups == std::array<uint32_t, 3>{2, 1, 1});
+  PaddedTranspose odd = even;
+  odd.cols = 99;
+  CHECK(padded_transpose_key("f16", "f16", odd).params.count("pairs") == 1);
+  odd.out_ld = 99;
+  CHECK(padded_transpose_key("f16", "f16", odd).params.count("pairs") == 0);
+  CHECK_THROWS_AS(padded_transpose_launch(kp, render(kp, full_caps()), odd), std::invalid_argument);
+  CHECK(padded_transpose_key("f32", "f32", even).params.count("pairs") == 0);
+  CHECK(padded_transpose_key("f16", "bf16", even).params.count("pairs") == 0);
+  // A dense transposed copy of one 16-bit dtype moves in pairs too where it is even; a pairs
+  // key refuses a geometry that is not.
+  auto g2 = geom({64, 96}, {{1, 64}});
+  KernelKey kd = plan_elementwise("copy", "Copy", {"f16"}, "f16", g2);
+  CHECK(kd.canonical() == "transpose:idx=32,in=f16,out=f16,pairs=1");
+  Launch ld = elementwise_launch(kd, render(kd, full_caps()), g2);
+  CHECK(words(ld.push_constants, false) == std::vector<int64_t>{64, 96, 0, 0, 64, 0, 96});
+  CHECK(ld.groups == std::array<uint32_t, 3>{2, 1, 1});
+  auto odd_stride = geom({64, 95}, {{1, 95}});
+  CHECK(plan_elementwise("copy", "Copy", {"f16"}, "f16", odd_stride).params.count("pairs") == 0);
+  CHECK_THROWS_AS(elementwise_launch(kd, render(kd, full_caps()), odd_stride),
+                  std::invalid_argument);
   // Refused: rows shorter than their columns, an empty side.
   PaddedTranspose narrow = t;
   narrow.out_ld = 99;

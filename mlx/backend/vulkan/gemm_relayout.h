@@ -45,7 +45,7 @@ Binding record_a_relayout(const Device& dev, CommandEncoder& enc, const char* dt
 // Rows from which a product's B stored as rows of k (b_t, n a multiple of 8) is copied into
 // k rows of n. Its copy costs the same at any M while the GEMM's gain grows with M
 // (MLX_VK_GEMM_RELAYOUT_B_ROWS; 0 never).
-constexpr int64_t kRelayoutBRows = 2048;
+constexpr int64_t kRelayoutBRows = 1024;
 
 // Whether g's B is copied into k rows of n (not batched, from kRelayoutBRows rows, n a
 // multiple of 8, and the binding, size and cooperative-matrix tests above), and records that copy
