@@ -112,6 +112,20 @@ bool padded_idx64(const PaddedTranspose& t) {
   return padded_reach(t) > static_cast<uint64_t>(std::numeric_limits<int32_t>::max());
 }
 
+// "transpose:idx=32|64,in=<dtype>,out=<dtype>[,pairs=1]".
+KernelKey make_key(const std::string& in_dtype, const std::string& out_dtype, bool idx64,
+                   bool pairs) {
+  KernelKey key;
+  key.family = "transpose";
+  key.params["in"] = in_dtype;
+  key.params["out"] = out_dtype;
+  key.params["idx"] = idx64 ? "64" : "32";
+  if (pairs) {
+    key.params.emplace("pairs", "1");  // (operator= on a literal trips GCC 12's -Wrestrict)
+  }
+  return key;
+}
+
 // Push constants (transpose.glsl's block) and groups: column tiles, row tiles, batch.
 // A pairs kernel's tile is twice as wide.
 Launch pack(const Extents& e, uint64_t in_offset, uint64_t out_offset, int64_t out_ld, bool idx64,
@@ -152,15 +166,7 @@ bool is_transpose(const Normalized& n) {
 
 KernelKey transpose_key(const std::string& in_dtype, const std::string& out_dtype,
                         const Normalized& n) {
-  KernelKey key;
-  key.family = "transpose";
-  key.params["in"] = in_dtype;
-  key.params["out"] = out_dtype;
-  key.params["idx"] = needs_idx64(n) ? "64" : "32";
-  if (dense_pairs_fit(in_dtype, out_dtype, n)) {
-    key.params.emplace("pairs", "1");  // (operator= on a literal trips GCC 12's -Wrestrict)
-  }
-  return key;
+  return make_key(in_dtype, out_dtype, needs_idx64(n), dense_pairs_fit(in_dtype, out_dtype, n));
 }
 
 KernelSource render_transpose(const KernelKey& key, const DeviceCaps& caps) {
@@ -205,15 +211,7 @@ Launch transpose_launch(const KernelKey& key, const KernelSource& source, const 
 
 KernelKey padded_transpose_key(const std::string& in_dtype, const std::string& out_dtype,
                                const PaddedTranspose& t) {
-  KernelKey key;
-  key.family = "transpose";
-  key.params["in"] = in_dtype;
-  key.params["out"] = out_dtype;
-  key.params["idx"] = padded_idx64(t) ? "64" : "32";
-  if (pairs_fit(in_dtype, out_dtype, t)) {
-    key.params.emplace("pairs", "1");  // (operator= on a literal trips GCC 12's -Wrestrict)
-  }
-  return key;
+  return make_key(in_dtype, out_dtype, padded_idx64(t), pairs_fit(in_dtype, out_dtype, t));
 }
 
 Launch padded_transpose_launch(const KernelKey& key, const KernelSource& source,

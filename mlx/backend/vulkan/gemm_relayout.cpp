@@ -57,6 +57,18 @@ void record_padded_transpose(CommandEncoder& enc, const char* dtype,
   record_launch(enc, *planned.kernel, planned.launch, bindings);
 }
 
+// Records t (its out_offset aside) from src into a new temporary of t.rows x t.out_ld
+// elements, and returns the binding that reads the copy.
+BoundOperand copy_transposed(const Device& dev, CommandEncoder& enc, const char* dtype,
+                             codegen::PaddedTranspose t, const Binding& src) {
+  int64_t elems = t.rows * t.out_ld;
+  Buf copy = temporary(enc, elems, dtype);
+  auto written = bind_run(dev, copy, elems, true);
+  t.out_offset = written.elem_offset;
+  record_padded_transpose(enc, dtype, t, src, written.binding);
+  return bind_run(dev, copy, elems, false);
+}
+
 }  // namespace
 
 bool relayout_a(const Device& dev, const codegen::MatmulGeometry& g, const char* dtype) {
@@ -74,19 +86,7 @@ bool relayout_a(const Device& dev, const codegen::MatmulGeometry& g, const char*
 Binding record_a_relayout(const Device& dev, CommandEncoder& enc, const char* dtype,
                           codegen::MatmulGeometry& g, const Binding& a) {
   int64_t ld = padded_rows(g.m);
-  int64_t elems = g.k * ld;
-  Buf copy = temporary(enc, elems, dtype);
-  auto written = bind_run(dev, copy, elems, true);
-  codegen::PaddedTranspose t;
-  t.rows = g.k;
-  t.cols = g.m;
-  t.col_stride = g.lda;
-  t.out_ld = ld;
-  t.in_offset = g.a_offset;
-  t.out_offset = written.elem_offset;
-  record_padded_transpose(enc, dtype, t, a, written.binding);
-
-  auto read = bind_run(dev, copy, elems, false);
+  auto read = copy_transposed(dev, enc, dtype, {g.k, g.m, g.lda, ld, g.a_offset, 0}, a);
   g.a_t = true;
   g.a_padded = true;
   g.lda = ld;
@@ -106,19 +106,7 @@ bool relayout_b(const Device& dev, const codegen::MatmulGeometry& g, const char*
 
 Binding record_b_relayout(const Device& dev, CommandEncoder& enc, const char* dtype,
                           codegen::MatmulGeometry& g, const Binding& b) {
-  int64_t elems = g.k * g.n;
-  Buf copy = temporary(enc, elems, dtype);
-  auto written = bind_run(dev, copy, elems, true);
-  codegen::PaddedTranspose t;
-  t.rows = g.k;
-  t.cols = g.n;
-  t.col_stride = g.ldb;
-  t.out_ld = g.n;
-  t.in_offset = g.b_offset;
-  t.out_offset = written.elem_offset;
-  record_padded_transpose(enc, dtype, t, b, written.binding);
-
-  auto read = bind_run(dev, copy, elems, false);
+  auto read = copy_transposed(dev, enc, dtype, {g.k, g.n, g.ldb, g.n, g.b_offset, 0}, b);
   g.b_t = false;
   g.ldb = g.n;
   g.b_offset = read.elem_offset;
