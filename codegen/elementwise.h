@@ -62,11 +62,12 @@ KernelKey elementwise_key(const std::string& family, const std::string& op,
 Launch elementwise_launch(const KernelKey& key, const KernelSource& source,
                           const ElementwiseGeometry& geometry);
 
-// A transposed copy into rows padded to out_ld elements, for the GEMM's A operand read as
-// k rows of m (rows that must start on 16 bytes; mlx/backend/vulkan/qmm_dequant.cpp):
+// A transposed copy into rows of out_ld elements, for the GEMM's operands copied into k
+// rows (A's padded so that each starts on 16 bytes; mlx/backend/vulkan/gemm_relayout.cpp):
 //   out[out_offset + r * out_ld + c] = in[in_offset + r + c * col_stride], r < rows, c < cols.
 // Elements cols..out_ld-1 of each output row are left unwritten. The tiled "transpose"
-// kernel; its key is a transpose key (idx from this geometry's reach).
+// kernel; its key is a transpose key (idx from this geometry's reach; pairs=1 where one
+// 16-bit dtype moves two elements a word).
 struct PaddedTranspose {
   int64_t rows = 0;
   int64_t cols = 0;

@@ -30,7 +30,7 @@ struct MatmulGeometry {
   bool a_t = false;
   bool b_t = false;
   // With a_t: each of A's k rows may be read up to m rounded up to 8 (its rows are padded
-  // to lda, a multiple of 8, as qmm_dequant.cpp's transposed x is), so a ragged m still
+  // to lda, a multiple of 8, as gemm_relayout.cpp's copy of x is), so a ragged m still
   // takes the cooperative-matrix tiles. The padding's values reach only output rows >= m,
   // which are not stored.
   bool a_padded = false;

@@ -16,7 +16,8 @@ namespace mlx::core::vulkan::codegen {
 // last dim, both tile-facing extents at least 8, and group counts within device minimums.
 bool is_transpose(const Normalized& n);
 
-// "transpose:idx=32|64,in=<dtype>,out=<dtype>".
+// "transpose:idx=32|64,in=<dtype>,out=<dtype>", with ",pairs=1" where one 16-bit dtype
+// can move two elements a word (even extents, offsets and strides).
 KernelKey transpose_key(const std::string& in_dtype, const std::string& out_dtype,
                         const Normalized& n);
 
