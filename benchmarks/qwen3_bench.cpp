@@ -12,7 +12,8 @@
 //    read) / peak.
 // 3. Prefill of 512- and 4096-token prompts in one forward pass: tok/s
 //    (QWEN3_BENCH_PREFILL=300,1000 sets other lengths), after warming the GPU's clocks
-//    for QWEN3_BENCH_PREFILL_WARM_MS (300; 0 measures from idle clocks).
+//    for QWEN3_BENCH_PREFILL_WARM_MS (300; 0 measures from idle clocks);
+//    QWEN3_BENCH_PREFILL_KERNELS=1 prints each length's last run by kernel.
 // 4. Host time of a decode step: graph building, recording, waiting, with the eval thread
 //    (mlx/eval_worker.h) off and on.
 // 5. The kernels of one decode step by GPU time (MLX_VK_PROFILE's table).
@@ -228,6 +229,11 @@ int main(int argc, char** argv) {
         }
       }
       std::printf("| %d | %.2f | %.0f | %.2f |\n", length, best, length / best * 1e3, best_busy);
+      // QWEN3_BENCH_PREFILL_KERNELS=1: the last run's kernels, to compare processes whose
+      // first prefill ran slow (docs/performance.md) with those that did not.
+      if (std::getenv("QWEN3_BENCH_PREFILL_KERNELS")) {
+        std::printf("%s", mx::vulkan::profile_report().c_str());
+      }
     }
   }
 
