@@ -23,6 +23,8 @@ struct DeviceCaps {
   bool storage_8bit = false;   // 8-bit types in storage buffers
   bool storage_16bit = false;  // 16-bit types in storage buffers
   bool bfloat16 = false;       // VK_KHR_shader_bfloat16
+  // Four-way 8-bit dot products (shaderIntegerDotProduct, Vulkan 1.3): qmv's X8 path.
+  bool integer_dot_product = false;
   // f16 <-> f32 through GLSL's unpackHalf2x16/packHalf2x16 (one instruction each) instead of
   // the exact bit-manipulating routines (~10-20 instructions): only on drivers whose
   // conversions were verified exact (round to nearest even, subnormals kept) by

@@ -21,6 +21,13 @@ constexpr uint32_t kPrefetchRegions = 3;
 constexpr uint32_t kPrefetchFields = 1 + 2 * kPrefetchRegions;
 constexpr uint64_t kPrefetchLoads = 4;
 
+// X8's shared memory (templates/qmv.glsl): 4 x 16 bytes of bytes and 8 bytes of scale and
+// sum a pack, and room for the team sums and the norm's per-subgroup sums beside them.
+constexpr int64_t kX8PackBytes = 72;
+constexpr int64_t kX8SharedSlack = 2048;
+// The longest row X8 takes, in packs (K = 4096; qmv_key says why).
+constexpr int64_t kX8MaxPacks = 128;
+
 // How a qmv launch shares out its work (docs/matmul.md).
 struct QmvShares {
   uint32_t nc;  // columns per team
@@ -152,9 +159,25 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
   bool long_rows = mr == 1 ? shares.ks == 2 : per_lane >= 2 && (dtype == "f16" ? mr <= 4 : mr == 2);
   bool f16_dot = f16_x && long_rows && g.bits == 4 && vec == 8 && !g.prenorm && !g.glu &&
                  caps.shader_float16 && tuning_env("MLX_VK_QMV_F16_DOT", 0, 1, 1) == 1;
+  // One f16 or bf16 row of 4-bit packs as integer dot products against x staged in shared
+  // memory as bytes (templates/qmv.glsl, X8), where the device has them and the staged row
+  // fits beside the team sums (72 bytes a pack), for rows of at most 4096 values. On an
+  // H200 (bf16, against the sums otherwise taken): K = 4096 products 10.9 -> 8.8 us (q/k/v
+  // with the norm), [1,4096] x [14336,4096]^T 18.4 -> 15.0, the Qwen3-0.6B lm_head (K =
+  // 1024) 43.0 -> 28.7; but K = 12288 (a down projection) 14.8 -> 16.5 and f16 K = 14336
+  // 14.0 -> 18.0: every workgroup stages the whole row before its first product, and long
+  // rows give fewer workgroups to hide that (docs/matmul.md). MLX_VK_QMV_I8=0 keeps the
+  // other sums; MLX_VK_QMV_I8_PACKS moves the limit (in packs of 32, for measuring).
+  int64_t staged = packs * kX8PackBytes + kX8SharedSlack;
+  bool i8 = (dtype == "f16" || dtype == "bf16") && g.bits == 4 && mr == 1 && vec == 8 && wvec &&
+            sg && caps.integer_dot_product && staged <= int64_t{caps.max_shared_memory} &&
+            packs <= tuning_env("MLX_VK_QMV_I8_PACKS", 1, 1 << 20, kX8MaxPacks) &&
+            tuning_env("MLX_VK_QMV_I8", 0, 1, 1) == 1;
   return KernelKey{"qmv",
                    {{"bits", std::to_string(g.bits)},
-                    {"dot", f16_dot ? "f16" : "f32"},
+                    {"dot", i8        ? "i8"
+                            : f16_dot ? "f16"
+                                      : "f32"},
                     {"dtype", dtype},
                     {"glu", bit(g.glu)},
                     {"gs", std::to_string(g.group_size)},
@@ -169,14 +192,15 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
                     {"tpr", std::to_string(tpr)},
                     {"u", std::to_string(u)},
                     {"vec", std::to_string(vec)},
-                    {"wvec", bit(wvec)}}};
+                    {"wvec", bit(wvec)},
+                    {"xpacks", i8 ? std::to_string(packs) : "0"}}};
 }
 
 KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
   const std::string where = "kernel " + key.canonical();
   check_params(key,
                {"bits", "dot", "dtype", "glu", "gs", "idx", "ks", "mr", "nc", "norm", "pf", "res",
-                "sg", "tpr", "u", "vec", "wvec"},
+                "sg", "tpr", "u", "vec", "wvec", "xpacks"},
                where);
   const DtypeInfo& dt = float_dtype(key, where);
   bool idx64 = parse_idx(key, where);
@@ -197,7 +221,20 @@ KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
   uint32_t wg = row_workgroup_size(caps);
   const std::string& dot = key_param(key, "dot", where);
   bool f16_dot = dot == "f16";
-  if ((dot != "f32" && !f16_dot) ||
+  bool i8 = dot == "i8";
+  const std::string& xpacks = key_param(key, "xpacks", where);
+  bool is16 = std::string(dt.name) == "f16" || std::string(dt.name) == "bf16";
+  if (i8 != (xpacks != "0") || (i8 && (!is16 || bits != 4 || mr != "1" || vec != "8" || !wvec ||
+                                       !sg || !caps.integer_dot_product || std::stoll(xpacks) < 1 ||
+                                       std::stoll(xpacks) * kX8PackBytes + kX8SharedSlack >
+                                           int64_t{caps.max_shared_memory}))) {
+    throw std::invalid_argument("[render] " + where +
+                                ": dot i8 (with xpacks, the row's packs, else 0) takes one f16 "
+                                "or bf16 row of 4-bit values read as vectors, with subgroup "
+                                "shuffles and integer dot products, whose staged row fits the "
+                                "device's shared memory.");
+  }
+  if ((dot != "f32" && !f16_dot && !i8) ||
       (f16_dot && ((std::string(dt.name) != "f16" && std::string(dt.name) != "bf16") || bits != 4 ||
                    vec != std::to_string(lanes) || norm || glu || !caps.shader_float16))) {
     throw std::invalid_argument("[render] " + where +
@@ -235,6 +272,8 @@ KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
   }
   defines.push_back("U " + u);
   defines.push_back(std::string("F16_DOT ") + bit(f16_dot));
+  defines.push_back(std::string("X8 ") + bit(i8));
+  defines.push_back("XPACKS " + xpacks);
   defines.push_back(std::string("X_BF16 ") + bit(f16_dot && std::string(dt.name) == "bf16"));
   defines.push_back("TPR " + std::to_string(tpr));
   defines.push_back("KS " + ks);
@@ -274,7 +313,10 @@ Launch qmv_launch(const KernelKey& key, const KernelSource& source, const Matmul
   expect.params["ks"] = key_param(key, "ks", where);
   expect.params["pf"] = key_param(key, "pf", where);
   expect.params["dot"] = key_param(key, "dot", where);
-  if (!qmv_applies(g) || key != expect) {
+  expect.params["xpacks"] = key_param(key, "xpacks", where);
+  bool i8_rows = key_param(key, "dot", where) != "i8" ||
+                 key_param(key, "xpacks", where) == std::to_string(g.k / 32);
+  if (!qmv_applies(g) || key != expect || !i8_rows) {
     throw std::invalid_argument("[launch] " + where + " does not match the geometry.");
   }
   int64_t tpr = std::stol(key_param(key, "tpr", where));

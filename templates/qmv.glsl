@@ -62,6 +62,18 @@
 // 2^-17 <= |x| < 65520; a pack with a smaller nonzero |x| is summed again in f32 as well. On
 // an H100 bf16 [1,14336] x [4096,14336]^T 17.4-17.7 -> 15.8-16.0 us.
 //
+// X8 1 (one f16 or bf16 row of 4-bit values, on devices with integer dot products): the
+// workgroup first writes x (weighed by the norm weight with PRENORM) to shared memory as
+// 8-bit integers in two parts, per pack of 32 values with m = max |x_j|:
+//   x_j ~ m / (127 * 254) * (254 h_j + l_j),  h_j = round(127 x_j / m),
+//   l_j = round(254 (127 x_j / m - h_j)),  both in [-127, 127]
+// (an error of at most m / 64516 a value, below f16's and bf16's own steps at the block's
+// largest value), with the pack's f32 sum of x. A lane then takes each pack's sum_j x_j q_j
+// as 16 four-way integer dot products (two a word of W and a part: the word's even and odd
+// values are its nibbles masked in place, the order in which x's bytes are stored), exact
+// in int32, scaled once: about 2 operations a value where the f32 sums take ~5.
+// XPACKS is the row's packs (the shared array's size).
+//
 // The engine defines BITS, GS, MR (rows held in registers: M rounded up to 1, 2, 4 or 8),
 // NC (columns per team: 1, 2 or 4), U (packs in flight per lane and column), TPR, KS
 // (parts per column group: 1, 2 or 4; WGS / TPR is a multiple of it), SUBGROUP, VEC (x's
@@ -111,6 +123,32 @@
 #endif
 #ifndef F16_DOT
 #define F16_DOT 0
+#endif
+#ifndef X8
+#define X8 0
+#endif
+// X8_AHEAD: with X8, each step's packs are requested before the step before's arithmetic,
+// the first before x is staged.
+#ifndef X8_AHEAD
+#define X8_AHEAD X8
+#endif
+// With X8 the small loops over columns and packs are unrolled: left rolled, NVIDIA's compiler
+// put 16-80 bytes of the i8 kernels (the residual's among them) in local memory (H200,
+// `mlx_vulkan_tests -tc="*quantized single-row*"`); the other sums keep their loops as measured.
+#if X8
+#define X8_UNROLL [[unroll]]
+#else
+#define X8_UNROLL
+#endif
+#if X8
+#extension GL_EXT_spirv_intrinsics : require
+#if BITS != 4 || MR != 1 || !SUBGROUP || !WVEC || VEC != 8 || F16_DOT
+#error "X8 takes one 16-bit row of 4-bit packs, read as vectors, with subgroup shuffles"
+#endif
+// OpSUDot (SPV_KHR_integer_dot_product): four signed bytes of a times four unsigned bytes
+// of b, summed (glslang 12 has no GL_EXT_integer_dot_product; the instruction is declared).
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018],
+                  id = 4452) int sudot4x8(uint a, uint b, spirv_literal int packed_format);
 #endif
 #if F16_DOT
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -207,6 +245,101 @@ shared float ks_part[WGS / TPR][MR * NC + MR];
 
 #include "include/quant_pack.glsl"
 
+#if X8
+// x's packs as bytes: planes 0 and 1 the h parts of values 0-15 and 16-31, planes 2 and 3
+// the l parts. A plane's uvec4 for a pack holds, for each 8 values 8k .. 8k + 7, the even
+// values' bytes (8k, 8k + 2, 8k + 4, 8k + 6) then the odd ones'. Lanes of a team read
+// consecutive packs, so each plane's loads are consecutive 16-byte words (no bank
+// conflicts). x8f: the pack's scale m / (127 * 254) and its f32 sum.
+shared uvec4 x8s[4][XPACKS];
+shared vec2 x8f[XPACKS];
+#if PRENORM
+shared float x8ss[WGS / 4];
+#endif
+
+// Writes row `row` of x to x8s / x8f, each invocation 8 values at a time (four lanes of a
+// subgroup a pack), and returns with the workgroup's barrier passed. PRENORM: x is weighed
+// by the norm weight first, and the row's sum of squares (of x as stored) is returned.
+float stage_x8(IDX_T row) {
+  uint t = gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID;
+  float ss = 0.0f;
+  for (uint u = t; u < uint(pc.k) / 8u; u += WGS) {
+    IN0_VT raw = xv[uint(row / VEC + u)];
+    float v[8];
+    [[unroll]] for (uint j = 0; j < 8; ++j) {
+      v[j] = float(IN0_VLANE(raw, j));
+    }
+#if PRENORM
+    IN0_VT wraw = norm_wv[uint(pc.norm_w_offset / VEC + u)];
+    [[unroll]] for (uint j = 0; j < 8; ++j) {
+      ss = fma(v[j], v[j], ss);
+      v[j] *= float(IN0_VLANE(wraw, j));
+    }
+#endif
+    float m = 0.0f, sum = 0.0f;
+    [[unroll]] for (uint j = 0; j < 8; ++j) {
+      m = max(m, abs(v[j]));
+      sum += v[j];
+    }
+    // The four lanes of a pack are u's low two bits, a subgroup's adjacent invocations.
+    [[unroll]] for (uint o = 1; o < 4; o *= 2) {
+      m = max(m, subgroupShuffleXor(m, o));
+      sum += subgroupShuffleXor(sum, o);
+    }
+    float to_h = m > 0.0f ? 127.0f / m : 0.0f;
+    // h and l of the even values, then of the odd ones, as vectors; packSnorm4x8(c) is
+    // round(127 c) a byte, so h / 127 gives h back and 2 (a - h) gives l.
+    vec4 a_even = vec4(v[0], v[2], v[4], v[6]) * to_h;
+    vec4 a_odd = vec4(v[1], v[3], v[5], v[7]) * to_h;
+    vec4 h_even = roundEven(a_even), h_odd = roundEven(a_odd);
+    uvec4 packed = uvec4(packSnorm4x8(h_even / 127.0f), packSnorm4x8(h_odd / 127.0f),
+                         packSnorm4x8(2.0f * (a_even - h_even)),
+                         packSnorm4x8(2.0f * (a_odd - h_odd)));
+    uint p = u / 4u, sub = u % 4u;
+    uint half_at = 2u * (sub % 2u);
+    x8s[sub / 2u][p][half_at] = packed.x;
+    x8s[sub / 2u][p][half_at + 1u] = packed.y;
+    x8s[2u + sub / 2u][p][half_at] = packed.z;
+    x8s[2u + sub / 2u][p][half_at + 1u] = packed.w;
+    if (sub == 0u) {
+      x8f[p] = vec2(m * (1.0f / 32258.0f), sum);
+    }
+  }
+#if PRENORM
+  for (uint o = gl_SubgroupSize / 2; o > 0; o /= 2) {
+    ss += subgroupShuffleXor(ss, o);
+  }
+  if (gl_SubgroupInvocationID == 0u) {
+    x8ss[gl_SubgroupID] = ss;
+  }
+#endif
+  barrier();
+#if PRENORM
+  ss = 0.0f;
+  for (uint i = 0; i < gl_NumSubgroups; ++i) {
+    ss += x8ss[i];
+  }
+#endif
+  return ss;
+}
+
+// sum_j x_j q_j of pack p's 32 values of one column, in units of the pack's scale: 254 times
+// the h parts' dot products plus the l parts' (at most 254 * 32 * 15 * 127 + 32 * 15 * 127,
+// exact in int32 and in its conversion to f32).
+int pack_dot_x8(uint words[BITS], uvec4 h0, uvec4 h1, uvec4 l0, uvec4 l1) {
+  const uint m = 0x0F0F0F0Fu;
+  uint e0 = words[0] & m, o0 = (words[0] >> 4) & m, e1 = words[1] & m, o1 = (words[1] >> 4) & m;
+  uint e2 = words[2] & m, o2 = (words[2] >> 4) & m, e3 = words[3] & m, o3 = (words[3] >> 4) & m;
+  int dh = sudot4x8(h0.x, e0, 0) + sudot4x8(h0.y, o0, 0) + sudot4x8(h0.z, e1, 0) +
+           sudot4x8(h0.w, o1, 0) + sudot4x8(h1.x, e2, 0) + sudot4x8(h1.y, o2, 0) +
+           sudot4x8(h1.z, e3, 0) + sudot4x8(h1.w, o3, 0);
+  int dl = sudot4x8(l0.x, e0, 0) + sudot4x8(l0.y, o0, 0) + sudot4x8(l0.z, e1, 0) +
+           sudot4x8(l0.w, o1, 0) + sudot4x8(l1.x, e2, 0) + sudot4x8(l1.y, o2, 0) +
+           sudot4x8(l1.z, e3, 0) + sudot4x8(l1.w, o3, 0);
+  return 254 * dh + dl;
+}
+#endif
+
 // x[uint(row, 32 * p + j)] for j < 32, as f32. The loops over xs here and in the f32 sums
 // below are unrolled: left rolled, NVIDIA's compiler kept xs and a pack's position sums in
 // local memory in some variants (bf16 [1,4096] x [4096,4096]^T with a residual: 87 us
@@ -265,10 +398,10 @@ void weigh_x(IDX_T p, inout float xs[32], inout float ss) {
 // A lane's packs p0 + u * TPR * KS (u < U) of its NC columns, those before `packs`.
 void load_packs(IDX_T p0, IDX_T packs, IDX_T cols[NC], IDX_T w_batch,
                 inout uint words[U][NC][BITS]) {
-  for (uint u = 0; u < U; ++u) {
+  X8_UNROLL for (uint u = 0; u < U; ++u) {
     IDX_T p = p0 + IDX_T(u * TPR * KS);
     if (p < packs) {
-      for (uint c = 0; c < NC; ++c) {
+      X8_UNROLL for (uint c = 0; c < NC; ++c) {
         IDX_T w_row = pc.b_offset + w_batch + cols[c] * pc.ldb;
 #if WVEC
         IDX_T at = (w_row + p * BITS) / 4;
@@ -397,7 +530,7 @@ void main() {
   IDX_T half_n = pc.n / 2;
   IDX_T col0 = (IDX_T(gl_WorkGroupID.x) * IDX_T(WGS / TPR / KS) + IDX_T(group)) * IDX_T(NC / 2);
   IDX_T cols[NC];
-  for (uint c = 0; c < NC / 2; ++c) {
+  X8_UNROLL for (uint c = 0; c < NC / 2; ++c) {
     cols[c] = min(col0 + IDX_T(c), half_n - 1);
     cols[c + NC / 2] = cols[c] + half_n;
   }
@@ -407,7 +540,7 @@ void main() {
   IDX_T col0 = (IDX_T(gl_WorkGroupID.x) * IDX_T(WGS / TPR / KS) + IDX_T(group)) * IDX_T(NC);
   // Columns past N repeat the last one (reads stay in bounds) and are never stored.
   IDX_T cols[NC];
-  for (uint c = 0; c < NC; ++c) {
+  X8_UNROLL for (uint c = 0; c < NC; ++c) {
     cols[c] = min(col0 + IDX_T(c), pc.n - 1);
   }
 #define OUT_COLS pc.n
@@ -418,8 +551,8 @@ void main() {
 #if RESIDUAL
   // Loaded first, so the read is in flight during the product instead of after it.
   float res[MR][NC];
-  for (uint i = 0; i < MR; ++i) {
-    for (uint c = 0; c < NC; ++c) {
+  X8_UNROLL for (uint i = 0; i < MR; ++i) {
+    X8_UNROLL for (uint c = 0; c < NC; ++c) {
       bool inside = IDX_T(i) < pc.m && col0 + IDX_T(c) < pc.n;
       res[i][c] =
           inside ? float(IN0_LOAD(residual[uint(pc.residual_offset + out_at(i, c))])) : 0.0f;
@@ -427,8 +560,8 @@ void main() {
   }
 #endif
   float acc[MR][NC];
-  for (uint i = 0; i < MR; ++i) {
-    for (uint c = 0; c < NC; ++c) {
+  X8_UNROLL for (uint i = 0; i < MR; ++i) {
+    X8_UNROLL for (uint c = 0; c < NC; ++c) {
       acc[i][c] = 0.0f;
     }
   }
@@ -442,6 +575,22 @@ void main() {
     ss[i] = 0.0f;
   }
 #endif
+#if X8_AHEAD
+  // The first step's packs are requested before x is staged, so they arrive during it.
+  uint next[U][NC][BITS];
+  if (LIVE) {
+    load_packs(IDX_T(part * TPR + lane), packs, cols, w_batch, next);
+  }
+#endif
+#if X8
+  // Every invocation takes part (the staging ends with a barrier). The row's sum of squares
+  // is whole in every lane: one lane of the column group's first part carries it into the
+  // team sums below.
+  float x8_ss = stage_x8(a_base);
+#if PRENORM
+  ss[0] = lane == 0u && part == 0u ? x8_ss : 0.0f;
+#endif
+#endif
   if (LIVE) {
 #if F16_DOT
     // Each step's packs are requested before the step before's arithmetic. On an H200 this
@@ -453,25 +602,34 @@ void main() {
     load_packs(IDX_T(part * TPR + lane), packs, cols, w_batch, next);
 #endif
     for (IDX_T p0 = IDX_T(part * TPR + lane); p0 < packs; p0 += IDX_T(TPR * KS * U)) {
-#if F16_DOT
+#if F16_DOT || X8_AHEAD
       uint words[U][NC][BITS] = next;
       load_packs(p0 + IDX_T(TPR * KS * U), packs, cols, w_batch, next);
 #else
       uint words[U][NC][BITS];
       load_packs(p0, packs, cols, w_batch, words);
 #endif
-      for (uint u = 0; u < U; ++u) {
+      X8_UNROLL for (uint u = 0; u < U; ++u) {
         IDX_T p = p0 + IDX_T(u * TPR * KS);
         if (p >= packs) {
           break;
         }
         // Scales and biases are dense, one per GS values of each packed row.
         float s[NC], b[NC];
-        for (uint c = 0; c < NC; ++c) {
+        X8_UNROLL for (uint c = 0; c < NC; ++c) {
           IDX_T g = w_batch * 32 / BITS / GS + cols[c] * groups_per_row + p * 32 / GS;
           s[c] = float(IN0_LOAD(scales[uint(pc.extra0 + g)]));
           b[c] = float(IN0_LOAD(qbiases[uint(pc.extra1 + g)]));
         }
+#if X8
+        uvec4 h0 = x8s[0][uint(p)], h1 = x8s[1][uint(p)];
+        uvec4 l0 = x8s[2][uint(p)], l1 = x8s[3][uint(p)];
+        vec2 xf = x8f[uint(p)];
+        [[unroll]] for (uint c = 0; c < NC; ++c) {
+          float qdot = xf.x * float(pack_dot_x8(words[u][c], h0, h1, l0, l1));
+          acc[0][c] = fma(s[c], qdot, fma(b[c], xf.y, acc[0][c]));
+        }
+#else
 #if F16_DOT
         // The pack's values as f16 pairs, once for all rows.
         f16vec2 qv[NC][16];
@@ -571,6 +729,7 @@ void main() {
           }
         }
 #endif
+#endif  // X8
       }
     }
   }

@@ -331,6 +331,73 @@ TEST_CASE("qmv teams own up to 4 columns (2 of one row) while the launch keeps 1
   }
 }
 
+TEST_CASE("qmv takes one 16-bit row of 4 bits as integer dot products where the device has them") {
+  auto caps = nvidia_like(false);
+  caps.integer_dot_product = true;
+  auto geometry = [](int64_t m, int64_t n, int64_t k, int bits = 4) {
+    cg::MatmulGeometry g;
+    g.m = m;
+    g.n = n;
+    g.k = k;
+    g.lda = k;
+    g.ldb = k * bits / 32;
+    g.b_t = true;
+    g.bits = bits;
+    g.group_size = 64;
+    return g;
+  };
+  auto dot = [&](const std::string& dt, const cg::MatmulGeometry& g, const cg::DeviceCaps& c) {
+    auto key = cg::qmv_key(dt, g, c);
+    return key.params["dot"] + "/" + key.params["xpacks"];
+  };
+  auto qkv = geometry(1, 6144, 4096);
+  CHECK(dot("bf16", qkv, caps) == "i8/128");
+  CHECK(dot("f16", geometry(1, 14336, 1024), caps) == "i8/32");
+  CHECK(dot("bf16", geometry(1, 4096, 12288), caps) == "f16/0");   // rows past 4096 values
+  CHECK(dot("f32", qkv, caps) == "f32/0");                         // f32 keeps its precision
+  CHECK(dot("bf16", geometry(2, 6144, 4096), caps) == "f16/0");    // one row only
+  CHECK(dot("f16", geometry(1, 6144, 4096, 8), caps) == "f32/0");  // 4 bits only
+  auto odd = qkv;
+  odd.lda = odd.k = 4096 + 32;
+  odd.a_offset = 4;  // x not on 16 bytes: no vectors
+  odd.ldb = odd.k / 8;
+  CHECK(dot("bf16", odd, caps) == "f32/0");
+  auto small = caps;
+  small.max_shared_memory = 8192;  // 128 packs of 72 bytes do not fit
+  CHECK(dot("bf16", qkv, small) == "f32/0");
+  auto no_dot = caps;
+  no_dot.integer_dot_product = false;
+  CHECK(dot("bf16", qkv, no_dot) == "f32/0");
+  auto shuffleless = caps;
+  shuffleless.subgroup_shuffle = false;
+  CHECK(dot("bf16", qkv, shuffleless) == "f32/0");
+  // The decode step's fused products render and compile, and a key whose packs are not the
+  // geometry's is refused at launch.
+  auto normed = qkv;
+  normed.prenorm = true;
+  auto glu = geometry(1, 24576, 4096);
+  glu.glu = glu.prenorm = true;
+  auto res = geometry(1, 4096, 4096);
+  res.residual = true;
+  for (const auto& g : {qkv, normed, glu, res}) {
+    auto key = cg::qmv_key("bf16", g, caps);
+    CAPTURE(key.canonical());
+    CHECK(key.params["dot"] == "i8");
+    auto src = cg::render(key, caps);
+    auto mod = cg::compile(key, src);
+    CHECK(cg::validate_spirv(mod.words) == "");
+    CHECK_NOTHROW(cg::qmv_launch(key, src, g));
+    auto other = g;
+    other.k = 2048;
+    other.lda = 2048;
+    other.ldb = 256;
+    CHECK_THROWS_WITH_AS(cg::qmv_launch(key, src, other), doctest::Contains("does not match"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(cg::render(key, no_dot), doctest::Contains("dot i8"),
+                         std::invalid_argument);
+  }
+}
+
 namespace {
 
 // (opcode, operands) of every instruction after the header.

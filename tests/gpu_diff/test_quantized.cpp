@@ -387,6 +387,76 @@ TEST_CASE(
   CHECK(counts["QuantizedMatmul"] == 0);
 }
 
+TEST_CASE(
+    "quantized_matmul of one f16 or bf16 row of 4 bits: within one rounding of the exact product") {
+  if (!gpu_present())
+    return;
+  mx::vulkan::reset_fallback_counts();
+  // On devices with integer dot products one 16-bit row of 4 bits takes x as two bytes a
+  // value per pack of 32 (templates/qmv.glsl, X8): each value within m / 64516 of itself,
+  // m the pack's largest |x|. So the output may differ from the exact product (double,
+  // weights as dequantized) by its one rounding, u |exact|, plus sum_j m / 64516 |w_j|,
+  // plus the f32 sums' error (K 2^-23 sum |x||w|, loose). Every other path meets it too.
+  // One value of each pack is 100x the rest, so most values sit far below their pack's m.
+  auto cpu = mx::Device::cpu, gpu = mx::Device::gpu;
+  uint64_t seed = 4900;
+  struct Shape {
+    int n, k;
+    bool norm_like;  // x all positive (as a norm's output times a positive weight can be)
+  };
+  for (auto dt : {mx::bfloat16, mx::float16}) {
+    for (Shape sh : {Shape{40, 256, false}, Shape{72, 8384, false}, Shape{24, 1024, true}}) {
+      std::vector<float> boost(static_cast<size_t>(sh.k));
+      for (int j = 0; j < sh.k; ++j) {
+        boost[static_cast<size_t>(j)] = j % 32 == 5 ? 100.0f : 1.0f;
+      }
+      auto x = mx::multiply(uniform({1, sh.k}, mx::float32, seed += 2),
+                            mx::array(boost.data(), {sh.k}, mx::float32), cpu);
+      if (sh.norm_like) {
+        x = mx::abs(x, cpu);
+      }
+      x = mx::astype(x, dt, cpu);
+      auto q =
+          mx::quantize(uniform({sh.n, sh.k}, dt, seed + 1), 64, 4, "affine", std::nullopt, cpu);
+      mx::eval(x, q[0], q[1], q[2]);
+      auto wd = mx::dequantize(q[0], mx::astype(q[1], mx::float32, cpu),
+                               mx::astype(q[2], mx::float32, cpu), 64, 4, "affine", std::nullopt,
+                               std::nullopt, cpu);
+      auto got = mlx_test::to_doubles(
+          mx::quantized_matmul(on_device(x, gpu), on_device(q[0], gpu), on_device(q[1], gpu),
+                               on_device(q[2], gpu), true, 64, 4, "affine", gpu));
+      auto xv = mlx_test::to_doubles(x), wv = mlx_test::to_doubles(wd);
+      double u = dt == mx::float16 ? 0x1p-11 : 0x1p-8;
+      std::string what = std::string("one ") + mx::dtype_to_string(dt) + " row, N " +
+                         std::to_string(sh.n) + ", K " + std::to_string(sh.k);
+      REQUIRE(got.size() == static_cast<size_t>(sh.n));
+      for (int i = 0; i < sh.n; ++i) {
+        double exact = 0, staged = 0, abs_sum = 0;
+        for (int p = 0; p < sh.k / 32; ++p) {
+          double m = 0;
+          for (int j = 32 * p; j < 32 * p + 32; ++j) {
+            m = std::max(m, std::abs(xv[static_cast<size_t>(j)]));
+          }
+          for (int j = 32 * p; j < 32 * p + 32; ++j) {
+            double w = wv[static_cast<size_t>(i) * sh.k + j], xj = xv[static_cast<size_t>(j)];
+            exact += xj * w;
+            staged += m / 64516.0 * std::abs(w);
+            abs_sum += std::abs(xj * w);
+          }
+        }
+        double bound = u * std::abs(exact) + (1 + u) * staged + sh.k * 0x1p-23 * abs_sum;
+        double err = std::abs(got[static_cast<size_t>(i)] - exact);
+        if (!(err <= bound)) {
+          FAIL_CHECK(what << ": column " << i << " GPU " << got[static_cast<size_t>(i)] << " exact "
+                          << exact << " (error " << err << ", bound " << bound << ")");
+          break;
+        }
+      }
+    }
+  }
+  CHECK(mx::vulkan::fallback_counts()["QuantizedMatmul"] == 0);
+}
+
 TEST_CASE("quantized_matmul of a few f16 or bf16 rows of 4 bits: f16 pair sums shared by rows") {
   if (!gpu_present())
     return;

@@ -694,6 +694,8 @@ struct DeviceFactory {
                          env_flag("MLX_VK_SUBGROUP_SHUFFLE", true);
     c.shader_float16 = p.features12.shaderFloat16;
     c.shader_int8 = p.features12.shaderInt8;
+    // Enabled at device creation with the rest of Vulkan 1.3's features (above).
+    c.integer_dot_product = p.is_13() && p.features13.shaderIntegerDotProduct;
     c.shader_int16 = p.features.shaderInt16;
     c.shader_int64 = p.features.shaderInt64;
     c.storage_8bit = p.features12.storageBuffer8BitAccess;
