@@ -1,9 +1,10 @@
 // The capabilities of an NVIDIA-like device (32-lane subgroups with shuffles, 16-bit
 // storage, 48 KB of shared memory) for the codegen tests of the matrix-product families;
-// cooperative-matrix paths as asked.
+// cooperative-matrix paths as asked. And the quantized products' usual geometry.
 #pragma once
 
 #include "codegen/codegen.h"
+#include "codegen/matmul.h"
 
 namespace mlx_test {
 
@@ -22,6 +23,21 @@ inline mlx::core::vulkan::codegen::DeviceCaps nvidia_like(bool coop_nv, bool coo
   caps.max_workgroup_invocations = 1024;
   caps.max_shared_memory = 49152;
   return caps;
+}
+
+// x [m, k] times `bits`-bit weights [n, k] in groups of `gs`, read as W^T (transpose = true).
+inline mlx::core::vulkan::codegen::MatmulGeometry quant_rows(int64_t m, int64_t n, int64_t k,
+                                                             int bits = 4, int gs = 64) {
+  mlx::core::vulkan::codegen::MatmulGeometry g;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.lda = k;
+  g.b_t = true;
+  g.ldb = k * bits / 32;
+  g.bits = bits;
+  g.group_size = gs;
+  return g;
 }
 
 }  // namespace mlx_test

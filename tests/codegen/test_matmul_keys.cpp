@@ -30,6 +30,11 @@ cg::MatmulGeometry square(int64_t n) {
   return g;
 }
 
+// x [m, k] times 4-bit (or `bits`) g64 weights [n, k] read as W^T: qmv's shape.
+cg::MatmulGeometry qmv_geometry(int64_t m, int64_t n, int64_t k, int bits = 4) {
+  return mlx_test::quant_rows(m, n, k, bits);
+}
+
 }  // namespace
 
 TEST_CASE("gemm tiles follow the grid size, and f16 takes cooperative matrices where present") {
@@ -215,39 +220,28 @@ TEST_CASE("the cooperative-matrix qmm renders, compiles and validates for every 
 
 TEST_CASE("qmv teams own up to 4 columns (2 of one row) while the launch keeps 128 workgroups") {
   auto caps = nvidia_like(false);
-  auto geometry = [](int64_t m, int64_t n, int64_t k, int bits = 4) {
-    cg::MatmulGeometry g;
-    g.m = m;
-    g.n = n;
-    g.k = k;
-    g.lda = k;
-    g.ldb = k * bits / 32;
-    g.b_t = true;
-    g.bits = bits;
-    g.group_size = 64;
-    return g;
-  };
   auto param = [&](const cg::MatmulGeometry& g, const char* name) {
     return cg::qmv_key("bf16", g, caps).params[name];
   };
   auto nc = [&](const cg::MatmulGeometry& g) { return param(g, "nc"); };
-  CHECK(nc(geometry(1, 14336, 2048)) == "2");           // one row: two columns per team
-  CHECK(param(geometry(1, 14336, 2048), "ks") == "1");  // 2 packs a lane: one part
-  CHECK(param(geometry(1, 14336, 4096), "ks") == "2");  // 4 packs a lane: two parts
+  CHECK(nc(qmv_geometry(1, 14336, 2048)) == "2");           // one row: two columns per team
+  CHECK(param(qmv_geometry(1, 14336, 2048), "ks") == "1");  // 2 packs a lane: one part
+  CHECK(param(qmv_geometry(1, 14336, 4096), "ks") == "2");  // 4 packs a lane: two parts
   // One row of <= 4 bits with >= 4 packs a lane: 4 columns in two parts per column group.
-  auto down = geometry(1, 4096, 14336);
+  auto down = qmv_geometry(1, 4096, 14336);
   CHECK((nc(down) == "4" && param(down, "ks") == "2" && param(down, "u") == "1"));
-  auto down8 = geometry(1, 4096, 14336, 8);
+  auto down8 = qmv_geometry(1, 4096, 14336, 8);
   CHECK((nc(down8) == "2" && param(down8, "ks") == "1" && param(down8, "u") == "2"));
-  CHECK(param(geometry(4, 4096, 14336), "ks") == "1");  // several rows: one part
-  CHECK(nc(geometry(1, 1024, 14336)) == "2");   // 4 columns in 4 groups would leave 64 workgroups
-  CHECK(nc(geometry(1, 1024, 1024)) == "1");    // 2 columns would leave 64 workgroups
-  CHECK(nc(geometry(4, 14336, 4096)) == "4");   // 8 teams x 4 columns: 448 workgroups
-  CHECK(nc(geometry(4, 1024, 3072)) == "1");    // 4 columns would leave 32 workgroups
+  CHECK(param(qmv_geometry(4, 4096, 14336), "ks") == "1");  // several rows: one part
+  CHECK(nc(qmv_geometry(1, 1024, 14336)) ==
+        "2");                                     // 4 columns in 4 groups would leave 64 workgroups
+  CHECK(nc(qmv_geometry(1, 1024, 1024)) == "1");  // 2 columns would leave 64 workgroups
+  CHECK(nc(qmv_geometry(4, 14336, 4096)) == "4");  // 8 teams x 4 columns: 448 workgroups
+  CHECK(nc(qmv_geometry(4, 1024, 3072)) == "1");   // 4 columns would leave 32 workgroups
   // A SwiGLU product's team owns as many columns of each half as its half's split rule
   // gives, 2 or 1 of each: an 8B-class gate/up 2 + 2 in two parts, Qwen3-0.6B's 1 + 1.
   auto glu = [&](int64_t m, int64_t n, int64_t k) {
-    auto g = geometry(m, n, k);
+    auto g = qmv_geometry(m, n, k);
     g.glu = true;
     g.prenorm = true;
     return g;
@@ -264,16 +258,16 @@ TEST_CASE("qmv teams own up to 4 columns (2 of one row) while the launch keeps 1
     auto launch = cg::qmv_launch(key, cg::render(key, caps), g);
     CHECK(launch.groups[0] == (key.params["nc"] == "4" ? 12288 / 8 : 3072 / 8));
   }
-  CHECK(nc(geometry(2, 2048, 1024)) == "2");    // 2 columns: 128 workgroups
-  CHECK(nc(geometry(8, 151936, 1024)) == "2");  // 8 rows: at most 2 columns
-  CHECK(nc(geometry(1, 151936, 1024)) == "4");  // an lm_head: 4 columns, 2374 workgroups
-  CHECK(nc(geometry(1, 16384, 1024)) == "2");   // 4 columns would leave 512 workgroups
+  CHECK(nc(qmv_geometry(2, 2048, 1024)) == "2");    // 2 columns: 128 workgroups
+  CHECK(nc(qmv_geometry(8, 151936, 1024)) == "2");  // 8 rows: at most 2 columns
+  CHECK(nc(qmv_geometry(1, 151936, 1024)) == "4");  // an lm_head: 4 columns, 2374 workgroups
+  CHECK(nc(qmv_geometry(1, 16384, 1024)) == "2");   // 4 columns would leave 512 workgroups
   // The lm_head's short rows take 16-lane teams (2 packs a lane); longer rows, fewer
   // columns or several rows keep 32.
-  CHECK(param(geometry(1, 151936, 1024), "tpr") == "16");
-  CHECK(param(geometry(1, 151936, 4096), "tpr") == "32");
-  CHECK(param(geometry(1, 16384, 1024), "tpr") == "32");
-  CHECK(param(geometry(2, 151936, 1024), "tpr") == "32");
+  CHECK(param(qmv_geometry(1, 151936, 1024), "tpr") == "16");
+  CHECK(param(qmv_geometry(1, 151936, 4096), "tpr") == "32");
+  CHECK(param(qmv_geometry(1, 16384, 1024), "tpr") == "32");
+  CHECK(param(qmv_geometry(2, 151936, 1024), "tpr") == "32");
   // One f16 row of 4 bits in two parts sums in f16 pairs (dot=f16), where the device has
   // f16 arithmetic, and so does bf16 with >= 3 steps a lane; so do 2 to 4 f16 rows and 2
   // bf16 rows with >= 2 steps a lane. 8 bits, short rows, a fused norm, 5 to 8 rows or
@@ -283,17 +277,17 @@ TEST_CASE("qmv teams own up to 4 columns (2 of one row) while the launch keeps 1
   };
   CHECK(dot("f16", down, caps) == "f16");
   CHECK(dot("bf16", down, caps) == "f16");
-  CHECK(dot("f16", geometry(1, 14336, 4096), caps) == "f16");   // 2 steps a lane
-  CHECK(dot("bf16", geometry(1, 14336, 4096), caps) == "f32");  // bf16 needs 3
+  CHECK(dot("f16", qmv_geometry(1, 14336, 4096), caps) == "f16");   // 2 steps a lane
+  CHECK(dot("bf16", qmv_geometry(1, 14336, 4096), caps) == "f32");  // bf16 needs 3
   CHECK(dot("f32", down, caps) == "f32");
   CHECK(dot("f16", down8, caps) == "f32");
-  CHECK(dot("f16", geometry(1, 14336, 2048), caps) == "f32");
-  CHECK(dot("f16", geometry(2, 4096, 14336), caps) == "f16");
-  CHECK(dot("f16", geometry(4, 14336, 4096), caps) == "f16");  // 2 steps a lane
-  CHECK(dot("f16", geometry(4, 14336, 1024), caps) == "f32");  // 1 step a lane
-  CHECK(dot("f16", geometry(5, 4096, 14336), caps) == "f32");  // mr 8
-  CHECK(dot("bf16", geometry(2, 4096, 14336), caps) == "f16");
-  CHECK(dot("bf16", geometry(3, 4096, 14336), caps) == "f32");
+  CHECK(dot("f16", qmv_geometry(1, 14336, 2048), caps) == "f32");
+  CHECK(dot("f16", qmv_geometry(2, 4096, 14336), caps) == "f16");
+  CHECK(dot("f16", qmv_geometry(4, 14336, 4096), caps) == "f16");  // 2 steps a lane
+  CHECK(dot("f16", qmv_geometry(4, 14336, 1024), caps) == "f32");  // 1 step a lane
+  CHECK(dot("f16", qmv_geometry(5, 4096, 14336), caps) == "f32");  // mr 8
+  CHECK(dot("bf16", qmv_geometry(2, 4096, 14336), caps) == "f16");
+  CHECK(dot("bf16", qmv_geometry(3, 4096, 14336), caps) == "f32");
   auto normed = down;
   normed.prenorm = true;
   CHECK(dot("f16", normed, caps) == "f32");
@@ -316,7 +310,7 @@ TEST_CASE("qmv teams own up to 4 columns (2 of one row) while the launch keeps 1
     c.subgroup_shuffle = shuffle;
     for (int64_t m : {1, 2, 4, 8}) {
       for (int64_t k : {1024, 14336}) {  // one part, and two for a single row
-        auto g = geometry(m, 151936, k);
+        auto g = qmv_geometry(m, 151936, k);
         auto key = cg::qmv_key("bf16", g, c);
         CAPTURE(key.canonical());
         auto src = cg::render(key, c);
@@ -334,29 +328,17 @@ TEST_CASE("qmv teams own up to 4 columns (2 of one row) while the launch keeps 1
 TEST_CASE("qmv takes one 16-bit row of 4 bits as integer dot products where the device has them") {
   auto caps = nvidia_like(false);
   caps.integer_dot_product = true;
-  auto geometry = [](int64_t m, int64_t n, int64_t k, int bits = 4) {
-    cg::MatmulGeometry g;
-    g.m = m;
-    g.n = n;
-    g.k = k;
-    g.lda = k;
-    g.ldb = k * bits / 32;
-    g.b_t = true;
-    g.bits = bits;
-    g.group_size = 64;
-    return g;
-  };
   auto dot = [&](const std::string& dt, const cg::MatmulGeometry& g, const cg::DeviceCaps& c) {
     auto key = cg::qmv_key(dt, g, c);
     return key.params["dot"] + "/" + key.params["xpacks"];
   };
-  auto qkv = geometry(1, 6144, 4096);
+  auto qkv = qmv_geometry(1, 6144, 4096);
   CHECK(dot("bf16", qkv, caps) == "i8/128");
-  CHECK(dot("f16", geometry(1, 14336, 1024), caps) == "i8/32");
-  CHECK(dot("bf16", geometry(1, 4096, 12288), caps) == "f16/0");   // rows past 4096 values
+  CHECK(dot("f16", qmv_geometry(1, 14336, 1024), caps) == "i8/32");
+  CHECK(dot("bf16", qmv_geometry(1, 4096, 12288), caps) == "f16/0");  // rows past 4096 values
   CHECK(dot("f32", qkv, caps) == "f32/0");                         // f32 keeps its precision
-  CHECK(dot("bf16", geometry(2, 6144, 4096), caps) == "f16/0");    // one row only
-  CHECK(dot("f16", geometry(1, 6144, 4096, 8), caps) == "f32/0");  // 4 bits only
+  CHECK(dot("bf16", qmv_geometry(2, 6144, 4096), caps) == "f16/0");    // one row only
+  CHECK(dot("f16", qmv_geometry(1, 6144, 4096, 8), caps) == "f32/0");  // 4 bits only
   auto odd = qkv;
   odd.lda = odd.k = 4096 + 32;
   odd.a_offset = 4;  // x not on 16 bytes: no vectors
@@ -375,9 +357,9 @@ TEST_CASE("qmv takes one 16-bit row of 4 bits as integer dot products where the 
   // geometry's is refused at launch.
   auto normed = qkv;
   normed.prenorm = true;
-  auto glu = geometry(1, 24576, 4096);
+  auto glu = qmv_geometry(1, 24576, 4096);
   glu.glu = glu.prenorm = true;
-  auto res = geometry(1, 4096, 4096);
+  auto res = qmv_geometry(1, 4096, 4096);
   res.residual = true;
   for (const auto& g : {qkv, normed, glu, res}) {
     auto key = cg::qmv_key("bf16", g, caps);

@@ -22,16 +22,7 @@ cg::DeviceCaps coop_caps(bool nv, bool khr, bool bf16) {
 }
 
 cg::MatmulGeometry rows(int64_t m, int64_t n, int64_t k, int bits = 4, int gs = 64) {
-  cg::MatmulGeometry g;
-  g.m = m;
-  g.n = n;
-  g.k = k;
-  g.lda = k;
-  g.b_t = true;
-  g.ldb = k * bits / 32;
-  g.bits = bits;
-  g.group_size = gs;
-  return g;
+  return mlx_test::quant_rows(m, n, k, bits, gs);
 }
 
 }  // namespace
