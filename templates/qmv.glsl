@@ -145,10 +145,12 @@
 #if BITS != 4 || MR != 1 || !SUBGROUP || !WVEC || VEC != 8 || F16_DOT
 #error "X8 takes one 16-bit row of 4-bit packs, read as vectors, with subgroup shuffles"
 #endif
-// OpSUDot (SPV_KHR_integer_dot_product): four signed bytes of a times four unsigned bytes
-// of b, summed (glslang 12 has no GL_EXT_integer_dot_product; the instruction is declared).
+// OpSDot (SPV_KHR_integer_dot_product): four signed bytes of a times four of b, summed
+// (glslang 12 has no GL_EXT_integer_dot_product; the instruction is declared). The weights'
+// nibbles (0-15) are the same as signed bytes, so the product needs no mixed-sign form
+// (Vulkan reports the two forms' hardware acceleration separately).
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018],
-                  id = 4452) int sudot4x8(uint a, uint b, spirv_literal int packed_format);
+                  id = 4450) int sdot4x8(uint a, uint b, spirv_literal int packed_format);
 #endif
 #if F16_DOT
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -330,12 +332,12 @@ int pack_dot_x8(uint words[BITS], uvec4 h0, uvec4 h1, uvec4 l0, uvec4 l1) {
   const uint m = 0x0F0F0F0Fu;
   uint e0 = words[0] & m, o0 = (words[0] >> 4) & m, e1 = words[1] & m, o1 = (words[1] >> 4) & m;
   uint e2 = words[2] & m, o2 = (words[2] >> 4) & m, e3 = words[3] & m, o3 = (words[3] >> 4) & m;
-  int dh = sudot4x8(h0.x, e0, 0) + sudot4x8(h0.y, o0, 0) + sudot4x8(h0.z, e1, 0) +
-           sudot4x8(h0.w, o1, 0) + sudot4x8(h1.x, e2, 0) + sudot4x8(h1.y, o2, 0) +
-           sudot4x8(h1.z, e3, 0) + sudot4x8(h1.w, o3, 0);
-  int dl = sudot4x8(l0.x, e0, 0) + sudot4x8(l0.y, o0, 0) + sudot4x8(l0.z, e1, 0) +
-           sudot4x8(l0.w, o1, 0) + sudot4x8(l1.x, e2, 0) + sudot4x8(l1.y, o2, 0) +
-           sudot4x8(l1.z, e3, 0) + sudot4x8(l1.w, o3, 0);
+  int dh = sdot4x8(h0.x, e0, 0) + sdot4x8(h0.y, o0, 0) + sdot4x8(h0.z, e1, 0) +
+           sdot4x8(h0.w, o1, 0) + sdot4x8(h1.x, e2, 0) + sdot4x8(h1.y, o2, 0) +
+           sdot4x8(h1.z, e3, 0) + sdot4x8(h1.w, o3, 0);
+  int dl = sdot4x8(l0.x, e0, 0) + sdot4x8(l0.y, o0, 0) + sdot4x8(l0.z, e1, 0) +
+           sdot4x8(l0.w, o1, 0) + sdot4x8(l1.x, e2, 0) + sdot4x8(l1.y, o2, 0) +
+           sdot4x8(l1.z, e3, 0) + sdot4x8(l1.w, o3, 0);
   return 254 * dh + dl;
 }
 #endif
