@@ -170,7 +170,8 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
   // other sums; MLX_VK_QMV_I8_PACKS moves the limit (in packs of 32, for measuring).
   int64_t staged = packs * kX8PackBytes + kX8SharedSlack;
   bool i8 = (dtype == "f16" || dtype == "bf16") && g.bits == 4 && mr == 1 && vec == 8 && wvec &&
-            sg && caps.integer_dot_product && staged <= int64_t{caps.max_shared_memory} &&
+            sg && caps.subgroup_size >= 4 && caps.integer_dot_product &&
+            staged <= int64_t{caps.max_shared_memory} &&
             packs <= tuning_env("MLX_VK_QMV_I8_PACKS", 1, 1 << 20, kX8MaxPacks) &&
             tuning_env("MLX_VK_QMV_I8", 0, 1, 1) == 1;
   return KernelKey{"qmv",
@@ -224,10 +225,11 @@ KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
   bool i8 = dot == "i8";
   const std::string& xpacks = key_param(key, "xpacks", where);
   bool is16 = std::string(dt.name) == "f16" || std::string(dt.name) == "bf16";
-  if (i8 != (xpacks != "0") || (i8 && (!is16 || bits != 4 || mr != "1" || vec != "8" || !wvec ||
-                                       !sg || !caps.integer_dot_product || std::stoll(xpacks) < 1 ||
-                                       std::stoll(xpacks) * kX8PackBytes + kX8SharedSlack >
-                                           int64_t{caps.max_shared_memory}))) {
+  if (i8 != (xpacks != "0") ||
+      (i8 &&
+       (!is16 || bits != 4 || mr != "1" || vec != "8" || !wvec || !sg || caps.subgroup_size < 4 ||
+        !caps.integer_dot_product || std::stoll(xpacks) < 1 ||
+        std::stoll(xpacks) * kX8PackBytes + kX8SharedSlack > int64_t{caps.max_shared_memory}))) {
     throw std::invalid_argument("[render] " + where +
                                 ": dot i8 (with xpacks, the row's packs, else 0) takes one f16 "
                                 "or bf16 row of 4-bit values read as vectors, with subgroup "

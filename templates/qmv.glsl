@@ -256,7 +256,7 @@ shared float ks_part[WGS / TPR][MR * NC + MR];
 shared uvec4 x8s[4][XPACKS];
 shared vec2 x8f[XPACKS];
 #if PRENORM
-shared float x8ss[WGS / 4];
+shared float x8ss[WGS / 4];  // one slot a subgroup (X8 takes subgroups of >= 4 lanes)
 #endif
 
 // Writes row `row` of x to x8s / x8f, each invocation 8 values at a time (four lanes of a
