@@ -361,13 +361,18 @@ TEST_CASE("qmv takes one 16-bit row of 4 bits as integer dot products where the 
   glu.glu = glu.prenorm = true;
   auto res = qmv_geometry(1, 4096, 4096);
   res.residual = true;
-  for (const auto& g : {qkv, normed, glu, res}) {
+  auto tiny = qmv_geometry(1, 4096, 128);  // 4 packs: 4-lane teams, the most team sums
+  for (const auto& g : {qkv, normed, glu, res, tiny}) {
     auto key = cg::qmv_key("bf16", g, caps);
     CAPTURE(key.canonical());
     CHECK(key.params["dot"] == "i8");
     auto src = cg::render(key, caps);
     auto mod = cg::compile(key, src);
     CHECK(cg::validate_spirv(mod.words) == "");
+    // The key rule's estimate of the kernel's shared memory (72 bytes a pack and 2048 for
+    // the rest, codegen/qmv.cpp) holds for the compiled kernel.
+    CHECK(cg::workgroup_memory_bytes(mod.words, src.spec_constants) <=
+          std::stoul(key.params["xpacks"]) * 72 + 2048);
     CHECK_NOTHROW(cg::qmv_launch(key, src, g));
     auto other = g;
     other.k = 2048;
