@@ -237,8 +237,8 @@ KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
                                 "device's shared memory.");
   }
   if ((dot != "f32" && !f16_dot && !i8) ||
-      (f16_dot && ((std::string(dt.name) != "f16" && std::string(dt.name) != "bf16") || bits != 4 ||
-                   vec != std::to_string(lanes) || norm || glu || !caps.shader_float16))) {
+      (f16_dot && (!is16 || bits != 4 || vec != std::to_string(lanes) || norm || glu ||
+                   !caps.shader_float16))) {
     throw std::invalid_argument("[render] " + where +
                                 ": dot must be f32, or f16 for f16 or bf16 rows of 4-bit "
                                 "values read as 16-byte vectors, unfused with a norm or SwiGLU, "
