@@ -16,11 +16,13 @@
 //    QWEN3_BENCH_PREFILL_KERNELS=1 prints each length's last run by kernel.
 // 4. Host time of a decode step: graph building, recording, waiting, with the eval thread
 //    (mlx/eval_worker.h) off and on.
-// 5. The kernels of one decode step by GPU time (MLX_VK_PROFILE's table).
+// 5. The kernels of one decode step by GPU time (MLX_VK_PROFILE's table), after prompts of
+//    QWEN3_BENCH_PROFILE_CONTEXTS tokens (default 1).
 //
 // Usage: qwen3_bench [config name, default qwen3-0.6b] [decode steps, default 64]
 //        (QWEN3_BENCH_ONLY=decode,prefill,host,profile runs a subset; QWEN3_BENCH_HOST_STEPS
-//        sets the host block's step count, 64, e.g. for a profiler)
+//        sets the host block's step count, 64, e.g. for a profiler; QWEN3_BENCH_LAYERS=n
+//        keeps the config's first n layers)
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -133,6 +135,12 @@ int main(int argc, char** argv) {
               std::get<std::string>(info.at("device_name")).c_str(), name.c_str());
 
   auto config = qwen3::named_config(name);
+  // QWEN3_BENCH_LAYERS=n: the config's first n layers only (a layer's kernels measured
+  // without making every layer's weights; the floor and the rates follow the smaller model).
+  if (const char* layers = std::getenv("QWEN3_BENCH_LAYERS"); layers && *layers) {
+    config.num_hidden_layers = std::clamp(std::atoi(layers), 1, config.num_hidden_layers);
+    std::printf("layers: %d (QWEN3_BENCH_LAYERS)\n", config.num_hidden_layers);
+  }
   qwen3::RandomModelOptions ro;
   ro.device = mx::Device::gpu;
   double t0 = now_ms();
@@ -308,10 +316,21 @@ int main(int argc, char** argv) {
   }
 
   if (bench::wanted("QWEN3_BENCH_ONLY", "profile")) {
+    // QWEN3_BENCH_PROFILE_CONTEXTS=1,512,4096: the prompt lengths to profile after (1).
+    std::vector<int> contexts{1};
+    if (!bench::env_counts("QWEN3_BENCH_PROFILE_CONTEXTS", 32768, contexts)) {
+      return 1;
+    }
+    // The clocks up first (alone, this block's first steps ran at idle clocks: an 8B step
+    // took 8.9 ms at context 1 against 3.6 at 4096 after it).
+    bench::warm_gpu(bench::gpu_uniform({name == "tiny" ? 1 << 22 : 1 << 26}, 4, mx::float32), 300);
     mx::vulkan::set_profiling(true);
-    auto run = run_decode(model, 0, 16);
-    std::printf("\nKernels of 16 decode steps at context 0 (GPU busy %.1f us per step):\n%s\n",
-                run.gpu_busy_ms_per_token * 1e3, mx::vulkan::profile_report().c_str());
+    for (int context : contexts) {
+      run_decode(model, context, 4);  // this context's kernels built, not timed
+      auto run = run_decode(model, context, 16);
+      std::printf("\nKernels of 16 decode steps at context %d (GPU busy %.1f us per step):\n%s\n",
+                  context, run.gpu_busy_ms_per_token * 1e3, mx::vulkan::profile_report().c_str());
+    }
   }
   return 0;
 }

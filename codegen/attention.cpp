@@ -232,28 +232,34 @@ int64_t vector_keys_per_step(const AttentionGeometry& g, uint32_t tpr, bool sg) 
   return sg ? kps : 2;
 }
 
-// Shared memory of the step kernel's vector mode (sdpa.glsl): the teams' states (or the
-// query rows), the new rows, the norm statistics and, without shuffles, the team sums (the
-// step does not take the transposed sums, so they need no slots).
 // Floats of the team sums (include/teams.glsl): one slot with shuffles, else WGS x RB x
 // KPS.
 int64_t team_sum_floats(const AttentionGeometry& g, uint32_t tpr, uint32_t rb, bool sg) {
   return sg ? 1 : int64_t{tpr} * kTeams * rb * vector_keys_per_step(g, tpr, sg);
 }
 
+// Floats of the transposed sums' two slots of weights and rescale factors (with shuffles,
+// TPR >= RB; KPS counted at its largest, without AHEAD).
+int64_t transposed_floats(const AttentionGeometry& g, uint32_t tpr, uint32_t rb, bool sg) {
+  bool transposed = sg && tpr >= rb;
+  return transposed ? 2 * kTeams * rb * vector_keys_per_step(g, tpr, sg) + 2 * kTeams * rb : 0;
+}
+
+// Shared memory of the step kernel's vector mode (sdpa.glsl): the teams' states (or the
+// query rows), the new rows, the norm statistics, the transposed sums' slots and, without
+// shuffles, the team sums.
 int64_t step_shared_bytes(const AttentionGeometry& g, uint32_t tpr, uint32_t rb, bool sg) {
   return 4 * (2 * kTeams + std::max(kTeams * g.dv, int64_t{rb} * g.d) + g.d + g.dv + rb + 1 +
-              team_sum_floats(g, tpr, rb, sg) + 1 /* split=2's flag */);
+              team_sum_floats(g, tpr, rb, sg) + transposed_floats(g, tpr, rb, sg) +
+              1 /* split=2's flag */);
 }
 
 // Shared memory of the plain vector mode (sdpa.glsl, no STEP), its arrays mirrored: the
-// teams' (m, l) and outputs, the transposed sums' two slots of weights and rescale factors
-// (with shuffles, TPR >= RB), and the team sums without shuffles (include/teams.glsl).
+// teams' (m, l) and outputs, the transposed sums' slots, and the team sums without shuffles
+// (include/teams.glsl).
 int64_t vector_shared_bytes(const AttentionGeometry& g, uint32_t tpr, uint32_t rb, bool sg) {
-  int64_t kps = vector_keys_per_step(g, tpr, sg);
-  bool transposed = sg && tpr >= rb;
   return 4 * (2 * kTeams + kTeams * g.dv + team_sum_floats(g, tpr, rb, sg) + 1 /* split=2 */ +
-              (transposed ? 2 * kTeams * rb * kps + 2 * kTeams * rb : 0));
+              transposed_floats(g, tpr, rb, sg));
 }
 
 const std::string& mask_param(const KernelKey& key, const std::string& where) {
@@ -415,6 +421,14 @@ bool attention_step_supported(const AttentionGeometry& g, const AttentionStep& s
 KernelKey attention_step_key(const std::string& dtype, const AttentionGeometry& g,
                              const AttentionStep& st, const DeviceCaps& caps) {
   KernelKey key = attention_key(dtype, g, caps);
+  // A step whose last workgroup would merge more than 256 values a split keeps the merge
+  // launch: on an H200 Qwen3-8B's step (4 rows of 128, 9 splits at 512 keys) took 20.3 us
+  // merging in the launch against 10.8 + 5.3 with the merge launch; the 0.6B's (2 rows)
+  // 11.2 against 8.8 + 4.6 (docs/attention.md, "The decode step: transposed sums, loads
+  // ahead, the merge launch for 4 rows").
+  if (key.params["split"] == "2" && std::stoll(key.params["rb"]) * g.dv > 256) {
+    key.params["split"] = "1";
+  }
   key.params["step"] = "1";
   key.params["qn"] = st.q_norm ? "1" : "0";
   key.params["kn"] = st.k_norm ? "1" : "0";

@@ -422,8 +422,10 @@ void main() {
 // keep it at 2.
 // A power of two, so that the scores of a step sum as one transposed block (below).
 // AHEAD (the transposed sums, below, with quads): each step's loads are issued during the
-// step before's arithmetic.
-#define AHEAD (SUBGROUP && TPR >= RB && !STEP && VEC)
+// step before's arithmetic. Not in a decode step of 8 rows: its prologue's registers and
+// the loads ahead left 16 bytes in local memory on an H200 (mlx_vulkan_tests "*local
+// memory*").
+#define AHEAD (SUBGROUP && TPR >= RB && VEC && (!STEP || RB <= 4))
 #ifndef KPS
 #if !SUBGROUP
 #define KPS 2
@@ -452,10 +454,10 @@ void main() {
 // writes while no lane still reads the slot of the step before). A lane keeps the running
 // max of its row and the running sum of its own keys' weights; both become every row's
 // (m, l) in every lane after the loop, the state the rest of the kernel expects.
-// Not in the decode step (STEP): there it measured slower in Qwen3-0.6B's decode on an H200
-// (GPU time per token 0.910 -> 0.933 ms at context 0, 1.015 -> 1.077 at 512), while the
-// plain vector mode gained at every length (docs/attention.md).
-#define TRANSPOSED (SUBGROUP && TPR >= RB && !STEP)
+// The decode step (STEP) takes them too, with AHEAD: on an H200 an 8B-shaped step (4 rows)
+// went 18.5 -> 14.2 us at 4096 keys, a 0.6B-shaped one (2 rows) 12.6 -> 12.0 us
+// (docs/attention.md, "The decode step with transposed sums and loads ahead").
+#define TRANSPOSED (SUBGROUP && TPR >= RB)
 #if TRANSPOSED
 #include "include/team_transpose.glsl"
 shared float step_p[2 * NT * TEAM_VALUES];
@@ -560,6 +562,9 @@ void main() {
   [[unroll]] for (uint u = 0; u < KPS; ++u) {
     int j = kbeg + int(u) * int(NT) + int(team);
     bool ok = j < kend;
+#if STEP
+    ok = ok && !(fresh_here && j == wrow);  // taken after the loop
+#endif
     int kat = pc.k_offset + b * pc.k_sb + kvh * pc.k_sh + j * pc.k_sj + int(lane * DPL);
     int vat = pc.v_offset + b * pc.v_sb + kvh * pc.v_sh + j * pc.v_sj + int(lane * VPL);
     [[unroll]] for (uint d = 0; d < DPL / 4; ++d) {
@@ -598,6 +603,9 @@ void main() {
       [[unroll]] for (uint u = 0; u < KPS; ++u) {
         int j = kbeg + ((step + 1) * int(KPS) + int(u)) * int(NT) + int(team);
         bool ok = j < kend;
+#if STEP
+        ok = ok && !(fresh_here && j == wrow);  // taken after the loop
+#endif
         int kat = pc.k_offset + b * pc.k_sb + kvh * pc.k_sh + j * pc.k_sj + int(lane * DPL);
         int vat = pc.v_offset + b * pc.v_sb + kvh * pc.v_sh + j * pc.v_sj + int(lane * VPL);
         [[unroll]] for (uint d = 0; d < DPL / 4; ++d) {

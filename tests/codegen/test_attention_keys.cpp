@@ -241,6 +241,25 @@ TEST_CASE("sdpa decode step keys: params, compile, and shared memory within the 
   CHECK_THROWS_AS(cg::render_attention(key, devices[0].caps), std::invalid_argument);
 }
 
+TEST_CASE("a decode step merges in its launch only where the last workgroup merges <= 256 values") {
+  // Qwen3-0.6B's step (2 rows of 128 a KV head) merges its splits in the launch; the 8B's
+  // (4 rows) keeps the merge launch, measured faster on an H200 (docs/attention.md). The
+  // plain vector kernel of the 8B's shape still merges in the launch.
+  const auto caps = device(49152, 32, true);
+  cg::AttentionStep st;
+  st.cap = 1024;
+  for (auto [groups, want] : {std::pair<int64_t, const char*>{2, "2"}, {4, "1"}}) {
+    auto g = prefill(128, 128, "none");
+    g.groups = groups;
+    g.lq = 1;
+    g.lkv = 512;
+    g.q_si = 128, g.q_sh = 128, g.q_sb = 8 * groups * 128;
+    CAPTURE(groups);
+    CHECK(cg::attention_step_key("bf16", g, st, caps).params.at("split") == want);
+    CHECK(cg::attention_key("bf16", g, caps).params.at("split") == "2");
+  }
+}
+
 TEST_CASE("a decode splits its keys into whole steps, about 256 workgroups in all") {
   // 8 KV heads, 4 query heads each, one query: 8 workgroups a split. Counted in 64-key
   // steps, no split takes more than the even share rounded up; a cache of at most 4 steps is
