@@ -337,12 +337,14 @@ bool attention_merge_fits(const AttentionGeometry& g) {
          g.batch * g.hkv * ceil_div(rows(g), vector_rows(g)) <= kMergeSlots;
 }
 
-int64_t merge_splits_per_batch(int64_t rb, int64_t dv, int64_t tpr) {
+int64_t merge_splits_per_batch(int64_t rb, int64_t dv, int64_t tpr, bool step) {
   int64_t outputs = ceil_div(rb * dv, tpr * kTeams);  // MOPT
   // 64 values in flight, at most 32 splits: 64 splits of one output each measured slower
   // than the merge launch (H100, Qwen3-0.6B's decode at 4096 keys: 1.29 against 1.20 ms a
-  // token), 32 faster (docs/attention.md).
-  int64_t in_flight = std::clamp<int64_t>(64 / outputs, 1, 32);
+  // token), 32 faster (docs/attention.md). 32 in a decode step: Qwen3-8B's (2 outputs an
+  // invocation, 9 splits) took 20.4 us with 32 splits a batch, 15.4 with 16, and 10.8 + 5.3
+  // with the merge launch (H200).
+  int64_t in_flight = std::clamp<int64_t>((step ? 32 : 64) / outputs, 1, 32);
   return std::min(in_flight, 4 * dv / rb);
 }
 
@@ -372,8 +374,8 @@ KernelKey attention_key(const std::string& dtype, const AttentionGeometry& g,
     key.params["sg"] = sg ? "1" : "0";
     // Merged in the launch where one batch of its loads holds every split: measured no
     // slower than the merge launch there, and slower where it took two (docs/attention.md).
-    bool inline_merge =
-        attention_merge_fits(g) && attention_splits(g) <= merge_splits_per_batch(rb, g.dv, tpr);
+    bool inline_merge = attention_merge_fits(g) &&
+                        attention_splits(g) <= merge_splits_per_batch(rb, g.dv, tpr, false);
     key.params["split"] = attention_splits(g) <= 1 ? "0" : inline_merge ? "2" : "1";
     // Each lane's d / tpr and dv / tpr elements of a K and V row as 4-element vectors.
     bool quads = (g.d / tpr) % 4 == 0 && (g.dv / tpr) % 4 == 0 && rows_vector_loads(g);
@@ -421,12 +423,12 @@ bool attention_step_supported(const AttentionGeometry& g, const AttentionStep& s
 KernelKey attention_step_key(const std::string& dtype, const AttentionGeometry& g,
                              const AttentionStep& st, const DeviceCaps& caps) {
   KernelKey key = attention_key(dtype, g, caps);
-  // A step whose last workgroup would merge more than 256 values a split keeps the merge
-  // launch: on an H200 Qwen3-8B's step (4 rows of 128, 9 splits at 512 keys) took 20.3 us
-  // merging in the launch against 10.8 + 5.3 with the merge launch; the 0.6B's (2 rows)
-  // 11.2 against 8.8 + 4.6 (docs/attention.md, "The decode step: transposed sums, loads
-  // ahead, the merge launch for 4 rows").
-  if (key.params["split"] == "2" && std::stoll(key.params["rb"]) * g.dv > 256) {
+  // A step merges in its launch where its smaller batch (32 values in flight, not 64:
+  // merge_splits_per_batch) holds every split (docs/attention.md, "The decode step:
+  // transposed sums, loads ahead, a smaller merge batch").
+  if (key.params["split"] == "2" &&
+      attention_splits(g) > merge_splits_per_batch(std::stoll(key.params["rb"]), g.dv,
+                                                   std::stoll(key.params["tpr"]), true)) {
     key.params["split"] = "1";
   }
   key.params["step"] = "1";
@@ -620,7 +622,7 @@ KernelSource render_attention(const KernelKey& key, const DeviceCaps& caps) {
       }
       defines.push_back("SPLIT " + split);
       if (split == "2") {
-        defines.push_back("MC " + std::to_string(merge_splits_per_batch(rb, dv, tpr)));
+        defines.push_back("MC " + std::to_string(merge_splits_per_batch(rb, dv, tpr, step)));
       }
       bool quads = key_param(key, "vec", where) == "1";
       if (quads && ((d / tpr) % 4 != 0 || (dv / tpr) % 4 != 0)) {

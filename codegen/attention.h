@@ -79,9 +79,9 @@ constexpr int64_t kMergeSlots = 4096;
 // Whether split=2 can serve g at all: split, and its row blocks within the counters.
 bool attention_merge_fits(const AttentionGeometry& g);
 // The splits the in-launch merge reads in one batch (sdpa.glsl MC): at most 32, an
-// invocation holds at most 64 of its outputs' states in flight, and the batch's (m, l) fit
-// the teams' arrays.
-int64_t merge_splits_per_batch(int64_t rb, int64_t dv, int64_t tpr);
+// invocation holds at most 64 of its outputs' states in flight (32 in a decode step's
+// kernel, `step`), and the batch's (m, l) fit the teams' arrays.
+int64_t merge_splits_per_batch(int64_t rb, int64_t dv, int64_t tpr, bool step);
 
 // "sdpa:d,dtype,dv,mask,mdtype,mode=vector,rb,sdtype,sg,split,tpr" (decode; split 0, 1 or
 // 2: none, a merge launch, merged by the last workgroup) or

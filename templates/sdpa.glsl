@@ -456,7 +456,7 @@ void main() {
 // (m, l) in every lane after the loop, the state the rest of the kernel expects.
 // The decode step (STEP) takes them too, with AHEAD: on an H200 an 8B-shaped step (4 rows)
 // went 18.5 -> 14.2 us at 4096 keys, a 0.6B-shaped one (2 rows) 12.6 -> 12.0 us
-// (docs/attention.md, "The decode step with transposed sums and loads ahead").
+// (docs/attention.md, "The decode step: transposed sums, loads ahead, a smaller merge batch").
 #define TRANSPOSED (SUBGROUP && TPR >= RB)
 #if TRANSPOSED
 #include "include/team_transpose.glsl"

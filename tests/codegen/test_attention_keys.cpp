@@ -241,22 +241,36 @@ TEST_CASE("sdpa decode step keys: params, compile, and shared memory within the 
   CHECK_THROWS_AS(cg::render_attention(key, devices[0].caps), std::invalid_argument);
 }
 
-TEST_CASE("a decode step merges in its launch only where the last workgroup merges <= 256 values") {
-  // Qwen3-0.6B's step (2 rows of 128 a KV head) merges its splits in the launch; the 8B's
-  // (4 rows) keeps the merge launch, measured faster on an H200 (docs/attention.md). The
-  // plain vector kernel of the 8B's shape still merges in the launch.
+TEST_CASE(
+    "a decode step merges in its launch where a batch of 32 values an invocation holds its "
+    "splits") {
+  // Qwen3-8B's step (4 rows of 128 a KV head: 2 outputs an invocation, so 16 splits a
+  // batch) merges 9 splits (512 keys) in the launch and 32 (4096 keys) in a merge launch;
+  // the 0.6B's (2 rows: 32 splits a batch) merges 32 in the launch. The plain vector kernel
+  // of the 8B's shape reads 32 splits a batch (64 values) and merges them in the launch.
   const auto caps = device(49152, 32, true);
   cg::AttentionStep st;
-  st.cap = 1024;
-  for (auto [groups, want] : {std::pair<int64_t, const char*>{2, "2"}, {4, "1"}}) {
+  st.cap = 8192;
+  struct Case {
+    int64_t groups, lkv;
+    const char* step_split;
+  };
+  for (auto c : {Case{4, 512, "2"}, Case{4, 4096, "1"}, Case{2, 4096, "2"}}) {
     auto g = prefill(128, 128, "none");
-    g.groups = groups;
+    g.groups = c.groups;
     g.lq = 1;
-    g.lkv = 512;
-    g.q_si = 128, g.q_sh = 128, g.q_sb = 8 * groups * 128;
-    CAPTURE(groups);
-    CHECK(cg::attention_step_key("bf16", g, st, caps).params.at("split") == want);
+    g.lkv = c.lkv;
+    g.q_si = 128, g.q_sh = 128, g.q_sb = 8 * c.groups * 128;
+    CAPTURE(c.groups);
+    CAPTURE(c.lkv);
+    auto key = cg::attention_step_key("bf16", g, st, caps);
+    CHECK(key.params.at("split") == c.step_split);
     CHECK(cg::attention_key("bf16", g, caps).params.at("split") == "2");
+    if (key.params.at("split") == "2") {
+      int64_t mc = c.groups == 4 ? 16 : 32;
+      CHECK(cg::render_attention(key, caps).glsl.find("#define MC " + std::to_string(mc) + "\n") !=
+            std::string::npos);
+    }
   }
 }
 
@@ -458,7 +472,7 @@ TEST_CASE(
   };
   CHECK(cg::attention_key("f16", decode(8, 128), caps).params.at("split") == "0");  // one chunk
   // 4 rows of head dim 128 on 8 teams of 32 lanes: 2 outputs an invocation, 32 splits a batch.
-  REQUIRE(cg::merge_splits_per_batch(4, 128, 32) == 32);
+  REQUIRE(cg::merge_splits_per_batch(4, 128, 32, false) == 32);
   auto g = decode(8, 8192);  // 32 splits of 256 keys
   g.out_offset = 96;         // the scratch
   g.fin_offset = 200;        // the output
@@ -493,19 +507,23 @@ TEST_CASE(
   CHECK(cg::attention_splits(wide) == 1);
   CHECK_FALSE(cg::attention_merge_fits(wide));
   CHECK(cg::attention_key("f16", wide, caps).params.at("split") == "0");
-  // The batch never overruns the teams' arrays (2 rb MC <= 8 dv) nor 64 values in flight.
-  for (int64_t rb : {1, 2, 4, 8}) {
-    for (int64_t dv : {8, 64, 128, 256}) {
-      for (int64_t tpr : {8, 16, 32}) {
-        int64_t mc = cg::merge_splits_per_batch(rb, dv, tpr);
-        int64_t outputs = (rb * dv + tpr * 8 - 1) / (tpr * 8);
-        CAPTURE(rb);
-        CAPTURE(dv);
-        CAPTURE(tpr);
-        CHECK(mc >= 1);
-        CHECK(2 * rb * mc <= 8 * dv);
-        CHECK(outputs * mc <= 64);
-        CHECK(mc <= 32);
+  // The batch never overruns the teams' arrays (2 rb MC <= 8 dv) nor 64 values in flight
+  // (32 in a decode step's kernel).
+  for (bool step : {false, true}) {
+    for (int64_t rb : {1, 2, 4, 8}) {
+      for (int64_t dv : {8, 64, 128, 256}) {
+        for (int64_t tpr : {8, 16, 32}) {
+          int64_t mc = cg::merge_splits_per_batch(rb, dv, tpr, step);
+          int64_t outputs = (rb * dv + tpr * 8 - 1) / (tpr * 8);
+          CAPTURE(step);
+          CAPTURE(rb);
+          CAPTURE(dv);
+          CAPTURE(tpr);
+          CHECK(mc >= 1);
+          CHECK(2 * rb * mc <= 8 * dv);
+          CHECK(outputs * mc <= (step ? 32 : 64));
+          CHECK(mc <= 32);
+        }
       }
     }
   }
