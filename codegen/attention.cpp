@@ -348,6 +348,23 @@ int64_t merge_splits_per_batch(int64_t rb, int64_t dv, int64_t tpr, bool step) {
   return std::min(in_flight, 4 * dv / rb);
 }
 
+namespace {
+
+// The vector key's split: "0" (one chunk), "2" (merged in the launch, where one batch of
+// the merge's loads holds every split: measured no slower than the merge launch there, and
+// slower where it took two; docs/attention.md) or "1" (a merge launch).
+const char* vector_split(const AttentionGeometry& g, int64_t rb, int64_t tpr, bool step) {
+  int64_t splits = attention_splits(g);
+  if (splits <= 1) {
+    return "0";
+  }
+  bool inline_merge =
+      attention_merge_fits(g) && splits <= merge_splits_per_batch(rb, g.dv, tpr, step);
+  return inline_merge ? "2" : "1";
+}
+
+}  // namespace
+
 KernelKey attention_key(const std::string& dtype, const AttentionGeometry& g,
                         const DeviceCaps& caps) {
   KernelKey key{"sdpa",
@@ -372,11 +389,7 @@ KernelKey attention_key(const std::string& dtype, const AttentionGeometry& g,
     key.params["rb"] = std::to_string(rb);
     key.params["tpr"] = std::to_string(tpr);
     key.params["sg"] = sg ? "1" : "0";
-    // Merged in the launch where one batch of its loads holds every split: measured no
-    // slower than the merge launch there, and slower where it took two (docs/attention.md).
-    bool inline_merge = attention_merge_fits(g) &&
-                        attention_splits(g) <= merge_splits_per_batch(rb, g.dv, tpr, false);
-    key.params["split"] = attention_splits(g) <= 1 ? "0" : inline_merge ? "2" : "1";
+    key.params["split"] = vector_split(g, rb, tpr, false);
     // Each lane's d / tpr and dv / tpr elements of a K and V row as 4-element vectors.
     bool quads = (g.d / tpr) % 4 == 0 && (g.dv / tpr) % 4 == 0 && rows_vector_loads(g);
     key.params["vec"] = quads ? "1" : "0";
@@ -423,14 +436,9 @@ bool attention_step_supported(const AttentionGeometry& g, const AttentionStep& s
 KernelKey attention_step_key(const std::string& dtype, const AttentionGeometry& g,
                              const AttentionStep& st, const DeviceCaps& caps) {
   KernelKey key = attention_key(dtype, g, caps);
-  // A step merges in its launch where its smaller batch (32 values in flight, not 64:
-  // merge_splits_per_batch) holds every split (docs/attention.md, "The decode step:
-  // transposed sums, loads ahead, a smaller merge batch").
-  if (key.params["split"] == "2" &&
-      attention_splits(g) > merge_splits_per_batch(std::stoll(key.params["rb"]), g.dv,
-                                                   std::stoll(key.params["tpr"]), true)) {
-    key.params["split"] = "1";
-  }
+  // Its merge batch is smaller (merge_splits_per_batch), so fewer splits merge in the launch.
+  key.params["split"] =
+      vector_split(g, std::stoll(key.params["rb"]), std::stoll(key.params["tpr"]), true);
   key.params["step"] = "1";
   key.params["qn"] = st.q_norm ? "1" : "0";
   key.params["kn"] = st.k_norm ? "1" : "0";
