@@ -177,6 +177,18 @@ Config named_config(const std::string& name) {
     c.vocab_size = 151936;
     c.max_position_embeddings = 40960;
     c.tie_word_embeddings = false;
+  } else if (name == "qwen3-32b") {
+    // Qwen/Qwen3-32B's config.json: 64 layers, 64 query and 8 KV heads of 128 (8 query rows a
+    // KV head), hidden 5120, its own lm_head.
+    c.hidden_size = 5120;
+    c.num_hidden_layers = 64;
+    c.intermediate_size = 25600;
+    c.num_attention_heads = 64;
+    c.num_key_value_heads = 8;
+    c.head_dim = 128;
+    c.vocab_size = 151936;
+    c.max_position_embeddings = 40960;
+    c.tie_word_embeddings = false;
   } else if (name == "tiny" || name == "tiny-qwen3-vocab") {
     c.hidden_size = 128;
     c.num_hidden_layers = 2;
@@ -193,8 +205,9 @@ Config named_config(const std::string& name) {
       c.max_position_embeddings = 40960;
     }
   } else {
-    throw std::invalid_argument(std::string("[qwen3] unknown config '") + name +
-                                "' (known: qwen3-0.6b, qwen3-8b, tiny, tiny-qwen3-vocab)");
+    throw std::invalid_argument(
+        std::string("[qwen3] unknown config '") + name +
+        "' (known: qwen3-0.6b, qwen3-8b, qwen3-32b, tiny, tiny-qwen3-vocab)");
   }
   return c;
 }

@@ -44,9 +44,9 @@ Config load_config(const std::string& model_dir);
 // config.json text in the MLX community layout (model_type, architectures, quantization).
 std::string config_to_json(const Config& config);
 
-// "qwen3-0.6b", "qwen3-8b" (its own lm_head), "tiny" (vocabulary 512) or "tiny-qwen3-vocab"
-// (tiny with Qwen3's 151936-token vocabulary, for the real tokenizer); other names throw
-// std::invalid_argument listing them.
+// "qwen3-0.6b", "qwen3-8b" (its own lm_head), "qwen3-32b" (8 query heads a KV head), "tiny"
+// (vocabulary 512) or "tiny-qwen3-vocab" (tiny with Qwen3's 151936-token vocabulary, for the
+// real tokenizer); other names throw std::invalid_argument listing them.
 Config named_config(const std::string& name);
 
 }  // namespace qwen3

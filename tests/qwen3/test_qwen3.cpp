@@ -126,7 +126,7 @@ struct DefaultDevice {
 }  // namespace
 
 TEST_CASE("qwen3 config.json round-trips the named configs and rejects bad ones") {
-  for (const char* name : {"tiny", "qwen3-0.6b", "qwen3-8b"}) {
+  for (const char* name : {"tiny", "qwen3-0.6b", "qwen3-8b", "qwen3-32b"}) {
     auto c = qwen3::named_config(name);
     auto back = qwen3::parse_config(qwen3::config_to_json(c));
     CHECK(back.hidden_size == c.hidden_size);
@@ -152,6 +152,9 @@ TEST_CASE("qwen3 config.json round-trips the named configs and rejects bad ones"
   CHECK(c8.num_hidden_layers == 36);
   CHECK(c8.num_attention_heads * c8.head_dim == c8.hidden_size);
   CHECK_FALSE(c8.tie_word_embeddings);
+  auto c32 = qwen3::named_config("qwen3-32b");
+  CHECK(c32.num_attention_heads / c32.num_key_value_heads == 8);
+  CHECK(c32.num_hidden_layers == 64);
   CHECK_THROWS_WITH_AS(qwen3::parse_config(R"({"hidden_size": 8})"),
                        doctest::Contains("missing field \"num_hidden_layers\""),
                        std::invalid_argument);
