@@ -13,8 +13,10 @@ namespace mlx::core::vulkan::codegen {
 // One launch over an output of `total_bytes` bytes: `num_keys` blocks of `bytes_per_key`.
 //   pairs: one invocation per hash counter of every key, writing two words each; needs
 //     bytes_per_key % 4 == 0 and the whole output in one binding (first_word 0).
-//   words: one invocation per output word in [first_word, first_word + words), so a large
-//     output is written in windows that each fit one binding.
+//   words (pairs false): one invocation per output word in [first_word, first_word +
+//     words), so a large output is written in windows that each fit one binding. With
+//     bytes_per_key % 4 == 0 the kernel finds each word's key from word indices alone
+//     (outputs below 2^32 words, 16 GiB); otherwise it gathers bytes (below 2 GiB).
 // key_offset is element 0 of the keys (uint32) within their binding; out_offset is the
 // word at first_word within the output's binding.
 struct RandomBitsGeometry {
@@ -33,8 +35,11 @@ bool random_bits_pairs(int64_t bytes_per_key);
 
 KernelKey random_bits_key();
 KernelSource render_random(const KernelKey& key, const DeviceCaps& caps);
+// The largest output the kernel writes (random_bits_launch's limits): 2^32 - 1 words of
+// whole-word blocks, else 2^31 - 1 bytes. Larger outputs take the CPU route.
+int64_t random_bits_max_bytes(int64_t bytes_per_key);
 // Throws std::invalid_argument when the geometry is inconsistent or an index would pass
-// 32 bits (outputs of 4 GiB and more take the CPU route before planning).
+// 32 bits.
 Launch random_bits_launch(const KernelKey& key, const KernelSource& source,
                           const RandomBitsGeometry& g);
 

@@ -8,9 +8,13 @@
 // element width (1, 2 or 4 bytes), so one pipeline serves every width.
 //   MODE 0 (pairs), when B % 4 == 0: one invocation per counter (i, j) writes both words of
 //     its hash, so each hash is computed once.
-//   MODE 1 (words), any B: one invocation per 32-bit word of the output's byte stream; it
+//   MODE 1 (bytes), any B: one invocation per 32-bit word of the output's byte stream; it
 //     gathers the word's 4 bytes (from up to 4 keys' blocks when B < 4) and keeps the bytes
 //     past the end of the output when the last word is partial (they are not the array's).
+//     Byte indices are 32-bit: outputs under 2 GiB.
+//   MODE 2 (whole words), when B % 4 == 0: one invocation per output word, its key and
+//     block word found from word indices alone, so outputs up to 2^32 words (16 GiB) are
+//     written, in windows that each fit one binding.
 // No define changes the code: the engine only sets the workgroup size.
 
 layout(local_size_x_id = 0) in;
@@ -29,11 +33,12 @@ layout(push_constant) uniform Params {
   uint key_offset;     // element 0 of the keys (uint32 words) in their binding
   uint out_offset;     // the word at first_word in the output binding
   uint first_word;     // MODE 1: the first output word of this launch
-  uint bytes_per_key;  // B
+  uint bytes_per_key;  // B (0 in MODE 2, where it may not fit)
   uint half_words;     // H
   uint odd;            // W % 2
-  uint total_bytes;    // bytes of the whole output
+  uint total_bytes;    // bytes of the whole output (0 in MODE 2)
   uint mode;
+  uint words_per_key;  // W
 }
 pc;
 
@@ -105,6 +110,11 @@ void main() {
     return;
   }
   uint g = pc.first_word + t;
+  if (pc.mode == 2u) {
+    uint i = g / pc.words_per_key;
+    outw[pc.out_offset + t] = block_word(i, g - i * pc.words_per_key);
+    return;
+  }
   uint value = 0u;
   uint kept_mask = 0u;  // bytes of a partial last word that are not the output's
   uint cached_key = 0xffffffffu;

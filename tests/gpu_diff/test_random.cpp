@@ -15,6 +15,7 @@
 #include <functional>
 
 #include "harness.h"
+#include "mlx/backend/cpu/threefry.h"
 #include "mlx/backend/gpu/device_info.h"
 #include "mlx/backend/vulkan/cpu_fallback.h"
 #include "mlx/primitives.h"
@@ -418,6 +419,12 @@ TEST_CASE("random bits and arange wider than one storage binding are written in 
   auto got = gpu_eval_checked(
       [&] { return std::vector<mx::array>{rnd::bits({bytes}, 1, key, kGpu)}; }, "wide bits")[0];
   CHECK(mx::array_equal(got, want, kCpu).item<bool>());
+  // uint32 draws past one binding: whole-word blocks, windows by word index (mode 2).
+  int words = static_cast<int>(range / 4 + 7);
+  auto wwant = rnd::bits({words}, 4, key, kCpu);
+  auto wgot = gpu_eval_checked(
+      [&] { return std::vector<mx::array>{rnd::bits({words}, 4, key, kGpu)}; }, "wide words")[0];
+  CHECK(mx::array_equal(wgot, wwant, kCpu).item<bool>());
   // float32 arange over more words than one binding holds.
   int n = static_cast<int>(range / 4 + 7);
   auto awant = mx::arange(-3.0, -3.0 + 0.01 * n, 0.01, mx::float32, kCpu);
@@ -430,6 +437,49 @@ TEST_CASE("random bits and arange wider than one storage binding are written in 
   CHECK(mx::array_equal(agot, awant, kCpu).item<bool>());
   check_no_route("RandomBits");
   check_no_route("Arange");
+}
+
+TEST_CASE("random bits of more than 2 GiB stay on the GPU and follow MLX's layout") {
+  if (!gpu_present())
+    return;
+  // 2.25 GiB of uint32 draws from one key, where the device can hold them twice over.
+  const int64_t n = (int64_t{9} << 30) / 16;
+  auto info = mx::gpu::device_info(0);
+  if (std::get<size_t>(info.at("memory_size")) < (size_t{8} << 30)) {
+    MESSAGE("device memory below 8 GiB: the 2.25 GiB draw is not run here");
+    return;
+  }
+  mx::vulkan::reset_fallback_counts();
+  auto key = rnd::key(2024);
+  auto kw = words_of(key);
+  auto bits = rnd::bits({static_cast<int>(n)}, 4, key, kGpu);
+  // Word j of one key's block of W words (docs/random.md): j < H is the first word of the
+  // hash of (j, j + H + odd), the words after the middle the second word of (j - H - odd, j).
+  const uint64_t h = n / 2, odd = n % 2, shift = h + odd;
+  std::vector<int32_t> at;
+  for (int64_t j : {int64_t{0}, int64_t{1}, n / 2 - 1, n / 2, n / 2 + 1, n - 2, n - 1}) {
+    at.push_back(static_cast<int32_t>(j));
+  }
+  for (int64_t j = 12345; j < n; j += n / 997) {
+    at.push_back(static_cast<int32_t>(j));
+  }
+  auto idx = mx::array(at.data(), {static_cast<int>(at.size())}, mx::int32);
+  auto got = words_of(mx::take(bits, idx, 0, kGpu));
+  int wrong = 0;
+  for (size_t i = 0; i < at.size(); ++i) {
+    uint64_t j = static_cast<uint64_t>(at[i]);
+    auto hash = [&](uint64_t c0, uint64_t c1) {
+      return mlx::core::random_detail::threefry2x32_20(
+          static_cast<uint32_t>(kw[0]), static_cast<uint32_t>(kw[1]), static_cast<uint32_t>(c0),
+          static_cast<uint32_t>(c1));
+    };
+    uint32_t want = j < h       ? hash(j, j + shift).first
+                    : j < shift ? hash(h, 0).first
+                                : hash(j - shift, j).second;
+    wrong += got[i] != want;
+  }
+  CHECK_MESSAGE(wrong == 0, wrong << " of " << at.size() << " sampled words differ");
+  check_no_route("RandomBits");
 }
 
 TEST_CASE("linspace, eye, identity, tri, tril and triu on the GPU match the CPU") {

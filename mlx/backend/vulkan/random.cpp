@@ -2,7 +2,8 @@
 // Threefry-2x32-20 in MLX's layout, bit for bit the CPU reference's stream. Keys (..., 2) are
 // read dense (copied first when they are a strided view); the output is written as 32-bit
 // words: in pairs (one hash, two words) when every key's block is whole words and the output
-// fits one binding, else word by word in windows that each fit one binding.
+// fits one binding, else word by word in windows that each fit one binding (by word indices
+// when every block is whole words: outputs up to 16 GiB; by bytes otherwise: up to 2 GiB).
 // docs/random.md.
 #include <algorithm>
 #include <limits>
@@ -58,10 +59,15 @@ void RandomBits::eval_gpu(const std::vector<array>& inputs, array& out) {
   if (out.dtype() != expected) {
     throw std::invalid_argument("[RandomBits] output dtype does not match the width.");
   }
-  // The kernel's byte and word indices are 32-bit.
-  constexpr size_t kMaxBytes = std::numeric_limits<uint32_t>::max() / 2;
-  if (out.nbytes() > kMaxBytes || keys.size() > kMaxBytes) {
-    vulkan::cpu_fallback(*this, inputs, out, "an output of 2 GiB or more");
+  // The kernel's indices are 32-bit: words of whole-word blocks, else bytes.
+  const int64_t key_count = static_cast<int64_t>(keys.size() / 2);
+  const int64_t per_key = key_count > 0 ? static_cast<int64_t>(out.nbytes()) / key_count : 0;
+  if (static_cast<int64_t>(out.nbytes()) > codegen::random_bits_max_bytes(per_key) ||
+      keys.size() >= std::numeric_limits<uint32_t>::max() / 2) {
+    vulkan::cpu_fallback(*this, inputs, out,
+                         codegen::random_bits_pairs(per_key)
+                             ? "an output of 16 GiB or more"
+                             : "an output of 2 GiB or more whose blocks are not whole words");
     return;
   }
   if (!vulkan::copies_fit({keys})) {
