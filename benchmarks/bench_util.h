@@ -76,18 +76,38 @@ struct Timing {
 
 // Like time_gpu_op, and also the GPU time per op from the profiler (turn it on first with
 // vulkan::set_profiling(true)): the GPU busy time (union of the kernels' intervals) of each
-// of `reps` batches of `batch` ops, after a warm-up of >= 200 ms of back-to-back work (the
-// GPU's clocks take ~100 ms to leave idle). gpu_ms is the median batch's, so one stalled
-// batch does not move it (on an H200 one of five batches of a 151 us lm_head once took
-// 636 us; docs/performance.md, "Benchmark method: the median batch"). A sweep that keeps
-// the GPU busy between its rows may pass a shorter warm-up (at least one batch runs).
+// of `reps` batches of `batch` ops, after a warm-up (warm_until_steady). gpu_ms is the
+// median batch's, so one stalled batch does not move it (on an H200 one of five batches of a
+// 151 us lm_head once took 636 us; docs/performance.md, "Benchmark method: the median
+// batch"). A sweep that keeps the GPU busy between its rows may pass a shorter warm-up;
+// until_steady false stops it at warm_ms (at least one batch).
 inline Timing measure_op(const std::function<mx::array()>& make, int batch, int reps,
-                         double warm_ms = 200.0) {
-  double warm_start = now_ms();
+                         double warm_ms = 200.0, bool until_steady = true);
+
+// Batches of `make` for at least `warm_ms`, then on while they still get faster: until
+// three batches in a row are no more than 3% faster than the best before them, at most
+// 2 s in all. A fixed warm-up was not enough: after seconds of host work an H200 sat at
+// 345 MHz and, under load, took 0.1-0.7 s to climb, resting at 570-870 MHz on the way in
+// one process (nvidia-smi; docs/performance.md, "The GPU's clocks, not the buffers"). At
+// least one batch runs.
+inline void warm_until_steady(const std::function<mx::array()>& make, int batch, double warm_ms,
+                              bool until_steady = true) {
+  const double start = now_ms();
+  double best = 1e30;
+  int steady = 0;
   do {
+    double t0 = now_ms();
     run_batch(make, batch);
-  } while (now_ms() - warm_start < warm_ms);
-  mx::synchronize();
+    mx::synchronize();
+    double took = now_ms() - t0;
+    steady = took < 0.97 * best ? 0 : steady + 1;
+    best = std::min(best, took);
+  } while (now_ms() - start < warm_ms || (until_steady && steady < 3 && now_ms() - start < 2000.0));
+}
+
+inline Timing measure_op(const std::function<mx::array()>& make, int batch, int reps,
+                         double warm_ms, bool until_steady) {
+  warm_until_steady(make, batch, warm_ms, until_steady);
   Timing t{1e30, 0, 0};
   std::vector<double> busy_ms;
   for (int r = 0; r < reps; ++r) {
