@@ -556,24 +556,30 @@ void main() {
   float l_own = 0.0f;     // the running sum of this lane's keys' weights
 #endif
 #if AHEAD
-  // The next step's K and V quads as stored, loaded before this step's arithmetic.
+  // The K and V quads of step s as stored (a lane's KPS keys), requested before they are used.
+  // Written out by the preprocessor, not a function: as one function for the loads before
+  // and in the loop, NVIDIA's compiler made the kernel slower (H200: KV 131072 151 -> 185 us).
+#if STEP
+#define AHEAD_OK(j) ((j) < kend && !(fresh_here && (j) == wrow))  // the fresh row: after the loop
+#else
+#define AHEAD_OK(j) ((j) < kend)
+#endif
+#define LOAD_AHEAD(kq, vq, s)                                                                     \
+  [[unroll]] for (uint u = 0; u < KPS; ++u) {                                                   \
+    int j = kbeg + ((s) * int(KPS) + int(u)) * int(NT) + int(team);                             \
+    bool ok = AHEAD_OK(j);                                                                      \
+    int kat = pc.k_offset + b * pc.k_sb + kvh * pc.k_sh + j * pc.k_sj + int(lane * DPL);        \
+    int vat = pc.v_offset + b * pc.v_sb + kvh * pc.v_sh + j * pc.v_sj + int(lane * VPL);        \
+    [[unroll]] for (uint d = 0; d < DPL / 4; ++d) {                                             \
+      kq[u][d] = ok ? LOAD_K(kat + int(4 * d)) : RAW_ZERO;                                       \
+    }                                                                                           \
+    [[unroll]] for (uint d = 0; d < VPL / 4; ++d) {                                             \
+      vq[u][d] = ok ? LOAD_V(vat + int(4 * d)) : RAW_ZERO;                                       \
+    }                                                                                           \
+  }
   RAW4 k_next[KPS][DPL / 4];
   RAW4 v_next[KPS][VPL / 4];
-  [[unroll]] for (uint u = 0; u < KPS; ++u) {
-    int j = kbeg + int(u) * int(NT) + int(team);
-    bool ok = j < kend;
-#if STEP
-    ok = ok && !(fresh_here && j == wrow);  // taken after the loop
-#endif
-    int kat = pc.k_offset + b * pc.k_sb + kvh * pc.k_sh + j * pc.k_sj + int(lane * DPL);
-    int vat = pc.v_offset + b * pc.v_sb + kvh * pc.v_sh + j * pc.v_sj + int(lane * VPL);
-    [[unroll]] for (uint d = 0; d < DPL / 4; ++d) {
-      k_next[u][d] = ok ? LOAD_K(kat + int(4 * d)) : RAW_ZERO;
-    }
-    [[unroll]] for (uint d = 0; d < VPL / 4; ++d) {
-      v_next[u][d] = ok ? LOAD_V(vat + int(4 * d)) : RAW_ZERO;
-    }
-  }
+  LOAD_AHEAD(k_next, v_next, 0)
 #endif
   for (int step = 0; step < steps; ++step) {
     int js[KPS];
@@ -597,24 +603,10 @@ void main() {
         vr[u][4 * d + 3] = w.w;
       }
     }
+    // Two steps ahead (a second set of quads) was slower: KV 8192 32/8 18.4 -> 19.9 us,
+    // KV 131072 151 -> 158 on an H200 (docs/attention.md).
     if (step + 1 < steps) {
-      // The loads before the loop again, for step + 1, written out: as one function for
-      // both, NVIDIA's compiler made the kernel slower (H200: KV 131072 151 -> 185 us).
-      [[unroll]] for (uint u = 0; u < KPS; ++u) {
-        int j = kbeg + ((step + 1) * int(KPS) + int(u)) * int(NT) + int(team);
-        bool ok = j < kend;
-#if STEP
-        ok = ok && !(fresh_here && j == wrow);  // taken after the loop
-#endif
-        int kat = pc.k_offset + b * pc.k_sb + kvh * pc.k_sh + j * pc.k_sj + int(lane * DPL);
-        int vat = pc.v_offset + b * pc.v_sb + kvh * pc.v_sh + j * pc.v_sj + int(lane * VPL);
-        [[unroll]] for (uint d = 0; d < DPL / 4; ++d) {
-          k_next[u][d] = ok ? LOAD_K(kat + int(4 * d)) : RAW_ZERO;
-        }
-        [[unroll]] for (uint d = 0; d < VPL / 4; ++d) {
-          v_next[u][d] = ok ? LOAD_V(vat + int(4 * d)) : RAW_ZERO;
-        }
-      }
+      LOAD_AHEAD(k_next, v_next, step + 1)
     }
 #else
     [[unroll]] for (uint u = 0; u < KPS; ++u) {
