@@ -3,7 +3,8 @@
 // GPU in-process so nothing is read from disk.
 //
 // 1. The run's bandwidth peak (our copy and read kernels on 512 MiB int64 arrays).
-// 2. Decode after prompts of 1, 512 and 4096 tokens, through qwen3::generate (greedy; two
+// 2. Decode after prompts of 1, 512 and 4096 tokens (QWEN3_BENCH_CONTEXTS=1024,2048 sets
+//    others), through qwen3::generate (greedy; two
 //    steps scheduled ahead of the token read, generate's steps_ahead, QWEN3_BENCH_STEPS_AHEAD
 //    to change it): wall time per token, GPU busy time
 //    per token from per-dispatch timestamps (a separate run), the GPU's time inside and
@@ -174,7 +175,12 @@ int main(int argc, char** argv) {
         "timing ms/token | tok/s eval thread off "
         "|\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"
         "\n");
-    for (int context : {0, 512, 4096}) {
+    // QWEN3_BENCH_CONTEXTS=0,1024 sets the contexts decoded after (default 0, 512, 4096).
+    std::vector<int> decode_contexts{0, 512, 4096};
+    if (!bench::env_counts("QWEN3_BENCH_CONTEXTS", 32768, decode_contexts)) {
+      return 1;
+    }
+    for (int context : decode_contexts) {
       mx::vulkan::set_profiling(false);
       // Kernels for this context class, and the clocks up, the host's too. With 8 warm-up
       // tokens the first timed run of a process sometimes ran at a third of the speed of

@@ -310,8 +310,12 @@ int64_t attention_splits(const AttentionGeometry& g) {
   if (!attention_vector(g)) {
     return 1;
   }
+  // MLX_VK_SDPA_BUSY, _WHOLE_STEPS and _SPLIT_STEPS move the rule's numbers (measuring).
+  static const int64_t busy = tuning_env("MLX_VK_SDPA_BUSY", 8, 4096, kBusyGroups);
+  static const int64_t whole = tuning_env("MLX_VK_SDPA_WHOLE_STEPS", 1, 1024, 4);
+  static const int64_t min_per = tuning_env("MLX_VK_SDPA_SPLIT_STEPS", 1, 1024, 1);
   int64_t base = g.batch * g.hkv * ceil_div(rows(g), vector_rows(g));
-  if (base >= kBusyGroups) {
+  if (base >= busy) {
     return 1;
   }
   // A workgroup takes at most 64 keys a step (NT = 8 teams x KPS <= 8 keys; 64 exactly at
@@ -322,11 +326,11 @@ int64_t attention_splits(const AttentionGeometry& g) {
   // of at most 4 steps is not split: the merge launch costs about what 3 steps do. Measured
   // on an H200: docs/attention.md, "The split and the merge".
   int64_t steps = ceil_div(g.lkv, kStepKeys);
-  if (steps <= 4) {
+  if (steps <= whole) {
     return 1;
   }
-  int64_t target = std::min(ceil_div(kBusyGroups, base), steps);
-  int64_t per = std::max<int64_t>(1, (steps + target / 2) / target);
+  int64_t target = std::min(ceil_div(busy, base), steps);
+  int64_t per = std::max<int64_t>(min_per, (steps + target / 2) / target);
   return ceil_div(steps, per);
 }
 

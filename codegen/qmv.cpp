@@ -45,12 +45,32 @@ struct QmvShares {
 // 25.2 to 22.5 us. 8 bits split measured 27.0 against 28.9 us on one H100 and 31.6
 // against 29.2 on another, so it does not. M = 4 and 8 gained 30% from 4 and 2 columns
 // on an H100; 2 parts made them slower there (45 -> 46-49 us, 4 bits, M = 4).
+// The row kernels' workgroup (256 invocations); MLX_VK_QMV_WG=128..1024 replaces it for
+// measuring (a power of two within the device's limit; the key does not carry it, so keep
+// a separate MLX_VK_CACHE_DIR per value).
+uint32_t qmv_workgroup_size(const DeviceCaps& caps) {
+  uint32_t wg = row_workgroup_size(caps);
+  uint32_t forced = tuning_env("MLX_VK_QMV_WG", 0, 1024, 0);
+  if (forced != 0 && (forced & (forced - 1)) == 0 && forced >= 64 &&
+      forced <= std::max(caps.max_workgroup_invocations, wg)) {
+    wg = forced;
+  }
+  return wg;
+}
+
 QmvShares qmv_shares(int64_t n, int64_t packs, uint32_t mr, uint32_t tpr, int bits,
                      const DeviceCaps& caps) {
-  int64_t teams = row_workgroup_size(caps) / tpr;
+  int64_t teams = qmv_workgroup_size(caps) / tpr;
   QmvShares s{mr >= 8 ? 2u : 4u, 1};
   if (mr <= 1) {
-    bool split = bits <= 4 && teams % 2 == 0 && packs >= 4 * int64_t{tpr};
+    // Long rows split into 2 parts where the grid is not already large: an lm_head (N =
+    // 151936, K = 4096: ~4750 workgroups of 8 teams of 4 columns) took 117.5 us in 2 parts
+    // and 94.4 whole (0.69 -> 0.85 of the read peak on an H200), where q/k/v (N = 6144)
+    // gained from the split (9.1 -> 8.6) and the down projection (N = 4096, K = 12288) more
+    // (17.6 -> 14.9). MLX_VK_QMV_SPLIT_BELOW moves the limit (workgroups, for measuring).
+    static const uint32_t split_below = tuning_env("MLX_VK_QMV_SPLIT_BELOW", 1, 1u << 30, 1024);
+    bool split = bits <= 4 && teams % 2 == 0 && packs >= 4 * int64_t{tpr} &&
+                 ceil_div(n, teams * 4) < int64_t{split_below};
     s = split ? QmvShares{4, 2} : QmvShares{2, 1};
     // A huge output of short rows (an lm_head: K = 1024, N = 151936) keeps thousands of
     // workgroups with 4 columns, each lane's x values then serving 4 of them: 69.8 -> 59.3
@@ -106,7 +126,7 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
   // 4 columns a team in qmv_shares): 16-lane teams, each lane 2 packs a column. On an H100
   // the Qwen3-0.6B lm_head went 58.7-59.2 -> 54.8-55.4 us (8-lane teams in 2 parts:
   // 56.8-57.8; 8 columns a team: 61.1-61.4 at 32 lanes, 56.2-56.5 at 16).
-  const int64_t wg_lanes = row_workgroup_size(caps);
+  const int64_t wg_lanes = qmv_workgroup_size(caps);
   if (mr <= 1 && tpr == 32 && packs >= 32 && packs < 4 * 32 &&
       ceil_div(g.glu ? g.n / 2 : g.n, wg_lanes / 32 * 4) >= 1024) {
     tpr = 16;
@@ -219,7 +239,7 @@ KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
   uint32_t tpr = static_cast<uint32_t>(std::stoul(key_param(key, "tpr", where)));
   const std::string& ks = key_param(key, "ks", where);
   uint32_t lanes = 128u / static_cast<uint32_t>(dt.bits);
-  uint32_t wg = row_workgroup_size(caps);
+  uint32_t wg = qmv_workgroup_size(caps);
   const std::string& dot = key_param(key, "dot", where);
   bool f16_dot = dot == "f16";
   bool i8 = dot == "i8";
@@ -299,7 +319,10 @@ KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
   }
   uint32_t buffers = 5 + (norm ? 1 : 0) + (res ? 1 : 0) + (pf ? kPrefetchRegions : 0);
   uint32_t fields = kFields + (norm ? 2 : 0) + (res ? 1 : 0) + (pf ? kPrefetchFields : 0);
-  return row_kernel_source("qmv.glsl", defines, buffers, fields, idx64, caps);
+  KernelSource source = row_kernel_source("qmv.glsl", defines, buffers, fields, idx64, caps);
+  source.workgroup_size = {wg, 1, 1};
+  source.spec_constants = {{0, wg}};
+  return source;
 }
 
 Launch qmv_launch(const KernelKey& key, const KernelSource& source, const MatmulGeometry& g) {
