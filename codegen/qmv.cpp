@@ -34,17 +34,6 @@ struct QmvShares {
   uint32_t ks;  // teams ("parts") per column group, each reading every ks-th run of packs
 };
 
-// Up to 4 columns share each lane's x values (converted and summed once), as long as the
-// launch keeps >= 128 workgroups (small products need the parallelism more), at most 2 with
-// 8 rows (registers: MR * NC sums and U * NC packs of words). One row of <= 4 bits with
-// >= 4 packs a lane takes 4 columns in 2 parts, the parts restoring the teams the columns
-// take away (their arithmetic, not their reads, bounds these products); else 2 columns.
-// One row on an H100, against 2 columns in one part: [1,14336] x [4096,14336]^T 20.7 ->
-// 18.2 us at 4 bits (f16), 19.5 -> 17.7 bf16; [1,4096] x [14336,4096]^T 20.2 -> 19.9-20.0,
-// [1,4096] x [4096,4096]^T 8.3-8.4 -> 8.0. On an H200 2 columns had taken the first from
-// 25.2 to 22.5 us. 8 bits split measured 27.0 against 28.9 us on one H100 and 31.6
-// against 29.2 on another, so it does not. M = 4 and 8 gained 30% from 4 and 2 columns
-// on an H100; 2 parts made them slower there (45 -> 46-49 us, 4 bits, M = 4).
 // The row kernels' workgroup (256 invocations); MLX_VK_QMV_WG=128..1024 replaces it for
 // measuring (a power of two within the device's limit; the key does not carry it, so keep
 // a separate MLX_VK_CACHE_DIR per value).
@@ -58,6 +47,17 @@ uint32_t qmv_workgroup_size(const DeviceCaps& caps) {
   return wg;
 }
 
+// Up to 4 columns share each lane's x values (converted and summed once), as long as the
+// launch keeps >= 128 workgroups (small products need the parallelism more), at most 2 with
+// 8 rows (registers: MR * NC sums and U * NC packs of words). One row of <= 4 bits with
+// >= 4 packs a lane takes 4 columns in 2 parts, the parts restoring the teams the columns
+// take away (their arithmetic, not their reads, bounds these products); else 2 columns.
+// One row on an H100, against 2 columns in one part: [1,14336] x [4096,14336]^T 20.7 ->
+// 18.2 us at 4 bits (f16), 19.5 -> 17.7 bf16; [1,4096] x [14336,4096]^T 20.2 -> 19.9-20.0,
+// [1,4096] x [4096,4096]^T 8.3-8.4 -> 8.0. On an H200 2 columns had taken the first from
+// 25.2 to 22.5 us. 8 bits split measured 27.0 against 28.9 us on one H100 and 31.6
+// against 29.2 on another, so it does not. M = 4 and 8 gained 30% from 4 and 2 columns
+// on an H100; 2 parts made them slower there (45 -> 46-49 us, 4 bits, M = 4).
 QmvShares qmv_shares(int64_t n, int64_t packs, uint32_t mr, uint32_t tpr, int bits,
                      const DeviceCaps& caps) {
   int64_t teams = qmv_workgroup_size(caps) / tpr;

@@ -62,8 +62,11 @@ void RandomBits::eval_gpu(const std::vector<array>& inputs, array& out) {
   // The kernel's indices are 32-bit: words of whole-word blocks, else bytes.
   const int64_t key_count = static_cast<int64_t>(keys.size() / 2);
   const int64_t per_key = key_count > 0 ? static_cast<int64_t>(out.nbytes()) / key_count : 0;
-  if (static_cast<int64_t>(out.nbytes()) > codegen::random_bits_max_bytes(per_key) ||
-      keys.size() >= std::numeric_limits<uint32_t>::max() / 2) {
+  if (keys.size() >= std::numeric_limits<uint32_t>::max() / 2) {
+    vulkan::cpu_fallback(*this, inputs, out, "2^30 keys or more");
+    return;
+  }
+  if (static_cast<int64_t>(out.nbytes()) > codegen::random_bits_max_bytes(per_key)) {
     vulkan::cpu_fallback(*this, inputs, out,
                          codegen::random_bits_pairs(per_key)
                              ? "an output of 16 GiB or more"
