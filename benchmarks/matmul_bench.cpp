@@ -142,8 +142,8 @@ int main() {
     }
   }
   if (qmv || bench::wanted("MATMUL_BENCH_ONLY", "lmhead")) {
-    // Qwen3 lm_heads (tied embeddings, 4-bit, bf16): huge N, short K.
-    for (int k : {1024, 4096}) {
+    // Qwen3 lm_heads (tied embeddings, 4-bit, bf16): huge N, short K (0.6B, 8B, 14B / 32B).
+    for (int k : {1024, 4096, 5120}) {
       auto q = mx::quantize(bench::gpu_uniform({151936, k}, 14, mx::bfloat16), 64, 4);
       auto x = bench::gpu_uniform({1, k}, 15, mx::bfloat16);
       mx::eval(q);

@@ -58,19 +58,21 @@ uint32_t qmv_workgroup_size(const DeviceCaps& caps) {
 // 25.2 to 22.5 us. 8 bits split measured 27.0 against 28.9 us on one H100 and 31.6
 // against 29.2 on another, so it does not. M = 4 and 8 gained 30% from 4 and 2 columns
 // on an H100; 2 parts made them slower there (45 -> 46-49 us, 4 bits, M = 4).
-QmvShares qmv_shares(int64_t n, int64_t packs, uint32_t mr, uint32_t tpr, int bits,
+QmvShares qmv_shares(int64_t n, int64_t packs, uint32_t mr, uint32_t tpr, int bits, bool i8,
                      const DeviceCaps& caps) {
   int64_t teams = qmv_workgroup_size(caps) / tpr;
   QmvShares s{mr >= 8 ? 2u : 4u, 1};
   if (mr <= 1) {
-    // Long rows split into 2 parts where the grid is not already large: an lm_head (N =
-    // 151936, K = 4096: ~4750 workgroups of 8 teams of 4 columns) took 117.5 us in 2 parts
-    // and 94.4 whole (0.69 -> 0.85 of the read peak on an H200), where q/k/v (N = 6144)
-    // gained from the split (9.1 -> 8.6) and the down projection (N = 4096, K = 12288) more
-    // (17.6 -> 14.9). MLX_VK_QMV_SPLIT_BELOW moves the limit (workgroups, for measuring).
+    // Long rows split into 2 parts, except rows on integer dot products (i8) where the
+    // grid is already large: an lm_head (N = 151936, K = 4096: ~4750 workgroups of 8 teams
+    // of 4 columns) took 117.5 us in 2 parts and 94.4 whole (0.69 -> 0.85 of the read peak
+    // on an H200), where q/k/v (N = 6144) gained from the split (9.1 -> 8.6) and the down
+    // projection (N = 4096, K = 12288) more (17.6 -> 14.9). Longer rows keep their parts
+    // and f16 pair sums (whole, they would take the f32 sums: not measured).
+    // MLX_VK_QMV_SPLIT_BELOW moves the limit (workgroups, for measuring).
     static const uint32_t split_below = tuning_env("MLX_VK_QMV_SPLIT_BELOW", 1, 1u << 30, 1024);
     bool split = bits <= 4 && teams % 2 == 0 && packs >= 4 * int64_t{tpr} &&
-                 ceil_div(n, teams * 4) < int64_t{split_below};
+                 (!i8 || ceil_div(n, teams * 4) < int64_t{split_below});
     s = split ? QmvShares{4, 2} : QmvShares{2, 1};
     // A huge output of short rows (an lm_head: K = 1024, N = 151936) keeps thousands of
     // workgroups with 4 columns, each lane's x values then serving 4 of them: 69.8 -> 59.3
@@ -133,7 +135,22 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
   }
   tpr = tuning_env("MLX_VK_QMV_TPR", 4, 32, tpr);  // for measuring, as the overrides below
   bool sg = caps.subgroup_shuffle && tpr <= caps.subgroup_size;
-  QmvShares shares = qmv_shares(g.glu ? g.n / 2 : g.n, packs, mr, tpr, g.bits, caps);
+  // One f16 or bf16 row of 4-bit packs as integer dot products against x staged in shared
+  // memory as bytes (templates/qmv.glsl, X8), where the device has them and the staged row
+  // fits beside the team sums (72 bytes a pack), for rows of at most 4096 values. On an
+  // H200 (bf16, against the sums otherwise taken): K = 4096 products 10.9 -> 8.8 us (q/k/v
+  // with the norm), [1,4096] x [14336,4096]^T 18.4 -> 15.0, the Qwen3-0.6B lm_head (K =
+  // 1024) 43.0 -> 28.7; but K = 12288 (a down projection) 14.8 -> 16.5 and f16 K = 14336
+  // 14.0 -> 18.0: every workgroup stages the whole row before its first product, and long
+  // rows give fewer workgroups to hide that (docs/matmul.md). MLX_VK_QMV_I8=0 keeps the
+  // other sums; MLX_VK_QMV_I8_PACKS moves the limit (in packs of 32, for measuring).
+  int64_t staged = packs * kX8PackBytes + kX8SharedSlack;
+  bool i8 = (dtype == "f16" || dtype == "bf16") && g.bits == 4 && mr == 1 && vec == 8 && wvec &&
+            sg && caps.subgroup_size >= 4 && caps.integer_dot_product &&
+            staged <= int64_t{caps.max_shared_memory} &&
+            packs <= tuning_env("MLX_VK_QMV_I8_PACKS", 1, 1 << 20, kX8MaxPacks) &&
+            tuning_env("MLX_VK_QMV_I8", 0, 1, 1) == 1;
+  QmvShares shares = qmv_shares(g.glu ? g.n / 2 : g.n, packs, mr, tpr, g.bits, i8, caps);
   // MLX_VK_QMV_KS / MLX_VK_QMV_U override the parts and packs in flight (for measuring).
   shares.ks = tuning_env("MLX_VK_QMV_KS", 1, 4, shares.ks);
   if ((wg_lanes / tpr) % shares.ks != 0 || shares.ks == 3) {
@@ -179,21 +196,6 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
   bool long_rows = mr == 1 ? shares.ks == 2 : per_lane >= 2 && (dtype == "f16" ? mr <= 4 : mr == 2);
   bool f16_dot = f16_x && long_rows && g.bits == 4 && vec == 8 && !g.prenorm && !g.glu &&
                  caps.shader_float16 && tuning_env("MLX_VK_QMV_F16_DOT", 0, 1, 1) == 1;
-  // One f16 or bf16 row of 4-bit packs as integer dot products against x staged in shared
-  // memory as bytes (templates/qmv.glsl, X8), where the device has them and the staged row
-  // fits beside the team sums (72 bytes a pack), for rows of at most 4096 values. On an
-  // H200 (bf16, against the sums otherwise taken): K = 4096 products 10.9 -> 8.8 us (q/k/v
-  // with the norm), [1,4096] x [14336,4096]^T 18.4 -> 15.0, the Qwen3-0.6B lm_head (K =
-  // 1024) 43.0 -> 28.7; but K = 12288 (a down projection) 14.8 -> 16.5 and f16 K = 14336
-  // 14.0 -> 18.0: every workgroup stages the whole row before its first product, and long
-  // rows give fewer workgroups to hide that (docs/matmul.md). MLX_VK_QMV_I8=0 keeps the
-  // other sums; MLX_VK_QMV_I8_PACKS moves the limit (in packs of 32, for measuring).
-  int64_t staged = packs * kX8PackBytes + kX8SharedSlack;
-  bool i8 = (dtype == "f16" || dtype == "bf16") && g.bits == 4 && mr == 1 && vec == 8 && wvec &&
-            sg && caps.subgroup_size >= 4 && caps.integer_dot_product &&
-            staged <= int64_t{caps.max_shared_memory} &&
-            packs <= tuning_env("MLX_VK_QMV_I8_PACKS", 1, 1 << 20, kX8MaxPacks) &&
-            tuning_env("MLX_VK_QMV_I8", 0, 1, 1) == 1;
   return KernelKey{"qmv",
                    {{"bits", std::to_string(g.bits)},
                     {"dot", i8        ? "i8"

@@ -336,6 +336,13 @@ TEST_CASE("qmv takes one 16-bit row of 4 bits as integer dot products where the 
   CHECK(dot("bf16", qkv, caps) == "i8/128");
   CHECK(dot("f16", qmv_geometry(1, 14336, 1024), caps) == "i8/32");
   CHECK(dot("bf16", qmv_geometry(1, 4096, 12288), caps) == "f16/0");  // rows past 4096 values
+  // A huge output reads its rows whole on integer dot products (qmv_shares); longer rows
+  // keep their 2 parts and f16 pair sums.
+  CHECK(cg::qmv_key("bf16", qmv_geometry(1, 151936, 4096), caps).params["ks"] == "1");
+  CHECK(cg::qmv_key("bf16", qmv_geometry(1, 6144, 4096), caps).params["ks"] == "2");
+  auto long_head = cg::qmv_key("f16", qmv_geometry(1, 151936, 5120), caps);
+  CHECK(long_head.params["ks"] == "2");
+  CHECK(long_head.params["dot"] == "f16");
   CHECK(dot("f32", qkv, caps) == "f32/0");                         // f32 keeps its precision
   CHECK(dot("bf16", qmv_geometry(2, 6144, 4096), caps) == "f16/0");    // one row only
   CHECK(dot("f16", qmv_geometry(1, 6144, 4096, 8), caps) == "f32/0");  // 4 bits only
