@@ -74,16 +74,6 @@ struct Timing {
   double gpu_worst_ms = 0;  // the slowest batch's, per op
 };
 
-// Like time_gpu_op, and also the GPU time per op from the profiler (turn it on first with
-// vulkan::set_profiling(true)): the GPU busy time (union of the kernels' intervals) of each
-// of `reps` batches of `batch` ops, after a warm-up (warm_until_steady). gpu_ms is the
-// median batch's, so one stalled batch does not move it (on an H200 one of five batches of a
-// 151 us lm_head once took 636 us; docs/performance.md, "Benchmark method: the median
-// batch"). A sweep that keeps the GPU busy between its rows may pass a shorter warm-up;
-// until_steady false stops it at warm_ms (at least one batch).
-inline Timing measure_op(const std::function<mx::array()>& make, int batch, int reps,
-                         double warm_ms = 200.0, bool until_steady = true);
-
 // Batches of `make` for at least `warm_ms`, then on while they still get faster: until
 // three batches in a row are no more than 3% faster than the best before them, at most
 // 2 s in all. A fixed warm-up was not enough: after seconds of host work an H200 sat at
@@ -105,8 +95,15 @@ inline void warm_until_steady(const std::function<mx::array()>& make, int batch,
   } while (now_ms() - start < warm_ms || (until_steady && steady < 3 && now_ms() - start < 2000.0));
 }
 
+// Like time_gpu_op, and also the GPU time per op from the profiler (turn it on first with
+// vulkan::set_profiling(true)): the GPU busy time (union of the kernels' intervals) of each
+// of `reps` batches of `batch` ops, after a warm-up (warm_until_steady). gpu_ms is the
+// median batch's, so one stalled batch does not move it (on an H200 one of five batches of a
+// 151 us lm_head once took 636 us; docs/performance.md, "Benchmark method: the median
+// batch"). A sweep that keeps the GPU busy between its rows may pass a shorter warm-up;
+// until_steady false stops it at warm_ms (at least one batch).
 inline Timing measure_op(const std::function<mx::array()>& make, int batch, int reps,
-                         double warm_ms, bool until_steady) {
+                         double warm_ms = 200.0, bool until_steady = true) {
   warm_until_steady(make, batch, warm_ms, until_steady);
   Timing t{1e30, 0, 0};
   std::vector<double> busy_ms;

@@ -3,7 +3,7 @@
 // new weights, lets the GPU idle PROBE_IDLE_S seconds (default 5), then times the product
 // on the fresh outputs, on copies of all three, on each copied set mixed with the originals,
 // and on the originals again, each after a 20 ms warm-up; then plain reads of the weights
-// and scales and of their copies. Buffers are printed so a slow trial can be matched to
+// and of their copy. Buffers are printed so a slow trial can be matched to
 // its placement. Run nvidia-smi beside it to see the SM clock (docs have the command).
 //
 // Usage: clock_ramp_probe [trials=4] [K=4096]   (PROBE_KEEP=1 keeps every trial's arrays)

@@ -175,7 +175,8 @@ int main(int argc, char** argv) {
         "timing ms/token | tok/s eval thread off "
         "|\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"
         "\n");
-    // QWEN3_BENCH_CONTEXTS=0,1024 sets the contexts decoded after (default 0, 512, 4096).
+    // QWEN3_BENCH_CONTEXTS=1,1024 sets the contexts decoded after (default 0, 512, 4096;
+    // the list takes counts from 1).
     std::vector<int> decode_contexts{0, 512, 4096};
     if (!bench::env_counts("QWEN3_BENCH_CONTEXTS", 32768, decode_contexts)) {
       return 1;

@@ -60,8 +60,8 @@ void RandomBits::eval_gpu(const std::vector<array>& inputs, array& out) {
     throw std::invalid_argument("[RandomBits] output dtype does not match the width.");
   }
   // The kernel's indices are 32-bit: words of whole-word blocks, else bytes.
-  const int64_t key_count = static_cast<int64_t>(keys.size() / 2);
-  const int64_t per_key = key_count > 0 ? static_cast<int64_t>(out.nbytes()) / key_count : 0;
+  const int64_t num_keys = static_cast<int64_t>(keys.size() / 2);
+  const int64_t per_key = num_keys > 0 ? static_cast<int64_t>(out.nbytes()) / num_keys : 0;
   if (keys.size() >= std::numeric_limits<uint32_t>::max() / 2) {
     vulkan::cpu_fallback(*this, inputs, out, "2^30 keys or more");
     return;
@@ -78,7 +78,6 @@ void RandomBits::eval_gpu(const std::vector<array>& inputs, array& out) {
     return;
   }
   out.set_data(allocator::malloc(out.nbytes()));
-  int64_t num_keys = static_cast<int64_t>(keys.size() / 2);
   if (num_keys == 0 || out.size() == 0) {
     return;
   }
@@ -93,7 +92,7 @@ void RandomBits::eval_gpu(const std::vector<array>& inputs, array& out) {
   codegen::RandomBitsGeometry g;
   g.num_keys = num_keys;
   g.total_bytes = static_cast<int64_t>(out.nbytes());
-  g.bytes_per_key = g.total_bytes / num_keys;
+  g.bytes_per_key = per_key;
   int64_t total_words = (g.total_bytes + 3) / 4;
   int64_t window = vulkan::binding_elems(dev, 4);
   if (codegen::random_bits_pairs(g.bytes_per_key) && total_words <= window) {
