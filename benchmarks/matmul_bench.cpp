@@ -244,6 +244,19 @@ int main() {
           auto halves = mx::split(qmm(mx::fast::rms_norm(h, norm_w, 1e-6f), gate_up), 2, -1);
           return mx::add(h, qmm(swiglu({halves[0], halves[1]})[0], down));
         });
+    // The gate/up product by what it absorbs: alone, with the norm, and with the norm and
+    // the SwiGLU (read by a 64-column product, timed alone in the last row).
+    auto tail = quant(64, 12288, 37);
+    add("8B gate/up alone: q4 bf16 [1,4096] x [24576,4096]^T", bytes_of(gate_up),
+        [&] { return qmm(h, gate_up); });
+    add("8B gate/up: rms_norm -> q4 bf16 [1,4096] x [24576,4096]^T", bytes_of(gate_up),
+        [&] { return qmm(mx::fast::rms_norm(h, norm_w, 1e-6f), gate_up); });
+    add("8B gate/up: rms_norm -> q4 [24576,4096]^T -> SwiGLU -> q4 [64,12288]^T",
+        bytes_of(gate_up) + bytes_of(tail), [&] {
+          auto halves = mx::split(qmm(mx::fast::rms_norm(h, norm_w, 1e-6f), gate_up), 2, -1);
+          return qmm(swiglu({halves[0], halves[1]})[0], tail);
+        });
+    add("q4 bf16 [1,12288] x [64,12288]^T", bytes_of(tail), [&] { return qmm(mid, tail); });
   }
   if (bench::wanted("MATMUL_BENCH_ONLY", "qrows")) {
     // The 4-bit down and gate/up projections of an 8B-class model by rows, f16 and bf16:

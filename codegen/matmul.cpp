@@ -78,27 +78,38 @@ constexpr GemmTile kCoopTiles[] = {
 constexpr GemmTile kCoopQuantTiles[] = {
     {256, 128, 16, 64, 64, true}, {128, 128, 32, 64, 32, true}, {64, 64, 32, 32, 32, true}};
 
-// What kCoopTiles cost by waves, measured on an H200 (132 multiprocessors; docs/matmul.md,
-// "Tiles by waves"): workgroups resident a multiprocessor at once, and the time of one
-// workgroup's k loop relative to the 128 x 128 tile's. A wave also pays a fixed
-// kWaveOverheadK (launch, first loads, the epilogue's stores), counted in the same units as
-// k. Other devices that report their compute units take the same figures until measured
-// there (MLX_VK_AUTOTUNE=on times the candidates instead).
-constexpr int kCoopTileResident[] = {1, 1, 2};
-constexpr double kCoopTileCost[] = {2.08, 1.0, 0.78};
-// The 128 x 256 tile reads a B that is not transposed (k rows of n) faster: 4096^3 took
-// 567 us on it against 609 on 128 x 128, where B^T's row counts tie (H200).
-constexpr double kWideTileCostBRows = 1.86;
+// The tile rule's candidates where the device reports its compute units: kCoopTiles and
+// 128 x 128 x 16 (8 subgroups of 64 x 32), with what each costs by waves, measured on an
+// H200 (132 multiprocessors; docs/matmul.md, "Tiles by waves" and "Two workgroups a
+// multiprocessor"): workgroups resident a multiprocessor at once, and the time of one
+// wave's k loop relative to the 128 x 128 x 32 tile's. The 128 x 128 x 16 tile's registers
+// let two workgroups share a multiprocessor, each one's barriers and shared-memory loads
+// covered by the other's multiply-adds: two take 1.63 times one 128 x 128 x 32 workgroup's
+// time ([4096,4096] x [4096,4096]^T 650 -> 528 us). Alone on a multiprocessor it is the
+// slower one (k steps of 16), so the grid rule below, which does not count waves, leaves it
+// out. A wave also pays a fixed kWaveOverheadK (launch, first loads, the epilogue's stores),
+// counted in the same units as k. Other devices that report their compute units take the
+// same figures until measured there (MLX_VK_AUTOTUNE=on times the candidates instead).
+struct WaveTile {
+  GemmTile tile;
+  int resident;
+  double cost;         // B as a weight's transpose (n rows of k)
+  double cost_b_rows;  // B as stored (k rows of n)
+};
+constexpr WaveTile kCoopWaveTiles[] = {{{128, 256, 16, 64, 64, true}, 1, 2.08, 1.86},
+                                       {{128, 128, 16, 64, 32, true}, 2, 1.63, 1.63},
+                                       {{128, 128, 32, 64, 32, true}, 1, 1.0, 1.0},
+                                       {{64, 64, 32, 32, 32, true}, 2, 0.78, 0.78}};
 constexpr double kWaveOverheadK = 256;
 
-// The estimated time of a problem on kCoopTiles[i], in units of the 128 x 128 tile's time
-// per value of k: waves of workgroups times one wave's time.
+// The estimated time of a problem on kCoopWaveTiles[i], in units of the 128 x 128 x 32
+// tile's time per value of k: waves of workgroups times one wave's time.
 double coop_wave_estimate(size_t i, const MatmulGeometry& g, uint32_t compute_units) {
-  const GemmTile& t = kCoopTiles[i];
-  int64_t groups = ceil_div(std::max<int64_t>(g.m, 1), t.bm) *
-                   ceil_div(std::max<int64_t>(g.n, 1), t.bn) * std::max<int64_t>(g.batches, 1);
-  int64_t waves = ceil_div(groups, int64_t{compute_units} * kCoopTileResident[i]);
-  double cost = i == 0 && !g.b_t ? kWideTileCostBRows : kCoopTileCost[i];
+  const WaveTile& w = kCoopWaveTiles[i];
+  int64_t groups = ceil_div(std::max<int64_t>(g.m, 1), w.tile.bm) *
+                   ceil_div(std::max<int64_t>(g.n, 1), w.tile.bn) * std::max<int64_t>(g.batches, 1);
+  int64_t waves = ceil_div(groups, int64_t{compute_units} * w.resident);
+  double cost = g.b_t ? w.cost : w.cost_b_rows;
   return static_cast<double>(waves) * (cost * static_cast<double>(g.k) + kWaveOverheadK);
 }
 
@@ -283,10 +294,16 @@ GemmTile gemm_tile(const MatmulGeometry& g, const DeviceCaps& caps, const std::s
       // the larger tile's last wave nearly empty or the smaller tile's many waves
       // half-used: [384, 4096] x [4096, 4096]^T took 135 us on 64 x 64 tiles and 86 on
       // 128 x 128 (H200).
+      // MLX_VK_GEMM_TWO_RESIDENT=0 leaves out the tile of two workgroups a multiprocessor
+      // (measuring).
+      static const bool two_resident = tuning_env("MLX_VK_GEMM_TWO_RESIDENT", 0, 1, 1) == 1;
       double best = 0;
-      for (size_t i = 0; i < std::size(kCoopTiles); ++i) {
-        GemmTile t = kCoopTiles[i];
+      for (size_t i = 0; i < std::size(kCoopWaveTiles); ++i) {
+        GemmTile t = kCoopWaveTiles[i].tile;
         t.khr = khr;
+        if (!two_resident && t.bm == 128 && t.bn == 128 && t.bk == 16) {
+          continue;
+        }
         if (!coop_supported(t, caps, dtype) || !tile_fits(t, caps)) {
           continue;
         }
@@ -361,10 +378,8 @@ std::vector<GemmTile> gemm_tile_candidates(const MatmulGeometry& g, const Device
     for (const GemmTile& t : g.bits > 0 ? kCoopQuantTiles : kCoopTiles) {
       add(t);
     }
-    if (g.bits > 0) {
-      for (const GemmTile& t : kCoopTiles) {
-        add(t);
-      }
+    for (const WaveTile& w : kCoopWaveTiles) {
+      add(w.tile);
     }
   } else {
     for (const GemmTile& t : {GemmTile{128, 128, 16, 8, 8}, GemmTile{64, 64, 16, 4, 4},

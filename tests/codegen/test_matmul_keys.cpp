@@ -81,18 +81,22 @@ TEST_CASE("with the device's compute units, coop gemm tiles are chosen by waves"
   CHECK(cg::gemm_tile(rows(384, 4096, 4096), coop, "f16").name() == "coopnv128x128x32w64x32");
   // 128 workgroups of 64 x 64 are one wave, at three quarters of a 128 x 128 wave's time.
   CHECK(cg::gemm_tile(rows(128, 4096, 4096), coop, "f16").name() == "coopnv64x64x32w32x32");
-  // 72 workgroups of 128 x 256 are one wave; 144 of 128 x 128 are two.
-  CHECK(cg::gemm_tile(rows(768, 3072, 1024), coop, "f16").name() == "coopnv128x256x16w64x64");
-  // 12 x 96 workgroups of 128 x 128 are 9 waves, 576 of 128 x 256 are 5 of twice the time.
-  CHECK(cg::gemm_tile(rows(1536, 12288, 4096), coop, "f16").name() == "coopnv128x128x32w64x32");
-  // 4096^3: 4 waves of 128 x 256 against 8 of 128 x 128 (7.8 full). Against a weight's
-  // transpose they tie and the smaller tile's measured time wins; a B read as stored goes
-  // faster on the wide tile.
-  CHECK(cg::gemm_tile(rows(4096, 4096, 4096), coop, "f16").name() == "coopnv128x128x32w64x32");
+  // 72 workgroups of 128 x 256 are one wave at 2.08 of a 128 x 128 x 32 wave; 144 of 128 x
+  // 128 x 16 are one wave too (two a multiprocessor), at 1.63.
+  CHECK(cg::gemm_tile(rows(768, 3072, 1024), coop, "f16").name() == "coopnv128x128x16w64x32");
+  // 1152 workgroups of 128 x 128: 9 waves of 128 x 128 x 32, 5 of 128 x 128 x 16 (8.2 in
+  // all); 576 of 128 x 256 are 5 of twice the time.
+  CHECK(cg::gemm_tile(rows(1536, 12288, 4096), coop, "f16").name() == "coopnv128x128x16w64x32");
+  // 4096^3: 4 waves of 128 x 128 x 16 (6.5) against 8 of 128 x 128 x 32 and 4 of 128 x
+  // 256 (8.3, or 7.4 with B read as stored).
+  CHECK(cg::gemm_tile(rows(4096, 4096, 4096), coop, "f16").name() == "coopnv128x128x16w64x32");
   auto stored = rows(4096, 4096, 4096);
   stored.b_t = false;
   stored.ldb = 4096;
-  CHECK(cg::gemm_tile(stored, coop, "f16").name() == "coopnv128x256x16w64x64");
+  CHECK(cg::gemm_tile(stored, coop, "f16").name() == "coopnv128x128x16w64x32");
+  // 128 workgroups of 128 x 128 are one per multiprocessor: 128 x 128 x 32 (H200: 87 us
+  // against 136 for [512,4096] x [4096,4096]^T on 128 x 128 x 16).
+  CHECK(cg::gemm_tile(rows(512, 4096, 4096), coop, "f16").name() == "coopnv128x128x32w64x32");
   // Without the count, the grid rule: 384 workgroups of 64 x 64 are enough.
   coop.compute_units = 0;
   CHECK(cg::gemm_tile(rows(384, 4096, 4096), coop, "f16").name() == "coopnv64x64x32w32x32");

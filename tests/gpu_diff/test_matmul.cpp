@@ -224,8 +224,8 @@ TEST_CASE("f16 products on every cooperative-matrix tile, layout and number of k
   // all. Ragged m alone (300, 296) takes the row-only checks (edge=m).
   std::vector<std::string> tiles{""};
   if (mx::vulkan::device("test").caps().cooperative_matrix_khr) {
-    tiles.insert(tiles.end(),
-                 {"coopkhr128x256x16w64x64", "coopkhr128x128x32w64x32", "coopkhr64x64x32w32x32"});
+    tiles.insert(tiles.end(), {"coopkhr128x256x16w64x64", "coopkhr128x128x16w64x32",
+                               "coopkhr128x128x32w64x32", "coopkhr64x64x32w32x32"});
   }
   uint64_t seed = 1100;
   for (const auto& tile : tiles) {
