@@ -87,28 +87,37 @@ constexpr GemmTile kCoopQuantTiles[] = {
 // covered by the other's multiply-adds: two take 1.63 times one 128 x 128 x 32 workgroup's
 // time ([4096,4096] x [4096,4096]^T 650 -> 528 us). Alone on a multiprocessor it is the
 // slower one (k steps of 16), so the grid rule below, which does not count waves, leaves it
-// out. A wave also pays a fixed kWaveOverheadK (launch, first loads, the epilogue's stores),
-// counted in the same units as k. Other devices that report their compute units take the
-// same figures until measured there (MLX_VK_AUTOTUNE=on times the candidates instead).
+// out, and the wave rule takes it only for products of at least 1024 rows and k of at least
+// 4096: there it won or tied on every product measured (up to 19% faster), where with 768
+// rows or fewer, or k of 3072 or less, it lost on most (up to 2x slower; Qwen3-0.6B's
+// prefill, whose k are 1024 to 3072, 2-4% slower in all). A wave also pays a fixed
+// kWaveOverheadK (launch, first loads, the epilogue's stores), counted in the same units as k.
+// Other devices that report their compute units take the same figures until measured there
+// (MLX_VK_AUTOTUNE=on times the candidates instead).
 struct WaveTile {
   GemmTile tile;
   int resident;
   double cost;         // B as a weight's transpose (n rows of k)
   double cost_b_rows;  // B as stored (k rows of n)
+  // The least rows (m) and depth (k) of a product the tile is a candidate for.
+  int64_t min_m = 0, min_k = 0;
 };
 constexpr WaveTile kCoopWaveTiles[] = {{{128, 256, 16, 64, 64, true}, 1, 2.08, 1.86},
-                                       {{128, 128, 16, 64, 32, true}, 2, 1.63, 1.63},
+                                       {{128, 128, 16, 64, 32, true}, 2, 1.63, 1.63, 1024, 4096},
                                        {{128, 128, 32, 64, 32, true}, 1, 1.0, 1.0},
                                        {{64, 64, 32, 32, 32, true}, 2, 0.78, 0.78}};
 constexpr double kWaveOverheadK = 256;
+
+int64_t coop_groups(const GemmTile& t, const MatmulGeometry& g) {
+  return ceil_div(std::max<int64_t>(g.m, 1), t.bm) * ceil_div(std::max<int64_t>(g.n, 1), t.bn) *
+         std::max<int64_t>(g.batches, 1);
+}
 
 // The estimated time of a problem on kCoopWaveTiles[i], in units of the 128 x 128 x 32
 // tile's time per value of k: waves of workgroups times one wave's time.
 double coop_wave_estimate(size_t i, const MatmulGeometry& g, uint32_t compute_units) {
   const WaveTile& w = kCoopWaveTiles[i];
-  int64_t groups = ceil_div(std::max<int64_t>(g.m, 1), w.tile.bm) *
-                   ceil_div(std::max<int64_t>(g.n, 1), w.tile.bn) * std::max<int64_t>(g.batches, 1);
-  int64_t waves = ceil_div(groups, int64_t{compute_units} * w.resident);
+  int64_t waves = ceil_div(coop_groups(w.tile, g), int64_t{compute_units} * w.resident);
   double cost = g.b_t ? w.cost : w.cost_b_rows;
   return static_cast<double>(waves) * (cost * static_cast<double>(g.k) + kWaveOverheadK);
 }
@@ -301,7 +310,8 @@ GemmTile gemm_tile(const MatmulGeometry& g, const DeviceCaps& caps, const std::s
       for (size_t i = 0; i < std::size(kCoopWaveTiles); ++i) {
         GemmTile t = kCoopWaveTiles[i].tile;
         t.khr = khr;
-        if (!two_resident && t.bm == 128 && t.bn == 128 && t.bk == 16) {
+        const WaveTile& w = kCoopWaveTiles[i];
+        if (w.min_m > 0 && (!two_resident || g.m < w.min_m || g.k < w.min_k)) {
           continue;
         }
         if (!coop_supported(t, caps, dtype) || !tile_fits(t, caps)) {
