@@ -144,11 +144,15 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
   // 14.0 -> 18.0: every workgroup stages the whole row before its first product, and long
   // rows give fewer workgroups to hide that (docs/matmul.md). MLX_VK_QMV_I8=0 keeps the
   // other sums; MLX_VK_QMV_I8_PACKS moves the limit (in packs of 32, for measuring).
+  // Longer rows of a huge output stage x a step at a time, each step's packs during the
+  // step before (templates/qmv.glsl, X8_STREAM; below). MLX_VK_QMV_I8_STREAM=0 keeps them on
+  // the other sums, 2 streams every i8 row (measuring).
   int64_t staged = packs * kX8PackBytes + kX8SharedSlack;
+  uint32_t stream_env = tuning_env("MLX_VK_QMV_I8_STREAM", 0, 2, 1);
+  bool long_row = packs > tuning_env("MLX_VK_QMV_I8_PACKS", 1, 1 << 20, kX8MaxPacks);
   bool i8 = (dtype == "f16" || dtype == "bf16") && g.bits == 4 && mr == 1 && vec == 8 && wvec &&
             sg && caps.subgroup_size >= 4 && caps.integer_dot_product &&
-            staged <= int64_t{caps.max_shared_memory} &&
-            packs <= tuning_env("MLX_VK_QMV_I8_PACKS", 1, 1 << 20, kX8MaxPacks) &&
+            staged <= int64_t{caps.max_shared_memory} && (!long_row || stream_env > 0) &&
             tuning_env("MLX_VK_QMV_I8", 0, 1, 1) == 1;
   QmvShares shares = qmv_shares(g.glu ? g.n / 2 : g.n, packs, mr, tpr, g.bits, i8, caps);
   // MLX_VK_QMV_KS / MLX_VK_QMV_U override the parts and packs in flight (for measuring).
@@ -176,6 +180,16 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
     u /= 2;
   }
   u = tuning_env("MLX_VK_QMV_U", 1, 4, u);
+  // A long row streams only where it is read whole (ks 1: a huge output, qmv_shares): with
+  // few workgroups a barrier a step lost to the other sums (H200, [1,14336] x
+  // [4096,14336]^T 13.9 -> 21.2 us, the 8B down projection 14.7 -> 18.7), where a 14B-class
+  // lm_head ([1,5120] x [151936,5120]^T) gained (182 -> 139). Elsewhere i8 is off for it; its
+  // shares were the same without i8 (qmv_shares differs only for huge outputs).
+  bool stream_fits = u == 1 && tpr * shares.ks * 4 <= wg_lanes;
+  if (i8 && long_row && !(stream_fits && shares.ks == 1)) {
+    i8 = false;
+  }
+  bool stream = i8 && stream_fits && (long_row || stream_env == 2);
   // f16 rows of 4-bit values summed in f16 pairs (templates/qmv.glsl, F16_DOT) where a
   // lane has packs to pipeline: the split rule's long rows (2 parts), no fused norm (its
   // weighed x would be rounded to f16 unnormalized), on devices with f16 arithmetic. On an
@@ -212,6 +226,7 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
                     {"pf", bit(g.prefetch && qmv_prefetch_fits(g))},
                     {"res", bit(g.residual)},
                     {"sg", bit(sg)},
+                    {"stream", bit(stream)},
                     {"tpr", std::to_string(tpr)},
                     {"u", std::to_string(u)},
                     {"vec", std::to_string(vec)},
@@ -223,7 +238,7 @@ KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
   const std::string where = "kernel " + key.canonical();
   check_params(key,
                {"bits", "dot", "dtype", "glu", "gs", "idx", "ks", "mr", "nc", "norm", "pf", "res",
-                "sg", "tpr", "u", "vec", "wvec", "xpacks"},
+                "sg", "stream", "tpr", "u", "vec", "wvec", "xpacks"},
                where);
   const DtypeInfo& dt = float_dtype(key, where);
   bool idx64 = parse_idx(key, where);
@@ -295,6 +310,14 @@ KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps) {
     throw std::invalid_argument("[render] " + where + ": u must be 1, 2 or 4.");
   }
   defines.push_back("U " + u);
+  bool stream = flag(key, "stream", where);
+  if (stream && (!i8 || u != "1" || tpr * std::stoul(ks) * 4 > wg)) {
+    throw std::invalid_argument("[render] " + where +
+                                ": stream 1 takes dot i8 with u 1 and at most one group of 8 "
+                                "values of x an invocation a step (tpr * ks * 4 <= " +
+                                std::to_string(wg) + ").");
+  }
+  defines.push_back(std::string("X8_STREAM ") + bit(stream));
   defines.push_back(std::string("F16_DOT ") + bit(f16_dot));
   defines.push_back(std::string("X8 ") + bit(i8));
   defines.push_back("XPACKS " + xpacks);
@@ -341,6 +364,7 @@ Launch qmv_launch(const KernelKey& key, const KernelSource& source, const Matmul
   expect.params["pf"] = key_param(key, "pf", where);
   expect.params["dot"] = key_param(key, "dot", where);
   expect.params["xpacks"] = key_param(key, "xpacks", where);
+  expect.params["stream"] = key_param(key, "stream", where);
   bool i8_rows = key_param(key, "dot", where) != "i8" ||
                  key_param(key, "xpacks", where) == std::to_string(g.k / 32);
   if (!qmv_applies(g) || key != expect || !i8_rows) {

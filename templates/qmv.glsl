@@ -127,6 +127,13 @@
 #ifndef X8
 #define X8 0
 #endif
+// X8_STREAM (with X8): x is staged a step at a time, each step's packs of x during the step
+// before (a barrier a step), instead of the whole row before the first product: rows too
+// long for that prologue (K > 4096) take the integer dot products too.
+#ifndef X8_STREAM
+#define X8_STREAM 0
+#endif
+#define X8_STEP_GROUPS (TPR * KS * 4)
 // X8_AHEAD: with X8, each step's packs are requested before the step before's arithmetic,
 // the first before x is staged.
 #ifndef X8_AHEAD
@@ -144,6 +151,9 @@
 #extension GL_EXT_spirv_intrinsics : require
 #if BITS != 4 || MR != 1 || !SUBGROUP || !WVEC || VEC != 8 || F16_DOT
 #error "X8 takes one 16-bit row of 4-bit packs, read as vectors, with subgroup shuffles"
+#endif
+#if X8_STREAM && U != 1
+#error "X8_STREAM takes one pack in flight"
 #endif
 // OpSDot (SPV_KHR_integer_dot_product): four signed bytes of a times four of b, summed
 // (glslang 12 has no GL_EXT_integer_dot_product; the instruction is declared). The weights'
@@ -259,54 +269,63 @@ shared vec2 x8f[XPACKS];
 shared float x8ss[WGS / 4];  // one slot a subgroup (X8 takes subgroups of >= 4 lanes)
 #endif
 
-// Writes row `row` of x to x8s / x8f, each invocation 8 values at a time (four lanes of a
-// subgroup a pack), and returns with the workgroup's barrier passed. PRENORM: x is weighed
-// by the norm weight first, and the row's sum of squares (of x as stored) is returned.
-float stage_x8(IDX_T row) {
-  uint t = gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID;
-  float ss = 0.0f;
-  for (uint u = t; u < uint(pc.k) / 8u; u += WGS) {
-    IN0_VT raw = xv[uint(row / VEC + u)];
-    float v[8];
-    [[unroll]] for (uint j = 0; j < 8; ++j) {
-      v[j] = float(IN0_VLANE(raw, j));
-    }
-#if PRENORM
-    IN0_VT wraw = norm_wv[uint(pc.norm_w_offset / VEC + u)];
-    [[unroll]] for (uint j = 0; j < 8; ++j) {
-      ss = fma(v[j], v[j], ss);
-      v[j] *= float(IN0_VLANE(wraw, j));
-    }
-#endif
-    float m = 0.0f, sum = 0.0f;
-    [[unroll]] for (uint j = 0; j < 8; ++j) {
-      m = max(m, abs(v[j]));
-      sum += v[j];
-    }
-    // The four lanes of a pack are u's low two bits, a subgroup's adjacent invocations.
-    [[unroll]] for (uint o = 1; o < 4; o *= 2) {
-      m = max(m, subgroupShuffleXor(m, o));
-      sum += subgroupShuffleXor(sum, o);
-    }
-    float to_h = m > 0.0f ? 127.0f / m : 0.0f;
-    // h and l of the even values, then of the odd ones, as vectors; packSnorm4x8(c) is
-    // round(127 c) a byte, so h / 127 gives h back and 2 (a - h) gives l.
-    vec4 a_even = vec4(v[0], v[2], v[4], v[6]) * to_h;
-    vec4 a_odd = vec4(v[1], v[3], v[5], v[7]) * to_h;
-    vec4 h_even = roundEven(a_even), h_odd = roundEven(a_odd);
-    uvec4 packed = uvec4(packSnorm4x8(h_even / 127.0f), packSnorm4x8(h_odd / 127.0f),
-                         packSnorm4x8(2.0f * (a_even - h_even)),
-                         packSnorm4x8(2.0f * (a_odd - h_odd)));
-    uint p = u / 4u, sub = u % 4u;
-    uint half_at = 2u * (sub % 2u);
-    x8s[sub / 2u][p][half_at] = packed.x;
-    x8s[sub / 2u][p][half_at + 1u] = packed.y;
-    x8s[2u + sub / 2u][p][half_at] = packed.z;
-    x8s[2u + sub / 2u][p][half_at + 1u] = packed.w;
-    if (sub == 0u) {
-      x8f[p] = vec2(m * (1.0f / 32258.0f), sum);
-    }
+// Writes values 8u .. 8u + 7 of x's row (raw, and the norm weight's wraw with PRENORM: x is
+// weighed by it first, and the squares of x as stored are added to ss) to x8s / x8f. The
+// four invocations of a pack are a subgroup's adjacent invocations (u's low two bits), and
+// take part together.
+void stage_x8_group(uint u, IN0_VT raw, IN0_VT wraw, inout float ss) {
+  float v[8];
+  [[unroll]] for (uint j = 0; j < 8; ++j) {
+    v[j] = float(IN0_VLANE(raw, j));
   }
+#if PRENORM
+  [[unroll]] for (uint j = 0; j < 8; ++j) {
+    ss = fma(v[j], v[j], ss);
+    v[j] *= float(IN0_VLANE(wraw, j));
+  }
+#endif
+  float m = 0.0f, sum = 0.0f;
+  [[unroll]] for (uint j = 0; j < 8; ++j) {
+    m = max(m, abs(v[j]));
+    sum += v[j];
+  }
+  [[unroll]] for (uint o = 1; o < 4; o *= 2) {
+    m = max(m, subgroupShuffleXor(m, o));
+    sum += subgroupShuffleXor(sum, o);
+  }
+  float to_h = m > 0.0f ? 127.0f / m : 0.0f;
+  // h and l of the even values, then of the odd ones, as vectors; packSnorm4x8(c) is
+  // round(127 c) a byte, so h / 127 gives h back and 2 (a - h) gives l.
+  vec4 a_even = vec4(v[0], v[2], v[4], v[6]) * to_h;
+  vec4 a_odd = vec4(v[1], v[3], v[5], v[7]) * to_h;
+  vec4 h_even = roundEven(a_even), h_odd = roundEven(a_odd);
+  uvec4 packed = uvec4(packSnorm4x8(h_even / 127.0f), packSnorm4x8(h_odd / 127.0f),
+                       packSnorm4x8(2.0f * (a_even - h_even)),
+                       packSnorm4x8(2.0f * (a_odd - h_odd)));
+  uint p = u / 4u, sub = u % 4u;
+  uint half_at = 2u * (sub % 2u);
+  x8s[sub / 2u][p][half_at] = packed.x;
+  x8s[sub / 2u][p][half_at + 1u] = packed.y;
+  x8s[2u + sub / 2u][p][half_at] = packed.z;
+  x8s[2u + sub / 2u][p][half_at + 1u] = packed.w;
+  if (sub == 0u) {
+    x8f[p] = vec2(m * (1.0f / 32258.0f), sum);
+  }
+}
+
+// x's group u of 8 values (and the norm weight's with PRENORM), as stage_x8_group takes them.
+void load_x8_group(IDX_T row, uint u, out IN0_VT raw, out IN0_VT wraw) {
+  raw = xv[uint(row / VEC + u)];
+#if PRENORM
+  wraw = norm_wv[uint(pc.norm_w_offset / VEC + u)];
+#else
+  wraw = raw;
+#endif
+}
+
+// The workgroup's sum of each invocation's ss (PRENORM; a barrier first, the shared slots
+// are then free again).
+float workgroup_ss(float ss) {
 #if PRENORM
   for (uint o = gl_SubgroupSize / 2; o > 0; o /= 2) {
     ss += subgroupShuffleXor(ss, o);
@@ -314,15 +333,31 @@ float stage_x8(IDX_T row) {
   if (gl_SubgroupInvocationID == 0u) {
     x8ss[gl_SubgroupID] = ss;
   }
-#endif
   barrier();
-#if PRENORM
   ss = 0.0f;
   for (uint i = 0; i < gl_NumSubgroups; ++i) {
     ss += x8ss[i];
   }
 #endif
   return ss;
+}
+
+// Writes row `row` of x to x8s / x8f, each invocation 8 values at a time, and returns with
+// the workgroup's barrier passed. PRENORM: the row's sum of squares (of x as stored).
+float stage_x8(IDX_T row) {
+  uint t = gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID;
+  float ss = 0.0f;
+  for (uint u = t; u < uint(pc.k) / 8u; u += WGS) {
+    IN0_VT raw, wraw;
+    load_x8_group(row, u, raw, wraw);
+    stage_x8_group(u, raw, wraw, ss);
+  }
+#if PRENORM
+  return workgroup_ss(ss);
+#else
+  barrier();
+  return ss;
+#endif
 }
 
 // sum_j x_j q_j of pack p's 32 values of one column, in units of the pack's scale: 254 times
@@ -339,6 +374,25 @@ int pack_dot_x8(uint words[BITS], uvec4 h0, uvec4 h1, uvec4 l0, uvec4 l1) {
            sdot4x8(l0.w, o1, 0) + sdot4x8(l1.x, e2, 0) + sdot4x8(l1.y, o2, 0) +
            sdot4x8(l1.z, e3, 0) + sdot4x8(l1.w, o3, 0);
   return 254 * dh + dl;
+}
+
+// One step of the X8 sums: pack p of each of the NC columns, against x's staged pack p.
+void x8_step(uint words[NC][BITS], IDX_T p, IDX_T cols[NC], IDX_T w_batch, IDX_T groups_per_row,
+             inout float acc[MR][NC]) {
+  // Scales and biases are dense, one per GS values of each packed row.
+  float s[NC], b[NC];
+  X8_UNROLL for (uint c = 0; c < NC; ++c) {
+    IDX_T g = w_batch * 32 / BITS / GS + cols[c] * groups_per_row + p * 32 / GS;
+    s[c] = float(IN0_LOAD(scales[uint(pc.extra0 + g)]));
+    b[c] = float(IN0_LOAD(qbiases[uint(pc.extra1 + g)]));
+  }
+  uvec4 h0 = x8s[0][uint(p)], h1 = x8s[1][uint(p)];
+  uvec4 l0 = x8s[2][uint(p)], l1 = x8s[3][uint(p)];
+  vec2 xf = x8f[uint(p)];
+  [[unroll]] for (uint c = 0; c < NC; ++c) {
+    float qdot = xf.x * float(pack_dot_x8(words[c], h0, h1, l0, l1));
+    acc[0][c] = fma(s[c], qdot, fma(b[c], xf.y, acc[0][c]));
+  }
 }
 #endif
 
@@ -584,7 +638,18 @@ void main() {
     load_packs(IDX_T(part * TPR + lane), packs, cols, w_batch, next);
   }
 #endif
-#if X8
+#if X8_STREAM
+  // x staged a step ahead of its use (the loop below): the first step's packs now. Each
+  // invocation stages at most one group of 8 values a step (codegen: TPR * KS * 4 <= WGS).
+  uint x8_t = gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID;
+  float x8_part = 0.0f;
+  if (x8_t < X8_STEP_GROUPS && x8_t < uint(pc.k) / 8u) {
+    IN0_VT raw, wraw;
+    load_x8_group(a_base, x8_t, raw, wraw);
+    stage_x8_group(x8_t, raw, wraw, x8_part);
+  }
+  barrier();
+#elif X8
   // Every invocation takes part (the staging ends with a barrier). The row's sum of squares
   // is whole in every lane: one lane of the column group's first part carries it into the
   // team sums below.
@@ -593,6 +658,37 @@ void main() {
   ss[0] = lane == 0u && part == 0u ? x8_ss : 0.0f;
 #endif
 #endif
+#if X8_STREAM
+  {
+    // Steps in the same number for every invocation (a barrier ends each): step st's
+    // products, then the next step's x staged, its loads requested before the products.
+    IDX_T steps = (packs + IDX_T(TPR * KS - 1)) / IDX_T(TPR * KS);
+    for (IDX_T st = 0; st < steps; ++st) {
+      IDX_T p = IDX_T(part * TPR + lane) + st * IDX_T(TPR * KS);
+      uint words[U][NC][BITS] = next;
+      if (LIVE) {
+        load_packs(p + IDX_T(TPR * KS), packs, cols, w_batch, next);
+      }
+      uint u = uint(st + 1) * X8_STEP_GROUPS + x8_t;
+      bool stage_next = x8_t < X8_STEP_GROUPS && u < uint(pc.k) / 8u;
+      IN0_VT raw, wraw;
+      if (stage_next) {
+        load_x8_group(a_base, u, raw, wraw);
+      }
+      if (LIVE && p < packs) {
+        x8_step(words[0], p, cols, w_batch, groups_per_row, acc);
+      }
+      if (stage_next) {
+        stage_x8_group(u, raw, wraw, x8_part);
+      }
+      barrier();
+    }
+  }
+#if PRENORM
+  float x8_ss = workgroup_ss(x8_part);
+  ss[0] = lane == 0u && part == 0u ? x8_ss : 0.0f;
+#endif
+#else
   if (LIVE) {
 #if F16_DOT
     // Each step's packs are requested before the step before's arithmetic. On an H200 this
@@ -616,22 +712,16 @@ void main() {
         if (p >= packs) {
           break;
         }
+#if X8
+        x8_step(words[u], p, cols, w_batch, groups_per_row, acc);
+#else
         // Scales and biases are dense, one per GS values of each packed row.
         float s[NC], b[NC];
-        X8_UNROLL for (uint c = 0; c < NC; ++c) {
+        for (uint c = 0; c < NC; ++c) {
           IDX_T g = w_batch * 32 / BITS / GS + cols[c] * groups_per_row + p * 32 / GS;
           s[c] = float(IN0_LOAD(scales[uint(pc.extra0 + g)]));
           b[c] = float(IN0_LOAD(qbiases[uint(pc.extra1 + g)]));
         }
-#if X8
-        uvec4 h0 = x8s[0][uint(p)], h1 = x8s[1][uint(p)];
-        uvec4 l0 = x8s[2][uint(p)], l1 = x8s[3][uint(p)];
-        vec2 xf = x8f[uint(p)];
-        [[unroll]] for (uint c = 0; c < NC; ++c) {
-          float qdot = xf.x * float(pack_dot_x8(words[u][c], h0, h1, l0, l1));
-          acc[0][c] = fma(s[c], qdot, fma(b[c], xf.y, acc[0][c]));
-        }
-#else
 #if F16_DOT
         // The pack's values as f16 pairs, once for all rows.
         f16vec2 qv[NC][16];
@@ -735,6 +825,7 @@ void main() {
       }
     }
   }
+#endif  // X8_STREAM
 #if KS > 1
   {
     // The parts of a column group each summed a share of the packs: their team sums meet

@@ -339,14 +339,20 @@ TEST_CASE("qmv takes one 16-bit row of 4 bits as integer dot products where the 
   auto qkv = qmv_geometry(1, 6144, 4096);
   CHECK(dot("bf16", qkv, caps) == "i8/128");
   CHECK(dot("f16", qmv_geometry(1, 14336, 1024), caps) == "i8/32");
-  CHECK(dot("bf16", qmv_geometry(1, 4096, 12288), caps) == "f16/0");  // rows past 4096 values
-  // A huge output reads its rows whole on integer dot products (qmv_shares); longer rows
-  // keep their 2 parts and f16 pair sums.
+  // Rows past 4096 values of a product with few workgroups keep the f16 pair sums.
+  CHECK(dot("bf16", qmv_geometry(1, 4096, 12288), caps) == "f16/0");
+  CHECK(cg::qmv_key("bf16", qmv_geometry(1, 6144, 4096), caps).params["stream"] == "0");
+  // A huge output reads its rows whole on integer dot products (qmv_shares), rows past 4096
+  // values staging x a step at a time (stream).
   CHECK(cg::qmv_key("bf16", qmv_geometry(1, 151936, 4096), caps).params["ks"] == "1");
   CHECK(cg::qmv_key("bf16", qmv_geometry(1, 6144, 4096), caps).params["ks"] == "2");
   auto long_head = cg::qmv_key("f16", qmv_geometry(1, 151936, 5120), caps);
-  CHECK(long_head.params["ks"] == "2");
-  CHECK(long_head.params["dot"] == "f16");
+  CHECK(long_head.params["dot"] + "/" + long_head.params["xpacks"] + "/" + long_head.params["ks"] +
+            "/" + long_head.params["stream"] ==
+        "i8/160/1/1");
+  // Past what the device's shared memory stages (25600 values: 800 packs of 72 bytes), the
+  // f16 pair sums.
+  CHECK(dot("bf16", qmv_geometry(1, 151936, 25600), caps) == "f16/0");
   CHECK(dot("f32", qkv, caps) == "f32/0");                         // f32 keeps its precision
   CHECK(dot("bf16", qmv_geometry(2, 6144, 4096), caps) == "f16/0");    // one row only
   CHECK(dot("f16", qmv_geometry(1, 6144, 4096, 8), caps) == "f32/0");  // 4 bits only
@@ -373,7 +379,11 @@ TEST_CASE("qmv takes one 16-bit row of 4 bits as integer dot products where the 
   auto res = qmv_geometry(1, 4096, 4096);
   res.residual = true;
   auto tiny = qmv_geometry(1, 4096, 128);  // 4 packs: 4-lane teams, the most team sums
-  for (const auto& g : {qkv, normed, glu, res, tiny}) {
+  auto long_res = qmv_geometry(1, 65536, 8192);  // x streamed
+  long_res.residual = true;
+  auto long_normed = qmv_geometry(1, 151936, 5120 + 32);  // a ragged last step
+  long_normed.prenorm = true;
+  for (const auto& g : {qkv, normed, glu, res, tiny, long_res, long_normed}) {
     auto key = cg::qmv_key("bf16", g, caps);
     CAPTURE(key.canonical());
     CHECK(key.params["dot"] == "i8");

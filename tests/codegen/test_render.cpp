@@ -351,7 +351,7 @@ TEST_CASE("workgroup_memory_bytes counts shared arrays sized by the workgroup-si
   const std::string qmv =
       "qmv:bits=4,dot=f32,dtype=f32,glu=0,gs=64,idx=32,ks=1,mr=1,nc=1,"
       "norm=0,pf=0,res=0,sg=";
-  const std::string rest = ",tpr=8,u=4,vec=1,wvec=1,xpacks=0";
+  const std::string rest = ",stream=0,tpr=8,u=4,vec=1,wvec=1,xpacks=0";
   caps.subgroup_shuffle = false;
   auto team = KernelKey::parse(qmv + "0" + rest);
   auto team_src = render(team, caps);

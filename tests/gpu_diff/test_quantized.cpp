@@ -14,6 +14,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdlib>
 
 #include <algorithm>
 
@@ -477,6 +478,26 @@ TEST_CASE("quantized_matmul of a few f16 or bf16 rows of 4 bits: f16 pair sums s
   check_qmm({4, 64, mx::float16, true, 3, 40, 16, {}, 0.0f, 1000.0f}, seed += 2);
   check_qmm({4, 64, mx::bfloat16, true, 2, 40, 131, {}, 100000.0f}, seed += 2);
   check_qmm({4, 64, mx::bfloat16, true, 2, 40, 131, {}, 0.0f, 0.0f, 0x1p-30f}, seed += 2);
+  auto counts = mx::vulkan::fallback_counts();
+  CHECK(counts["QuantizedMatmul"] == 0);
+}
+
+TEST_CASE("quantized_matmul of one f16 or bf16 row of 4 bits: x staged a step at a time") {
+  if (!gpu_present())
+    return;
+  mx::vulkan::reset_fallback_counts();
+  // On devices with integer dot products a long row of a huge output stages x one step of
+  // packs at a time, during the step before (templates/qmv.glsl, X8_STREAM; codegen/qmv.cpp).
+  // Such outputs are too large for CI, so MLX_VK_QMV_I8_STREAM=2 streams every such row
+  // here (shapes no other case plans, so no launch planned without it is reused), where
+  // the shares leave one pack in flight (enough columns for 2 or 4 a team): several steps,
+  // a ragged last step and ragged columns. A template that staged each step's own packs
+  // instead of the next step's failed all three on lavapipe.
+  ::setenv("MLX_VK_QMV_I8_STREAM", "2", 1);
+  check_qmm({4, 64, mx::bfloat16, true, 1, 4104, 40}, 4800);  // K = 2560
+  check_qmm({4, 32, mx::float16, true, 1, 4096, 97}, 4802);   // K = 3104
+  check_qmm({4, 64, mx::bfloat16, true, 1, 24, 5}, 4804);     // K = 320
+  ::unsetenv("MLX_VK_QMV_I8_STREAM");
   auto counts = mx::vulkan::fallback_counts();
   CHECK(counts["QuantizedMatmul"] == 0);
 }
