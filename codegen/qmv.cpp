@@ -25,7 +25,8 @@ constexpr uint64_t kPrefetchLoads = 4;
 // sum a pack, and room for the team sums and the norm's per-subgroup sums beside them.
 constexpr int64_t kX8PackBytes = 72;
 constexpr int64_t kX8SharedSlack = 2048;
-// The longest row X8 takes, in packs (K = 4096; qmv_key says why).
+// The longest row X8 stages whole before its first product, in packs (K = 4096; qmv_key says
+// why); longer ones stage it a step at a time, where they take X8.
 constexpr int64_t kX8MaxPacks = 128;
 
 // How a qmv launch shares out its work (docs/matmul.md).
