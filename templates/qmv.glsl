@@ -128,8 +128,10 @@
 #define X8 0
 #endif
 // X8_STREAM (with X8): x is staged a step at a time, each step's packs of x during the step
-// before (a barrier a step), instead of the whole row before the first product: rows too
-// long for that prologue (K > 4096) take the integer dot products too.
+// before (a barrier a step), instead of the whole row before the first product. codegen
+// takes it for rows too long for that prologue (K > 4096) where the output is huge
+// (thousands of workgroups cover each other's barriers; with few, it lost to the other
+// sums: docs/matmul.md).
 #ifndef X8_STREAM
 #define X8_STREAM 0
 #endif
@@ -323,8 +325,8 @@ void load_x8_group(IDX_T row, uint u, out IN0_VT raw, out IN0_VT wraw) {
 #endif
 }
 
-// The workgroup's sum of each invocation's ss (PRENORM; a barrier first, the shared slots
-// are then free again).
+// The workgroup's sum of each invocation's ss (PRENORM), through one shared slot a subgroup:
+// every invocation calls it (it has a barrier). Without PRENORM, ss as given.
 float workgroup_ss(float ss) {
 #if PRENORM
   for (uint o = gl_SubgroupSize / 2; o > 0; o /= 2) {
