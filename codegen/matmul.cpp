@@ -303,15 +303,16 @@ GemmTile gemm_tile(const MatmulGeometry& g, const DeviceCaps& caps, const std::s
       // the larger tile's last wave nearly empty or the smaller tile's many waves
       // half-used: [384, 4096] x [4096, 4096]^T took 135 us on 64 x 64 tiles and 86 on
       // 128 x 128 (H200).
-      // MLX_VK_GEMM_TWO_RESIDENT=0 leaves out the tile of two workgroups a multiprocessor
-      // (measuring).
+      // MLX_VK_GEMM_TWO_RESIDENT=0 leaves out the 128x128x16 tile, the one with bounds
+      // (measuring; the autotune's candidates keep it).
       static const bool two_resident = tuning_env("MLX_VK_GEMM_TWO_RESIDENT", 0, 1, 1) == 1;
       double best = 0;
       for (size_t i = 0; i < std::size(kCoopWaveTiles); ++i) {
         GemmTile t = kCoopWaveTiles[i].tile;
         t.khr = khr;
         const WaveTile& w = kCoopWaveTiles[i];
-        if (w.min_m > 0 && (!two_resident || g.m < w.min_m || g.k < w.min_k)) {
+        bool bounded = w.min_m > 0 || w.min_k > 0;
+        if (g.m < w.min_m || g.k < w.min_k || (bounded && !two_resident)) {
           continue;
         }
         if (!coop_supported(t, caps, dtype) || !tile_fits(t, caps)) {

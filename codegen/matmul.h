@@ -145,10 +145,12 @@ bool qmv_fusion_fits(uint32_t value_bits, const MatmulGeometry& g, const DeviceC
 // Whether a qmv launch of g can carry prefetch workgroups (g.prefetch): one batch and
 // 32-bit indices (the regions' push constants are 32-bit).
 bool qmv_prefetch_fits(const MatmulGeometry& g);
-// "qmv:bits,dtype,glu=0|1,gs,idx,mr=1|2|4|8,nc=1|2|4,norm=0|1,pf=0|1,res=0|1,sg=0|1,tpr=N,
-// u=1|2|4,vec=1|4|8,wvec=0|1" (glu: g.glu, nc 2; norm: g.prenorm, res: g.residual, pf:
-// g.prefetch; u: packs in flight per lane and column, at most 4 / nc and what a lane has;
-// nc: columns per team, sharing each lane's x values).
+// "qmv:bits,dot=f32|f16|i8,dtype,glu=0|1,gs,idx,ks=1|2|4,mr=1|2|4|8,nc=1|2|4,norm=0|1,
+// pf=0|1,res=0|1,sg=0|1,stream=0|1,tpr=N,u=1|2|4,vec=1|4|8,wvec=0|1,xpacks=N" (glu: g.glu,
+// nc 2 or 4; norm: g.prenorm, res: g.residual, pf: g.prefetch; u: packs in flight per lane
+// and column, at most 4 / nc and what a lane has; nc: columns per team, sharing each lane's
+// x values; ks: parts of a column group; dot: the sums (i8: x staged as bytes, xpacks the
+// row's packs, stream 1 a step at a time)).
 KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const DeviceCaps& caps);
 KernelSource render_qmv(const KernelKey& key, const DeviceCaps& caps);
 // With pf 1 the launch's prefetch regions are empty and it has no prefetch workgroups:

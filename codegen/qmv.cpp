@@ -155,42 +155,56 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
             sg && caps.subgroup_size >= 4 && caps.integer_dot_product &&
             staged <= int64_t{caps.max_shared_memory} && (!long_row || stream_env > 0) &&
             tuning_env("MLX_VK_QMV_I8", 0, 1, 1) == 1;
-  QmvShares shares = qmv_shares(g.glu ? g.n / 2 : g.n, packs, mr, tpr, g.bits, i8, caps);
-  // MLX_VK_QMV_KS / MLX_VK_QMV_U override the parts and packs in flight (for measuring).
-  shares.ks = tuning_env("MLX_VK_QMV_KS", 1, 4, shares.ks);
-  if ((wg_lanes / tpr) % shares.ks != 0 || shares.ks == 3) {
-    throw std::invalid_argument("[quantized_matmul] MLX_VK_QMV_KS must divide the " +
-                                std::to_string(wg_lanes / tpr) + " teams of a workgroup.");
-  }
-  // A GLU team owns nc / 2 columns of each half: 2 of each where qmv_shares gives the half
-  // 4 columns a team (an 8B-class gate/up with its norm 43.6 -> 37.4 us on an H200: x's
-  // loads, norm and sums shared by 4 columns), else 1. MLX_VK_QMV_GLU_NC=2 or 4 forces one
-  // (measuring).
-  uint32_t nc = tuning_env("MLX_VK_QMV_NC", 1, 4, shares.nc);
-  if (g.glu) {
-    nc = tuning_env("MLX_VK_QMV_GLU_NC", 2, 4, shares.nc >= 4 ? 4 : 2) >= 4 ? 4 : 2;
-  }
-  // Packs in flight per lane: 4 across its columns and its column group's parts (H100, 8
-  // bits in 2 parts of 2 columns: u 2 instead of 1 27.0 -> 32.2 us), but no more than a lane
-  // has (a decode-sized K = 1024 gives each of 32 lanes one pack). Registers held for
-  // packs a lane never loads cost occupancy: on an H200, U = 1 instead of 4 took the
-  // Qwen3-0.6B q/k/v and gate/up products from 51 to 32 registers and 10.2 to 9.6 us.
-  int64_t per_lane = std::max<int64_t>(1, packs / (tpr * shares.ks));
-  uint32_t u = std::max<uint32_t>(1, 4 / (nc * shares.ks));
-  while (u > 1 && u > per_lane) {
-    u /= 2;
-  }
-  u = tuning_env("MLX_VK_QMV_U", 1, 4, u);
+  // The parts, columns and packs in flight of a launch with or without i8 (qmv_shares
+  // differs for huge outputs).
+  struct Plan {
+    QmvShares shares;
+    uint32_t nc, u;
+  };
+  auto plan = [&](bool with_i8) {
+    QmvShares shares = qmv_shares(g.glu ? g.n / 2 : g.n, packs, mr, tpr, g.bits, with_i8, caps);
+    // MLX_VK_QMV_KS / MLX_VK_QMV_U override the parts and packs in flight (for measuring).
+    shares.ks = tuning_env("MLX_VK_QMV_KS", 1, 4, shares.ks);
+    if ((wg_lanes / tpr) % shares.ks != 0 || shares.ks == 3) {
+      throw std::invalid_argument("[quantized_matmul] MLX_VK_QMV_KS must divide the " +
+                                  std::to_string(wg_lanes / tpr) + " teams of a workgroup.");
+    }
+    // A GLU team owns nc / 2 columns of each half: 2 of each where qmv_shares gives the half
+    // 4 columns a team (an 8B-class gate/up with its norm 43.6 -> 37.4 us on an H200: x's
+    // loads, norm and sums shared by 4 columns), else 1. MLX_VK_QMV_GLU_NC=2 or 4 forces one
+    // (measuring).
+    uint32_t nc = tuning_env("MLX_VK_QMV_NC", 1, 4, shares.nc);
+    if (g.glu) {
+      nc = tuning_env("MLX_VK_QMV_GLU_NC", 2, 4, shares.nc >= 4 ? 4 : 2) >= 4 ? 4 : 2;
+    }
+    // Packs in flight per lane: 4 across its columns and its column group's parts (H100, 8
+    // bits in 2 parts of 2 columns: u 2 instead of 1 27.0 -> 32.2 us), but no more than a
+    // lane has (a decode-sized K = 1024 gives each of 32 lanes one pack). Registers held for
+    // packs a lane never loads cost occupancy: on an H200, U = 1 instead of 4 took the
+    // Qwen3-0.6B q/k/v and gate/up products from 51 to 32 registers and 10.2 to 9.6 us.
+    int64_t per_lane = std::max<int64_t>(1, packs / (tpr * shares.ks));
+    uint32_t u = std::max<uint32_t>(1, 4 / (nc * shares.ks));
+    while (u > 1 && u > per_lane) {
+      u /= 2;
+    }
+    u = tuning_env("MLX_VK_QMV_U", 1, 4, u);
+    return Plan{shares, nc, u};
+  };
+  Plan p = plan(i8);
   // A long row streams only where it is read whole (ks 1: a huge output, qmv_shares): with
   // few workgroups a barrier a step lost to the other sums (H200, [1,14336] x
   // [4096,14336]^T 13.9 -> 21.2 us, the 8B down projection 14.7 -> 18.7), where a 14B-class
-  // lm_head ([1,5120] x [151936,5120]^T) gained (182 -> 139). Elsewhere i8 is off for it; its
-  // shares were the same without i8 (qmv_shares differs only for huge outputs).
-  bool stream_fits = u == 1 && tpr * shares.ks * 4 <= wg_lanes;
-  if (i8 && long_row && !(stream_fits && shares.ks == 1)) {
+  // lm_head ([1,5120] x [151936,5120]^T) gained (182 -> 139). Elsewhere i8 is off for it,
+  // and the launch is planned again without it.
+  auto stream_fits = [&](const Plan& q) { return q.u == 1 && tpr * q.shares.ks * 4 <= wg_lanes; };
+  if (i8 && long_row && !(stream_fits(p) && p.shares.ks == 1)) {
     i8 = false;
+    p = plan(false);
   }
-  bool stream = i8 && stream_fits && (long_row || stream_env == 2);
+  const QmvShares& shares = p.shares;
+  uint32_t nc = p.nc, u = p.u;
+  int64_t per_lane = std::max<int64_t>(1, packs / (tpr * shares.ks));
+  bool stream = i8 && stream_fits(p) && (long_row || stream_env == 2);
   // f16 rows of 4-bit values summed in f16 pairs (templates/qmv.glsl, F16_DOT) where a
   // lane has packs to pipeline: the split rule's long rows (2 parts), no fused norm (its
   // weighed x would be rounded to f16 unnormalized), on devices with f16 arithmetic. On an

@@ -350,8 +350,8 @@ TEST_CASE("qmv takes one 16-bit row of 4 bits as integer dot products where the 
   CHECK(long_head.params["dot"] + "/" + long_head.params["xpacks"] + "/" + long_head.params["ks"] +
             "/" + long_head.params["stream"] ==
         "i8/160/1/1");
-  // Past what the device's shared memory stages (25600 values: 800 packs of 72 bytes), the
-  // f16 pair sums.
+  // Past what the device's shared memory stages ((48 KiB - 2048) / 72 bytes: 654 packs,
+  // about 20,900 values; 25600 here), the f16 pair sums.
   CHECK(dot("bf16", qmv_geometry(1, 151936, 25600), caps) == "f16/0");
   CHECK(dot("f32", qkv, caps) == "f32/0");                         // f32 keeps its precision
   CHECK(dot("bf16", qmv_geometry(2, 6144, 4096), caps) == "f16/0");    // one row only

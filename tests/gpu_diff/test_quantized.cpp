@@ -18,12 +18,14 @@
 
 #include <algorithm>
 
+#include "codegen/matmul.h"
 #include "harness.h"
 #include "mlx/backend/vulkan/cpu_fallback.h"
 #include "mlx/backend/vulkan/gemm_relayout.h"
 #include "mlx/backend/vulkan/qmm_dequant.h"
 
 namespace mx = mlx::core;
+namespace cg = mlx::core::vulkan::codegen;
 using namespace gpu_diff;
 
 namespace {
@@ -482,22 +484,55 @@ TEST_CASE("quantized_matmul of a few f16 or bf16 rows of 4 bits: f16 pair sums s
   CHECK(counts["QuantizedMatmul"] == 0);
 }
 
+namespace {
+
+// Sets an environment variable for a scope (the planner reads the measuring overrides when
+// it plans a launch).
+struct ScopedEnv {
+  const char* name;
+  ScopedEnv(const char* n, const char* value) : name(n) {
+    ::setenv(n, value, 1);
+  }
+  ~ScopedEnv() {
+    ::unsetenv(name);
+  }
+};
+
+}  // namespace
+
 TEST_CASE("quantized_matmul of one f16 or bf16 row of 4 bits: x staged a step at a time") {
   if (!gpu_present())
     return;
   mx::vulkan::reset_fallback_counts();
   // On devices with integer dot products a long row of a huge output stages x one step of
   // packs at a time, during the step before (templates/qmv.glsl, X8_STREAM; codegen/qmv.cpp).
-  // Such outputs are too large for CI, so MLX_VK_QMV_I8_STREAM=2 streams every such row
-  // here (shapes no other case plans, so no launch planned without it is reused), where
-  // the shares leave one pack in flight (enough columns for 2 or 4 a team): several steps,
-  // a ragged last step and ragged columns. A template that staged each step's own packs
-  // instead of the next step's failed all three on lavapipe.
-  ::setenv("MLX_VK_QMV_I8_STREAM", "2", 1);
-  check_qmm({4, 64, mx::bfloat16, true, 1, 4104, 40}, 4800);  // K = 2560
-  check_qmm({4, 32, mx::float16, true, 1, 4096, 97}, 4802);   // K = 3104
-  check_qmm({4, 64, mx::bfloat16, true, 1, 24, 5}, 4804);     // K = 320
-  ::unsetenv("MLX_VK_QMV_I8_STREAM");
+  // Such outputs are too large for CI, so MLX_VK_QMV_I8_STREAM=2 streams every i8 row whose
+  // shares leave one pack in flight here (shapes no other case plans, so no launch planned
+  // without it is reused): K = 4096 in 2 parts and K = 1056 whole on 32-lane teams (2 steps
+  // each, K = 1056's last ragged), both in 2 parts on 8-lane ones (8 and 3 steps), and K =
+  // 320; ragged columns.
+  // Each case checks that the planner streams it. A template that staged each step's own
+  // packs instead of the next step's failed all three on lavapipe.
+  ScopedEnv stream("MLX_VK_QMV_I8_STREAM", "2");
+  const auto& caps = mx::vulkan::device("test").caps();
+  struct Case {
+    int gs;
+    mx::Dtype dt;
+    int n, k_groups;
+  };
+  uint64_t seed = 4800;
+  for (const Case& c : {Case{64, mx::bfloat16, 4104, 64}, Case{32, mx::float16, 4096, 33},
+                        Case{64, mx::bfloat16, 24, 5}}) {
+    cg::MatmulGeometry g;
+    g.m = 1, g.n = c.n, g.k = c.gs * c.k_groups, g.lda = g.k;
+    g.b_t = true, g.ldb = g.k / 8, g.bits = 4, g.group_size = c.gs;
+    auto key = cg::qmv_key(c.dt == mx::float16 ? "f16" : "bf16", g, caps);
+    INFO("kernel " << key.canonical());
+    if (key.params["dot"] == "i8") {
+      CHECK(key.params["stream"] == "1");
+    }
+    check_qmm({4, c.gs, c.dt, true, 1, c.n, c.k_groups}, seed += 2);
+  }
   auto counts = mx::vulkan::fallback_counts();
   CHECK(counts["QuantizedMatmul"] == 0);
 }
