@@ -426,6 +426,22 @@ TEST_CASE("gen renders and compiles a key, and its hash matches the cached entry
   CHECK(has(dis.out, "OpFAdd"));
 }
 
+TEST_CASE("gen renders a kernel that needs integer dot products when --caps grants them") {
+  // qmv's one-row sums on integer dot products (templates/qmv.glsl, X8), x streamed.
+  const std::string key =
+      "qmv:bits=4,dot=i8,dtype=bf16,glu=0,gs=64,idx=32,ks=1,mr=1,nc=4,norm=1,pf=0,res=0,sg=1,"
+      "stream=1,tpr=32,u=1,vec=8,wvec=1,xpacks=160";
+  const std::string caps =
+      "subgroup_size=32,subgroup_shuffle=1,storage_16bit=1,max_shared_memory=49152,"
+      "max_workgroup_invocations=1024";
+  Run without = spvdump({"gen", key, "--caps", caps});
+  CHECK(without.code == 1);
+  CHECK(has(without.err, "dot i8"));
+  Run with = spvdump({"gen", key, "--caps", caps + ",integer_dot_product=1", "--dis"});
+  CHECK(with.code == 0);
+  CHECK(has(with.out, "OpSDot"));
+}
+
 TEST_CASE("gen reports bad keys and bad options clearly") {
   Run family = spvdump({"gen", "nosuchfamily:op=Add"});
   CHECK(family.code == 1);

@@ -44,6 +44,7 @@ codegen::DeviceCaps parse_caps(const std::string& text, const std::string& finge
                                         {"coop_f16_n8", &caps.coop_f16_n8},
                                         {"coop_bf16_n8", &caps.coop_bf16_n8},
                                         {"subgroup_shuffle", &caps.subgroup_shuffle},
+                                        {"integer_dot_product", &caps.integer_dot_product},
                                         {"f16_hw_convert", &caps.f16_hw_convert},
                                         {"fma_fused", &caps.fma_fused},
                                         {"coop_acc_nv_layout", &caps.coop_acc_nv_layout}};
@@ -51,6 +52,7 @@ codegen::DeviceCaps parse_caps(const std::string& text, const std::string& finge
       {"subgroup_size", &caps.subgroup_size},
       {"max_workgroup_invocations", &caps.max_workgroup_invocations},
       {"max_shared_memory", &caps.max_shared_memory},
+      {"compute_units", &caps.compute_units},
       {"fused_vector_steps", &caps.fused_vector_steps}};
   size_t pos = 0;
   while (pos < text.size()) {
