@@ -160,6 +160,7 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
   struct Plan {
     QmvShares shares;
     uint32_t nc, u;
+    int64_t per_lane;  // packs a lane takes of each column
   };
   auto plan = [&](bool with_i8) {
     QmvShares shares = qmv_shares(g.glu ? g.n / 2 : g.n, packs, mr, tpr, g.bits, with_i8, caps);
@@ -188,7 +189,7 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
       u /= 2;
     }
     u = tuning_env("MLX_VK_QMV_U", 1, 4, u);
-    return Plan{shares, nc, u};
+    return Plan{shares, nc, u, per_lane};
   };
   Plan p = plan(i8);
   // A long row streams only where it is read whole (ks 1: a huge output, qmv_shares): with
@@ -203,7 +204,7 @@ KernelKey qmv_key(const std::string& dtype, const MatmulGeometry& g, const Devic
   }
   const QmvShares& shares = p.shares;
   uint32_t nc = p.nc, u = p.u;
-  int64_t per_lane = std::max<int64_t>(1, packs / (tpr * shares.ks));
+  int64_t per_lane = p.per_lane;
   bool stream = i8 && stream_fits(p) && (long_row || stream_env == 2);
   // f16 rows of 4-bit values summed in f16 pairs (templates/qmv.glsl, F16_DOT) where a
   // lane has packs to pipeline: the split rule's long rows (2 parts), no fused norm (its
