@@ -237,13 +237,15 @@ int main() {
         [&] { return mx::add(h, qmm(h, o)); });
     add("8B down: q4 bf16 [1,12288] x [4096,12288]^T + residual", bytes_of(down),
         [&] { return mx::add(h, qmm(mid, down)); });
+    // The normed gate/up product's SwiGLU.
+    auto glu = [&] {
+      auto halves = mx::split(qmm(mx::fast::rms_norm(h, norm_w, 1e-6f), gate_up), 2, -1);
+      return swiglu({halves[0], halves[1]})[0];
+    };
     // The SwiGLU becomes the gate/up product's epilogue only where a product reads it: the
     // whole MLP, whose gate/up share is this row's time less the down row's.
     add("8B MLP: rms_norm -> q4 [1,4096] x [24576,4096]^T -> SwiGLU -> down + residual",
-        bytes_of(gate_up) + bytes_of(down), [&] {
-          auto halves = mx::split(qmm(mx::fast::rms_norm(h, norm_w, 1e-6f), gate_up), 2, -1);
-          return mx::add(h, qmm(swiglu({halves[0], halves[1]})[0], down));
-        });
+        bytes_of(gate_up) + bytes_of(down), [&] { return mx::add(h, qmm(glu(), down)); });
     // The gate/up product by what it absorbs: alone, with the norm, and with the norm and
     // the SwiGLU (read by a 64-column product, timed alone in the last row).
     auto tail = quant(64, 12288, 37);
@@ -252,10 +254,7 @@ int main() {
     add("8B gate/up: rms_norm -> q4 bf16 [1,4096] x [24576,4096]^T", bytes_of(gate_up),
         [&] { return qmm(mx::fast::rms_norm(h, norm_w, 1e-6f), gate_up); });
     add("8B gate/up: rms_norm -> q4 [24576,4096]^T -> SwiGLU -> q4 [64,12288]^T",
-        bytes_of(gate_up) + bytes_of(tail), [&] {
-          auto halves = mx::split(qmm(mx::fast::rms_norm(h, norm_w, 1e-6f), gate_up), 2, -1);
-          return qmm(swiglu({halves[0], halves[1]})[0], tail);
-        });
+        bytes_of(gate_up) + bytes_of(tail), [&] { return qmm(glu(), tail); });
     add("q4 bf16 [1,12288] x [64,12288]^T", bytes_of(tail), [&] { return qmm(mid, tail); });
   }
   if (bench::wanted("MATMUL_BENCH_ONLY", "qrows")) {

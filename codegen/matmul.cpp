@@ -308,9 +308,9 @@ GemmTile gemm_tile(const MatmulGeometry& g, const DeviceCaps& caps, const std::s
       static const bool two_resident = tuning_env("MLX_VK_GEMM_TWO_RESIDENT", 0, 1, 1) == 1;
       double best = 0;
       for (size_t i = 0; i < std::size(kCoopWaveTiles); ++i) {
-        GemmTile t = kCoopWaveTiles[i].tile;
-        t.khr = khr;
         const WaveTile& w = kCoopWaveTiles[i];
+        GemmTile t = w.tile;
+        t.khr = khr;
         bool bounded = w.min_m > 0 || w.min_k > 0;
         if (g.m < w.min_m || g.k < w.min_k || (bounded && !two_resident)) {
           continue;
