@@ -23,7 +23,8 @@
 // A and B starts on 16 bytes and the contiguous extents are multiples of 8, so each
 // invocation's chunk of 8 values is wholly inside or outside the matrix: EDGE checks rows
 // and chunks, not elements. QUANT 1 reads B from MLX's packed format instead (gemm.glsl
-// explains it), 8 values of one group per chunk, dequantized to f16 on the way to the
+// explains it), 8 values of one group per chunk: their words, scale and bias are loaded
+// with the step's other loads and dequantized to f16 when the chunk is written to its
 // stage. The accumulators leave through a 16 x 16 f32 staging area per subgroup (in A's
 // stages) to the epilogue, which checks bounds, applies alpha / beta and rounds once.
 //
@@ -145,18 +146,40 @@ layout(std430, set = 0, binding = OUT_BINDING) writeonly buffer OutQ {
 
 #if QUANT
 // The 8 values of W's row `row` from column `col` (a multiple of 8, so they share one
-// scale and bias and start on a byte): BITS bytes of the row's little-endian bit stream,
-// in at most two words. Each value becomes scale * q + bias in f32, then f16 for the
-// multiply-adds (a step coarser than gemm.glsl's f32 stage: tolerances in docs/matmul.md).
-uvec4 dequant_chunk(IDX_T w_base, IDX_T s_base, IDX_T row, IDX_T col) {
+// scale and bias and start on a byte) as loaded: the words holding them (BITS bytes of the
+// row's little-endian bit stream, in at most two words) and the group's scale and bias,
+// still as bits. Nothing here uses a loaded value, so the loads stay in flight while the
+// multiply-adds of the steps before run; dequant_raw takes them when the chunk goes to its
+// stage. Dequantizing at the load waited for every word there (docs/matmul.md).
+uvec4 load_chunk_raw(IDX_T w_base, IDX_T s_base, IDX_T row, IDX_T col) {
   IDX_T bitpos = col * BITS;
   IDX_T word = w_base + row * pc.ldb + (bitpos >> 5);
-  uint sh = uint(bitpos & 31);
-  uint lo = wq[uint(word)];
-  uint hi = sh + 8u * BITS > 32u ? wq[uint(word + 1)] : 0u;
+  uvec4 raw = uvec4(wq[uint(word)], 0u, 0u, 0u);
+#if BITS == 5 || BITS == 6 || BITS == 8
+  raw.y = wq[uint(word + 1)];  // 40, 48 or 64 bits always reach the next word
+#elif BITS == 3
+  if ((bitpos & 31) + 24 > 32) {
+    raw.y = wq[uint(word + 1)];
+  }
+#endif
   IDX_T g = s_base + row * (pc.ldb * 32 / BITS / GS) + col / GS;
-  float scale = float(IN0_LOAD(scales[uint(pc.extra0 + g)]));
-  float bias = float(IN0_LOAD(qbiases[uint(pc.extra1 + g)]));
+  raw.z = uint(scales[uint(pc.extra0 + g)]);
+  raw.w = uint(qbiases[uint(pc.extra1 + g)]);
+  return raw;
+}
+
+// A loaded chunk (zeros for one outside the matrix, which give zeros) as 8 values
+// scale * q + bias in f32, then f16 (or bf16) for the multiply-adds (a step coarser than
+// gemm.glsl's f32 stage: tolerances in docs/matmul.md).
+uvec4 dequant_raw(uvec4 raw, IDX_T col) {
+#if BITS == 4 || BITS == 8
+  const uint sh = 0u;  // 8 values of 4 or 8 bits from a multiple of 8 start on a word
+#else
+  uint sh = uint((col * BITS) & 31);
+#endif
+  uint lo = raw.x, hi = raw.y;
+  float scale = float(IN0_LOAD(raw.z));
+  float bias = float(IN0_LOAD(raw.w));
   const uint mask = (1u << BITS) - 1u;
   float v[8];
   [[unroll]] for (uint j = 0; j < 8u; ++j) {
@@ -274,12 +297,17 @@ void main() {
 #define A_IN(i, k0) true
 #define B_IN(i, k0) true
 #endif
+// B_CHUNK loads a chunk of B (raw, for a quantized B); B_STAGED(i, k0, r) is what goes
+// to the stage.
 #if QUANT && B_T == 0
-#define B_CHUNK(i, k0) dequant_chunk(b_base, s_base, cb[i].row + k0, cb[i].col)
+#define B_CHUNK(i, k0) load_chunk_raw(b_base, s_base, cb[i].row + k0, cb[i].col)
+#define B_STAGED(i, k0, r) dequant_raw(r, cb[i].col)
 #elif QUANT
-#define B_CHUNK(i, k0) dequant_chunk(b_base, s_base, cb[i].row, cb[i].col + k0)
+#define B_CHUNK(i, k0) load_chunk_raw(b_base, s_base, cb[i].row, cb[i].col + k0)
+#define B_STAGED(i, k0, r) dequant_raw(r, cb[i].col + k0)
 #else
 #define B_CHUNK(i, k0) b4[uint((cb[i].at + k0 * b_kstep) / 8)]
+#define B_STAGED(i, k0, r) (r)
 #endif
 #define LOAD_STEP(ra, rb, step)                                                    \
   {                                                                                \
@@ -291,12 +319,12 @@ void main() {
       rb[i] = B_IN(i, k0) ? B_CHUNK(i, k0) : uvec4(0);                             \
     }                                                                              \
   }
-#define STORE_STEP(ra, rb, stage)                                                  \
+#define STORE_STEP(ra, rb, stage, step)                                            \
   [[unroll]] for (uint i = 0; i < A_CHUNKS; ++i) {                                 \
     as4[(stage) * A_STAGE + ca[i].shared_at] = ra[i];                              \
   }                                                                                \
   [[unroll]] for (uint i = 0; i < B_CHUNKS; ++i) {                                 \
-    bs4[(stage) * B_STAGE + cb[i].shared_at] = rb[i];                              \
+    bs4[(stage) * B_STAGE + cb[i].shared_at] = B_STAGED(i, (step) * BK, rb[i]);    \
   }
 
   fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc[FM][FN];
@@ -342,7 +370,7 @@ void main() {
   // (H200: f16 4096^3 235 -> 243 TFLOPS without it; docs/matmul.md).
   uvec4 ra0[A_CHUNKS], rb0[B_CHUNKS], ra1[A_CHUNKS], rb1[B_CHUNKS];
   LOAD_STEP(ra0, rb0, IDX_T(0));
-  STORE_STEP(ra0, rb0, 0u);
+  STORE_STEP(ra0, rb0, 0u, IDX_T(0));
   if (nk > 1) {
     LOAD_STEP(ra0, rb0, IDX_T(1));
   }
@@ -352,14 +380,14 @@ void main() {
   barrier();
   IDX_T kt = 0;
   for (; kt + 1 < nk; kt += 2) {
-    STORE_STEP(ra0, rb0, 1u);
+    STORE_STEP(ra0, rb0, 1u, kt + 1);
     if (kt + 3 < nk) {
       LOAD_STEP(ra0, rb0, kt + 3);
     }
     MULTIPLY_STEP(0u);
     barrier();
     if (kt + 2 < nk) {
-      STORE_STEP(ra1, rb1, 0u);
+      STORE_STEP(ra1, rb1, 0u, kt + 2);
     }
     if (kt + 4 < nk) {
       LOAD_STEP(ra1, rb1, kt + 4);

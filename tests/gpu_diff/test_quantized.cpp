@@ -601,6 +601,72 @@ TEST_CASE("quantized_matmul keeps a NaN or infinite scale: qmv, and qmvc on a GP
   }
 }
 
+TEST_CASE(
+    "dequantize keeps a NaN or infinite scale or bias: the op, and weights into their transpose") {
+  if (!gpu_present())
+    return;
+  // A bf16 dequantize rounds without the NaN test where its scales and biases are finite
+  // (templates/quantize.glsl, pack_bf16x8_finite); groups with a non-finite one must still
+  // give what the CPU gives. Rows 3 and 9 get a NaN scale or bias, row 5 an infinite scale
+  // (q = 0 makes NaN), row 7 a bias of -infinity.
+  auto cpu = mx::Device::cpu, gpu = mx::Device::gpu;
+  uint64_t seed = 6100;
+  for (auto dt : {mx::bfloat16, mx::float16}) {
+    auto q = mx::quantize(uniform({32, 256}, dt, seed += 2), 64, 4, "affine", std::nullopt, cpu);
+    mx::eval(q);
+    auto sv = mlx_test::to_doubles(q[1]), bv = mlx_test::to_doubles(q[2]);
+    sv[3 * 4] = std::nan("");
+    sv[5 * 4 + 1] = INFINITY;
+    bv[7 * 4 + 2] = -INFINITY;
+    bv[9 * 4 + 3] = std::nan("");
+    auto to_array = [&](const std::vector<double>& v) {
+      std::vector<float> f(v.begin(), v.end());
+      return mx::astype(mx::array(f.data(), q[1].shape(), mx::float32), dt, cpu);
+    };
+    auto s = to_array(sv), b = to_array(bv);
+    std::string what = mx::dtype_to_string(dt);
+    CAPTURE(what);
+
+    // The op: every value as the CPU's, NaN where it is NaN.
+    auto want = mlx_test::to_doubles(
+        mx::dequantize(q[0], s, b, 64, 4, "affine", std::nullopt, std::nullopt, cpu));
+    auto got = mlx_test::to_doubles(mx::dequantize(on_device(q[0], gpu), on_device(s, gpu),
+                                                   on_device(b, gpu), 64, 4, "affine", std::nullopt,
+                                                   std::nullopt, gpu));
+    int wrong = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      bool same = std::isnan(want[i]) ? std::isnan(got[i]) : got[i] == want[i];
+      if (!same && wrong++ < 3) {
+        FAIL_CHECK("dequantize element " << i << " GPU " << got[i] << " CPU " << want[i]);
+      }
+    }
+    CHECK(wrong == 0);
+
+    // A product's weights dequantized into their transpose first: the non-finite rows give
+    // non-finite columns, the others finite ones.
+    mx::vulkan::force_qmm_dequant(true);
+    uint64_t before_t = mx::vulkan::qmm_dequant_transposed_count();
+    auto x = uniform({9, 256}, dt, seed + 1);
+    auto pv = mlx_test::to_doubles(mx::quantized_matmul(on_device(x, gpu), on_device(q[0], gpu),
+                                                        on_device(s, gpu), on_device(b, gpu), true,
+                                                        64, 4, "affine", gpu));
+    mx::vulkan::force_qmm_dequant(std::nullopt);
+    CHECK(mx::vulkan::qmm_dequant_transposed_count() - before_t == 1);
+    for (int r = 0; r < 9; ++r) {
+      for (int c = 0; c < 32; ++c) {
+        double v = pv[r * 32 + c];
+        if (c == 3 || c == 9) {
+          CHECK_MESSAGE(std::isnan(v), "row " << r << " column " << c);
+        } else if (c == 5 || c == 7) {
+          CHECK_MESSAGE(!std::isfinite(v), "row " << r << " column " << c);
+        } else {
+          CHECK_MESSAGE(std::isfinite(v), "row " << r << " column " << c);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("quantized_matmul with x batch dims and 2-d weights folds rows") {
   if (!gpu_present())
     return;
