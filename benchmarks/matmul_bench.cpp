@@ -471,8 +471,9 @@ int main() {
     const std::string layout = layout_env ? layout_env : "";
     const int m_max = *std::max_element(ms.begin(), ms.end());
     for (auto [n, k, b_t] :
-         {Shape{4096, 4096, true}, Shape{12288, 4096, true}, Shape{4096, 12288, true},
-          Shape{3072, 1024, true}, Shape{1024, 3072, true}, Shape{4096, 4096, false}}) {
+         {Shape{4096, 4096, true}, Shape{6144, 4096, true}, Shape{12288, 4096, true},
+          Shape{4096, 12288, true}, Shape{3072, 1024, true}, Shape{1024, 3072, true},
+          Shape{4096, 4096, false}}) {
       b_t = b_t && layout != "nn" && layout != "tn";
       auto w = bench::gpu_uniform(b_t ? mx::Shape{n, k} : mx::Shape{k, n}, 27, mx::bfloat16);
       auto xr = layout == "tn" ? bench::gpu_uniform({k, m_max}, 28, mx::bfloat16)

@@ -265,6 +265,9 @@ TEST_CASE("quantized_matmul dequantized first: every bits, both layouts, the scr
   // last of 8).
   check_qmm({4, 32, mx::bfloat16, true, 20, 136, 3}, seed += 2);
   check_qmm({3, 32, mx::float16, true, 20, 136, 3}, seed += 2);
+  // k = 1088: 17 columns of 8 chunks, in bands of 4, 4, 4, 4 and 1 (DEQ_BAND in
+  // templates/quantize.glsl); n = 72, row blocks of 32, 32 and 8.
+  check_qmm({4, 64, mx::bfloat16, true, 20, 72, 17}, seed += 2);
 
   // Three products in one batch, the second's weights larger than the first's (the scratch
   // grows while the first product may still read it), the third reading the first's again:
