@@ -58,6 +58,7 @@ int main() {
   const auto& info = mx::gpu::device_info();
   std::printf("device: %s\n", std::get<std::string>(info.at("device_name")).c_str());
   mx::vulkan::set_profiling(true);
+  bench::set_stream_timing_default(true);  // also in a stream (bench_util.h; BENCH_STREAM=0: not)
   const int batch = 10, reps = 5;
   // The peak only scales the decode rows; it needs ~5 GB, so prefill alone skips it and
   // warms up on smaller arrays (lavapipe's 2 GB limit).

@@ -72,7 +72,29 @@ struct Timing {
   double wall_ms = 0;
   double gpu_ms = 0;        // the median batch's GPU busy time per op; 0 when not profiling
   double gpu_worst_ms = 0;  // the slowest batch's, per op
+  double stream_ms = 0;     // the median batch's GPU time per op in a stream; 0 if not measured
 };
+
+// Whether measure_op also times each row in a stream: the batch's command buffers timed by
+// two timestamps each (vulkan::set_batch_profiling) and none around the kernels. NVIDIA's
+// per-kernel timestamps serialize the kernels and add ~3 us to each (a one-element copy
+// measures 3.2-3.3 us); in a stream, independent ops overlap one's ramp with the last's
+// tail, as torch's CUDA events around a batch of back-to-back ops time them
+// (benchmarks/peers/). Dependent ops (the chained rows) still wait at their barriers. On for
+// reduce_bench and attention_bench, BENCH_STREAM=1 turns it on elsewhere, =0 off.
+inline bool& stream_timing() {
+  static bool on = [] {
+    const char* v = std::getenv("BENCH_STREAM");
+    return v && std::string(v) == "1";
+  }();
+  return on;
+}
+inline void set_stream_timing_default(bool on) {
+  const char* v = std::getenv("BENCH_STREAM");
+  if (!v || !*v) {
+    stream_timing() = on;
+  }
+}
 
 // Batches of `make` for at least `warm_ms`, then on while they still get faster: until
 // three batches in a row are no more than 3% faster than the best before them, at most
@@ -124,6 +146,23 @@ inline Timing measure_op(const std::function<mx::array()>& make, int batch, int 
   std::sort(busy_ms.begin(), busy_ms.end());
   t.gpu_ms = busy_ms[busy_ms.size() / 2];
   t.gpu_worst_ms = busy_ms.back();
+  if (stream_timing()) {
+    const bool kernels = mx::vulkan::profiling_enabled();
+    mx::vulkan::set_profiling(false);  // per-kernel timestamps win over batch ones
+    mx::vulkan::set_batch_profiling(true);
+    std::vector<double> stream_ms;
+    for (int r = 0; r < reps; ++r) {
+      mx::synchronize();
+      mx::vulkan::reset_kernel_times();
+      run_batch(make, batch);
+      mx::synchronize();
+      stream_ms.push_back(mx::vulkan::gpu_busy_us() / 1000.0 / batch);
+    }
+    mx::vulkan::set_batch_profiling(false);
+    mx::vulkan::set_profiling(kernels);
+    std::sort(stream_ms.begin(), stream_ms.end());
+    t.stream_ms = stream_ms[stream_ms.size() / 2];
+  }
   return t;
 }
 
@@ -222,10 +261,14 @@ struct TimedRow {
 
 // Rows with both times; GB/s and the ratio use the GPU time (the kernels alone), which is
 // what a peak measured the same way compares with.
+// With stream times (stream_timing), two more columns: the GPU time per op in a stream and
+// its ratio to the peak.
 inline void print_timed_table(const std::vector<TimedRow>& rows, double peak_gbs) {
+  bool stream = std::any_of(rows.begin(), rows.end(), [](auto& r) { return r.t.stream_ms > 0; });
   std::printf(
-      "\n| op | bytes moved | GPU time (us) | wall per op (us) | GB/s (GPU) | ratio to peak |\n");
-  std::printf("|---|---|---|---|---|---|\n");
+      "\n| op | bytes moved | GPU time (us) | wall per op (us) | GB/s (GPU) | ratio to peak |%s\n",
+      stream ? " GPU in a stream (us) | ratio to peak (stream) |" : "");
+  std::printf("|---|---|---|---|---|---|%s\n", stream ? "---|---|" : "");
   for (auto& r : rows) {
     double gbs = r.t.gpu_ms > 0 ? r.bytes / (r.t.gpu_ms * 1e-3) / 1e9 : 0;
     // A batch more than 1.5x the median is shown: a stall, not the kernel's speed.
@@ -233,9 +276,14 @@ inline void print_timed_table(const std::vector<TimedRow>& rows, double peak_gbs
     if (r.t.gpu_worst_ms > 1.5 * r.t.gpu_ms) {
       std::snprintf(worst, sizeof(worst), " (one batch %.1f)", r.t.gpu_worst_ms * 1e3);
     }
-    std::printf("| %s | %.2f MiB | %.1f%s | %.1f | %.0f | %.2f |\n", r.name.c_str(),
+    std::printf("| %s | %.2f MiB | %.1f%s | %.1f | %.0f | %.2f |", r.name.c_str(),
                 r.bytes / (1 << 20), r.t.gpu_ms * 1e3, worst, r.t.wall_ms * 1e3, gbs,
                 gbs / peak_gbs);
+    if (stream) {
+      double sgbs = r.t.stream_ms > 0 ? r.bytes / (r.t.stream_ms * 1e-3) / 1e9 : 0;
+      std::printf(" %.1f | %.2f |", r.t.stream_ms * 1e3, sgbs / peak_gbs);
+    }
+    std::printf("\n");
   }
 }
 

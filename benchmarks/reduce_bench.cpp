@@ -6,7 +6,8 @@
 //    kernel (equal on int64 -> bool) on 1 GiB.
 // 2. Each row: >= 200 ms of warm-up, then GPU time per op from timestamp queries (every
 //    kernel of the op) and the best wall time per op; GB/s and the ratio to the peak use
-//    the GPU time.
+//    the GPU time. Then the same batches timed in a stream (two timestamps per command
+//    buffer, none per kernel: how torch's CUDA events time a batch; bench_util.h).
 //
 // Usage: reduce_bench   (REDUCE_BENCH_ONLY=sum,rows,softmax,argmax,decode,norm,rope,scan
 //                        runs a subset; REDUCE_BENCH_SUSTAIN=<s> first runs softmax back to
@@ -49,6 +50,7 @@ int main() {
   const auto& info = mx::gpu::device_info();
   std::printf("device: %s\n", std::get<std::string>(info.at("device_name")).c_str());
   mx::vulkan::set_profiling(true);
+  bench::set_stream_timing_default(true);  // also in a stream (bench_util.h; BENCH_STREAM=0: not)
   if (!mx::vulkan::profiling_enabled()) {
     std::fprintf(stderr, "reduce_bench: this device cannot time kernels; GPU times read 0\n");
   }
