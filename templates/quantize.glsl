@@ -276,16 +276,20 @@ void main() {
   IDX_T column = band * DEQ_BAND + (in_band - row_block * band_columns);
   IDX_T n = row_block * 32 + (inv % 4) * 8;
   IDX_T c = column * 8 + (inv / 4) % 8;
-  if (n >= rows || c >= chunks_per_row) {
-    return;
-  }
+  // The loads are clamped into the matrix and issued before the range check, which only
+  // guards the stores: behind an early return NVIDIA's compiler issued them one by one
+  // (H200, f16 [14336, 4096]: 50.0-50.2 -> 46.0-46.9 us).
+  IDX_T nl = min(n, rows - 8), cl = min(c, chunks_per_row - 1);
   ChunkIn r[8];
   bool finite = true;
   [[unroll]] for (uint j = 0; j < 8u; ++j) {
-    r[j] = load_chunk((n + IDX_T(j)) * chunks_per_row + c);
+    r[j] = load_chunk((nl + IDX_T(j)) * chunks_per_row + cl);
   }
   [[unroll]] for (uint j = 0; j < 8u; ++j) {
     finite = finite && finite_f32(r[j].s) && finite_f32(r[j].b);
+  }
+  if (n >= rows || c >= chunks_per_row) {
+    return;
   }
   [[unroll]] for (uint e = 0; e < 8u; ++e) {
     float v[8];
