@@ -188,17 +188,9 @@ uvec4 dequant_raw(uvec4 raw, IDX_T col) {
     v[j] = scale * float(q & mask) + bias;
   }
 #if COOP_BF16
-  // With a finite scale and bias every value is finite or an infinity (q >= 0), which the
-  // rounding add maps correctly, so the NaN test is needed only otherwise (as
-  // quantize.glsl's pack_bf16x8_finite: NVIDIA's NaN 0x7fffffff would round to -0).
-  if (abs(scale) <= 3.4028234664e38 && abs(bias) <= 3.4028234664e38) {
-    uint h[8];
-    [[unroll]] for (uint j = 0; j < 8u; ++j) {
-      uint a = floatBitsToUint(v[j]);
-      h[j] = a + 0x7fffu + ((a >> 16) & 1u);
-    }
-    return uvec4((h[0] >> 16) | (h[1] & 0xffff0000u), (h[2] >> 16) | (h[3] & 0xffff0000u),
-                 (h[4] >> 16) | (h[5] & 0xffff0000u), (h[6] >> 16) | (h[7] & 0xffff0000u));
+  // A finite scale and bias give no NaN (q >= 0): no NaN test then (types.glsl).
+  if (finite_f32(scale) && finite_f32(bias)) {
+    return pack_bf16x8_not_nan(v);
   }
   return uvec4(pack_bf16x2(v[0], v[1]), pack_bf16x2(v[2], v[3]), pack_bf16x2(v[4], v[5]),
                pack_bf16x2(v[6], v[7]));

@@ -119,32 +119,10 @@ IDX_T invocation() {
 }
 
 #if QUANT_OP == 0
-// bf16 output: FINITE_BF16 rounds without the NaN test, where the caller has found every
-// scale and bias of the values finite. Then a value scale * q + bias is finite or an
-// infinity (q >= 0, so never infinity times 0 or infinity minus infinity), and
-// f32_to_bf16_bits's rounding add maps both correctly: a bf16 transposed dequantize spent
-// 12% of its time on the test per value (H200: 57.6-58.5 us against 50.7-51.2 with the
-// bits truncated, docs/matmul.md).
+// bf16 output: groups whose scale and bias are finite give no NaN (scale * q + bias with
+// q >= 0 is finite or an infinity), so their chunks are packed without the NaN test
+// (pack_bf16x8_not_nan, types.glsl); the others keep it.
 #define BF16_OUT (OUT_WIDTH == 16 && !OUT_F16)
-#if BF16_OUT
-uint bf16_rounded_bits(float f) {
-  uint a = floatBitsToUint(f);
-  return a + 0x7fffu + ((a >> 16) & 1u);
-}
-// 8 values of finite groups as bf16, two a word.
-uvec4 pack_bf16x8_finite(float v[8]) {
-  uint h[8];
-  [[unroll]] for (uint j = 0; j < 8u; ++j) {
-    h[j] = bf16_rounded_bits(v[j]);
-  }
-  return uvec4((h[0] >> 16) | (h[1] & 0xffff0000u), (h[2] >> 16) | (h[3] & 0xffff0000u),
-               (h[4] >> 16) | (h[5] & 0xffff0000u), (h[6] >> 16) | (h[7] & 0xffff0000u));
-}
-#endif
-// Whether a scale or bias is neither NaN nor infinite (a comparison with NaN is false).
-bool finite_f32(float x) {
-  return abs(x) <= 3.4028234664e38;
-}
 
 // Stores chunk i's 8 values. One invocation per 32-value pack, each storing its values one
 // by one 64 bytes from its neighbour's, dequantized at about 0.05 of the bandwidth on an
@@ -153,7 +131,7 @@ void store_chunk(IDX_T i, float v[8], bool finite) {
   IDX_T at = pc.out_offset + i * 8;
 #if VEC_OUT && BF16_OUT
   if (finite) {
-    out4[uint(at / 8)] = pack_bf16x8_finite(v);
+    out4[uint(at / 8)] = pack_bf16x8_not_nan(v);
     return;
   }
 #endif

@@ -63,6 +63,10 @@ struct vec2 {
   float x, y;
   vec2(float a, float b) : x(a), y(b) {}
 };
+struct uvec4 {
+  uint x, y, z, w;
+  uvec4(uint a, uint b, uint c, uint d) : x(a), y(b), z(c), w(d) {}
+};
 
 // Integers wrap like SPIR-V's (two's complement), without C++'s signed-overflow UB.
 template <typename T>

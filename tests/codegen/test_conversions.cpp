@@ -3,6 +3,7 @@
 // (mlx/dtype_utils.h): bit-exact, since GPU and CPU must store the same values.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -92,6 +93,39 @@ TEST_CASE("GLSL pair packing stores each lane as the CPU rounds it") {
     });
   }
   CHECK(mismatches == 0);
+}
+
+TEST_CASE("GLSL bf16 packing without the NaN test rounds every value that is not NaN") {
+  // pack_bf16x8_not_nan serves values known not to be NaN (dequantized with a finite scale
+  // and bias): each lane as the CPU rounds it, infinities and values that round to them
+  // included. finite_f32 is what the callers test scales and biases with.
+  int mismatches = 0;
+  const float inf = std::numeric_limits<float>::infinity();
+  float lane[8] = {0.0f, -1.5f, inf, -inf, 3.4028235e38f, -3.4028235e38f, 1e-40f, 65520.0f};
+  for_sample_floats([&](float x) {
+    if (std::isnan(x)) {
+      return;
+    }
+    for (int at : {0, 5}) {  // a low and a high half
+      float v[8];
+      std::copy(std::begin(lane), std::end(lane), v);
+      v[at] = x;
+      glsl::uvec4 got = glsl::pack_bf16x8_not_nan(v);
+      uint32_t words[4] = {got.x, got.y, got.z, got.w};
+      for (int j = 0; j < 8; ++j) {
+        uint32_t half = (words[j / 2] >> (16 * (j % 2))) & 0xffffu;
+        if (half != bfloat16_t(v[j]).bits_ && mismatches++ < 5) {
+          FAIL_CHECK("lane " << j << " of " << v[j] << ": 0x" << std::hex << half);
+        }
+      }
+    }
+  });
+  CHECK(mismatches == 0);
+  CHECK(glsl::finite_f32(3.4028235e38f));
+  CHECK(glsl::finite_f32(-0.0f));
+  CHECK_FALSE(glsl::finite_f32(inf));
+  CHECK_FALSE(glsl::finite_f32(-inf));
+  CHECK_FALSE(glsl::finite_f32(std::numeric_limits<float>::quiet_NaN()));
 }
 
 TEST_CASE("GLSL float-to-int casts saturate and map NaN to 0 like cast_value") {

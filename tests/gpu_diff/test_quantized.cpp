@@ -605,11 +605,11 @@ TEST_CASE("quantized_matmul keeps a NaN or infinite scale: qmv, and qmvc on a GP
 }
 
 TEST_CASE(
-    "dequantize keeps a NaN or infinite scale or bias: the op, and weights into their transpose") {
+    "dequantize keeps a NaN or infinite scale or bias: the op, a product's weights, qmm tiles") {
   if (!gpu_present())
     return;
   // A bf16 dequantize rounds without the NaN test where its scales and biases are finite
-  // (templates/quantize.glsl, pack_bf16x8_finite); groups with a non-finite one must still
+  // (pack_bf16x8_not_nan in templates/include/types.glsl); groups with a non-finite one must still
   // give what the CPU gives. Rows 3 and 9 get a NaN scale or bias, row 5 an infinite scale
   // (q = 0 makes NaN), row 7 a bias of -infinity.
   auto cpu = mx::Device::cpu, gpu = mx::Device::gpu;
